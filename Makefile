@@ -1,0 +1,168 @@
+# perfmon kernel: one non-recursive Makefile. `make help` lists targets.
+
+CROSS_COMPILE ?=
+CC      := $(CROSS_COMPILE)gcc
+LD      := $(CROSS_COMPILE)ld
+NM      := $(CROSS_COMPILE)nm
+HOSTCC  ?= gcc
+PYTHON  ?= python3
+
+BUILD   := build
+SMP     ?= 4
+ACCEL   ?= auto
+MEM     ?= 512M
+ARGS    ?=
+
+# Quiet by default; make V=1 shows the commands.
+ifeq ($(V),1)
+Q :=
+quiet = @true
+else
+Q := @
+quiet = @printf '  %-7s %s\n' $(1) $(2)
+endif
+
+KERNEL_ELF := $(BUILD)/kernel.elf
+ISO        := $(BUILD)/perfmon.iso
+
+KERNEL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror \
+    -ffreestanding -fno-pic -fno-pie -fno-stack-protector -fno-common \
+    -mno-red-zone -mcmodel=kernel -mgeneral-regs-only -mno-80387 \
+    -mno-mmx -mno-sse -mno-sse2 -mno-avx \
+    -fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
+    -fno-tree-loop-distribute-patterns -fno-toplevel-reorder \
+    -I. -Iarch/x86 -MMD -MP
+KERNEL_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 \
+    --no-warn-rwx-segments -z noexecstack -T kernel.lds
+
+KERNEL_SRCS := $(wildcard kern/*.c) \
+    $(wildcard arch/x86/machine/*.c) $(wildcard arch/x86/machine/*.S) \
+    $(wildcard tests/*.c)
+KERNEL_OBJS := $(addprefix $(BUILD)/,$(addsuffix .o,$(basename $(KERNEL_SRCS))))
+
+HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror \
+    -fsanitize=address,undefined -fno-omit-frame-pointer \
+    -I. -Iarch/x86 -Itests/host -MMD -MP
+
+.PHONY: all deps run check check-hw debug clean help lint bench torture \
+        host-tests iso
+
+all: $(ISO) host-tests
+
+help:
+	@echo "make            build build/kernel.elf, the ISO and the host tests"
+	@echo "make run        boot in QEMU with the serial shell on this terminal"
+	@echo "                (SMP=n CPUs, ACCEL=kvm|tcg, ARGS='extra cmdline')"
+	@echo "make check      boot the in-kernel suites on 1, 2 and 4 CPUs and run"
+	@echo "                the host tests; ends with 'N passed, N failed'"
+	@echo "make check SMP=n   the kernel suites on n CPUs only"
+	@echo "make check-hw   the hardware PMU suite under KVM (needs a host PMU)"
+	@echo "make bench      perfmon benchmark under TCG -icount (instructions)"
+	@echo "make torture    the long perfmon torture run (minutes)"
+	@echo "make debug      boot with QEMU waiting for gdb on :1234"
+	@echo "                (then: gdb -x tools/gdbinit)"
+	@echo "make lint       cppcheck over kern/ and arch/"
+	@echo "make clean      remove build/"
+
+deps:
+	@tools/install-deps
+
+# --- kernel ---------------------------------------------------------------
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(call quiet,CC,$<)
+	$(Q)$(CC) $(KERNEL_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(call quiet,AS,$<)
+	$(Q)$(CC) $(KERNEL_CFLAGS) -c $< -o $@
+
+$(BUILD)/ksyms-empty.S: tools/gen-ksyms
+	@mkdir -p $(BUILD)
+	$(Q)$(PYTHON) tools/gen-ksyms --empty > $@
+
+$(BUILD)/ksyms-empty.o: $(BUILD)/ksyms-empty.S
+	$(Q)$(CC) -c $< -o $@
+
+# First link without symbols, then again with the generated table, which
+# sits after all code so no function moves (checked).
+$(BUILD)/kernel.pass1.elf: $(KERNEL_OBJS) $(BUILD)/ksyms-empty.o kernel.lds
+	$(call quiet,LD,$@)
+	$(Q)$(LD) $(KERNEL_LDFLAGS) -o $@ $(KERNEL_OBJS) $(BUILD)/ksyms-empty.o
+
+$(BUILD)/ksyms.S: $(BUILD)/kernel.pass1.elf tools/gen-ksyms
+	$(Q)$(PYTHON) tools/gen-ksyms $(NM) $< > $@
+
+$(BUILD)/ksyms.o: $(BUILD)/ksyms.S
+	$(Q)$(CC) -c $< -o $@
+
+$(KERNEL_ELF): $(KERNEL_OBJS) $(BUILD)/ksyms.o kernel.lds
+	$(call quiet,LD,$@)
+	$(Q)$(LD) $(KERNEL_LDFLAGS) -o $@ $(KERNEL_OBJS) $(BUILD)/ksyms.o
+	$(Q)$(PYTHON) tools/gen-ksyms --check $(NM) $(BUILD)/kernel.pass1.elf $@
+
+$(ISO): $(KERNEL_ELF) tools/grub.cfg
+	@mkdir -p $(BUILD)/iso/boot/grub
+	$(call quiet,ISO,$@)
+	$(Q)cp $(KERNEL_ELF) $(BUILD)/iso/boot/kernel.elf
+	$(Q)cp tools/grub.cfg $(BUILD)/iso/boot/grub/grub.cfg
+	$(Q)grub-mkrescue -o $@ $(BUILD)/iso >$(BUILD)/grub-mkrescue.log 2>&1 \
+	    || { cat $(BUILD)/grub-mkrescue.log; exit 1; }
+
+iso: $(ISO)
+
+# --- host unit tests --------------------------------------------------------
+
+HOST_TESTS := printf init_order string arg
+
+$(BUILD)/host/test_printf: tests/host/test_printf.c kern/printf.c
+$(BUILD)/host/test_init_order: tests/host/test_init_order.c kern/init_order.c
+$(BUILD)/host/test_string: tests/host/test_string.c kern/string.c
+$(BUILD)/host/test_arg: tests/host/test_arg.c kern/arg.c kern/string.c
+
+# The kernel's libc-named functions under test are renamed in both the
+# kernel source and the test, so they do not replace the host C library's.
+HOST_RENAMES_printf := -Dvsnprintf=kern_vsnprintf -Dsnprintf=kern_snprintf
+HOST_RENAMES_arg = $(HOST_RENAMES_string)
+HOST_RENAMES_string := -Dmemcpy=kern_memcpy -Dmemmove=kern_memmove \
+    -Dmemset=kern_memset -Dmemcmp=kern_memcmp -Dstrlen=kern_strlen \
+    -Dstrcmp=kern_strcmp -Dstrncmp=kern_strncmp -Dstrchr=kern_strchr \
+    -Dstrlcpy=kern_strlcpy
+
+$(BUILD)/host/test_%:
+	@mkdir -p $(dir $@)
+	$(call quiet,HOSTCC,$@)
+	$(Q)$(HOSTCC) $(HOST_CFLAGS) $(HOST_RENAMES_$*) -o $@ $(filter %.c,$^)
+
+host-tests: $(addprefix $(BUILD)/host/test_,$(HOST_TESTS))
+
+# --- running ----------------------------------------------------------------
+
+run: deps $(ISO)
+	$(PYTHON) tools/runner.py run --iso $(ISO) --smp $(SMP) --accel $(ACCEL) \
+	    --mem $(MEM) --cmdline "$(ARGS)"
+
+debug: deps $(ISO)
+	@echo "QEMU waits for gdb: in another terminal run gdb -x tools/gdbinit"
+	$(PYTHON) tools/runner.py run --iso $(ISO) --smp $(SMP) --accel tcg \
+	    --mem $(MEM) --cmdline "panic=halt $(ARGS)" --gdb
+
+check: deps all
+	@$(PYTHON) tools/runner.py check --iso $(ISO) --smp "$(CHECK_SMP)" \
+	    --accel $(ACCEL) --mem $(MEM) --host-tests $(BUILD)/host \
+	    --host-list "$(HOST_TESTS)"
+
+CHECK_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),1 2 4)
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+	    --inline-suppr --suppressions-list=tools/cppcheck.supp \
+	    -I. -Iarch/x86 -D__x86_64__ kern arch
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(KERNEL_OBJS:.o=.d)
+-include $(wildcard $(BUILD)/host/*.d)

@@ -1,0 +1,252 @@
+/*
+ * Processor control: interrupts, MSRs, CPUID, control registers, the TSC,
+ * and the per-CPU descriptor tables (GDT, TSS, IDT).
+ *
+ * All inline helpers may be called in any context unless said otherwise.
+ */
+#ifndef X86_CPU_H
+#define X86_CPU_H
+
+/* Segment selectors, also used by assembly. */
+#define CPU_SEL_NULL    0x00
+#define CPU_SEL_CODE    0x08
+#define CPU_SEL_DATA    0x10
+#define CPU_SEL_TSS     0x18
+
+/* Interrupt stack table slots for exceptions that must get a good stack. */
+#define CPU_IST_DF      1
+#define CPU_IST_NMI     2
+#define CPU_IST_MC      3
+
+#define CPU_MAX         64
+
+#ifndef __ASSEMBLER__
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/macros.h>
+
+#define CPU_RFLAGS_IF           (1UL << 9)
+
+#define CPU_MSR_EFER            0xc0000080
+#define CPU_MSR_GS_BASE         0xc0000101
+#define CPU_MSR_APIC_BASE       0x1b
+
+/* CPUID.1:EDX / ECX feature bits used by the kernel. */
+#define CPU_CPUID1_EDX_TSC      (1U << 4)
+#define CPU_CPUID1_EDX_MSR      (1U << 5)
+#define CPU_CPUID1_EDX_APIC     (1U << 9)
+#define CPU_CPUID1_ECX_PDCM     (1U << 15)
+
+static inline void
+cpu_intr_enable(void)
+{
+    __asm__ volatile("sti" : : : "memory");
+}
+
+static inline void
+cpu_intr_disable(void)
+{
+    __asm__ volatile("cli" : : : "memory");
+}
+
+static inline unsigned long
+cpu_get_rflags(void)
+{
+    unsigned long flags;
+
+    __asm__ volatile("pushfq; popq %0" : "=r"(flags) : : "memory");
+    return flags;
+}
+
+static inline bool
+cpu_intr_enabled(void)
+{
+    return (cpu_get_rflags() & CPU_RFLAGS_IF) != 0;
+}
+
+/* Disable interrupts and return the previous flags for cpu_intr_restore. */
+static inline unsigned long
+cpu_intr_save(void)
+{
+    unsigned long flags = cpu_get_rflags();
+
+    cpu_intr_disable();
+    return flags;
+}
+
+static inline void
+cpu_intr_restore(unsigned long flags)
+{
+    if (flags & CPU_RFLAGS_IF) {
+        cpu_intr_enable();
+    }
+}
+
+static inline void
+cpu_pause(void)
+{
+    __asm__ volatile("pause" : : : "memory");
+}
+
+/* Enable interrupts and halt until the next one, atomically. */
+static inline void
+cpu_idle(void)
+{
+    __asm__ volatile("sti; hlt" : : : "memory");
+}
+
+static __noreturn inline void
+cpu_halt_forever(void)
+{
+    for (;;) {
+        __asm__ volatile("cli; hlt" : : : "memory");
+    }
+}
+
+static inline void
+cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
+          uint32_t *ecx, uint32_t *edx)
+{
+    __asm__ volatile("cpuid"
+                     : "=a"(*eax), "=b"(*ebx), "=c"(*ecx), "=d"(*edx)
+                     : "a"(leaf), "c"(subleaf));
+}
+
+static inline uint64_t
+cpu_get_msr(uint32_t msr)
+{
+    uint32_t low, high;
+
+    __asm__ volatile("rdmsr" : "=a"(low), "=d"(high) : "c"(msr));
+    return ((uint64_t)high << 32) | low;
+}
+
+static inline void
+cpu_set_msr(uint32_t msr, uint64_t value)
+{
+    __asm__ volatile("wrmsr"
+                     : : "c"(msr), "a"((uint32_t)value),
+                         "d"((uint32_t)(value >> 32))
+                     : "memory");
+}
+
+static inline uint64_t
+cpu_get_tsc(void)
+{
+    uint32_t low, high;
+
+    __asm__ volatile("rdtsc" : "=a"(low), "=d"(high));
+    return ((uint64_t)high << 32) | low;
+}
+
+static inline uint64_t
+cpu_get_cr2(void)
+{
+    uint64_t value;
+
+    __asm__ volatile("mov %%cr2, %0" : "=r"(value));
+    return value;
+}
+
+static inline uint64_t
+cpu_get_cr3(void)
+{
+    uint64_t value;
+
+    __asm__ volatile("mov %%cr3, %0" : "=r"(value));
+    return value;
+}
+
+static inline void
+cpu_set_cr3(uint64_t value)
+{
+    __asm__ volatile("mov %0, %%cr3" : : "r"(value) : "memory");
+}
+
+static inline void *
+cpu_get_frame_pointer(void)
+{
+    return __builtin_frame_address(0);
+}
+
+/*
+ * Per-CPU hot fields at the start of every per-CPU area, reached through
+ * the GS base with one instruction. See kern/percpu.h.
+ */
+struct cpu_head {
+    void *self;                 /* the area's own address */
+    unsigned int id;
+    unsigned int intr_depth;    /* nesting of interrupt handlers */
+    struct thread *thread;      /* current thread */
+};
+
+#define CPU_HEAD_OFFSET_ID      8
+#define CPU_HEAD_OFFSET_INTR    12
+#define CPU_HEAD_OFFSET_THREAD  16
+
+/* Return the calling CPU's index, 0 to cpu_count() - 1. Any context. */
+static inline unsigned int
+cpu_id(void)
+{
+    unsigned int id;
+
+    __asm__ volatile("movl %%gs:" STRINGIFY(CPU_HEAD_OFFSET_ID) ", %0"
+                     : "=r"(id));
+    return id;
+}
+
+/* Return true when running in an interrupt or exception handler. */
+static inline bool
+cpu_in_intr(void)
+{
+    unsigned int depth;
+
+    __asm__ volatile("movl %%gs:" STRINGIFY(CPU_HEAD_OFFSET_INTR) ", %0"
+                     : "=r"(depth));
+    return depth != 0;
+}
+
+/* Return the number of processors online or being started. Any context. */
+unsigned int cpu_count(void);
+
+/* Return the local APIC id of a CPU. Any context. */
+unsigned int cpu_apic_id(unsigned int cpu);
+
+/* Return the TSC frequency in Hz, known once the clock is calibrated. */
+uint64_t cpu_get_freq(void);
+
+/* Record the calibrated TSC frequency. Called once by the clock module. */
+void cpu_set_freq(uint64_t freq);
+
+/*
+ * Load the GDT, TSS and IDT on the calling processor and point its GS
+ * base at its per-CPU area. Boot and AP bring-up only.
+ */
+void cpu_load_tables(unsigned int cpu);
+
+/*
+ * Early setup of the boot processor: descriptor tables, per-CPU area of
+ * CPU 0. Called once before anything else that needs cpu_id().
+ */
+void cpu_setup_bsp(void);
+
+/*
+ * Register a processor found by the firmware tables. Return its index,
+ * or -1 when CPU_MAX processors are already known. Boot only.
+ */
+int cpu_register(unsigned int apic_id);
+
+/* Mark the calling processor online. */
+void cpu_set_online(void);
+
+/* Return true once the given CPU runs its scheduler. Any context. */
+bool cpu_online(unsigned int cpu);
+
+/* Write a 16-byte TSS descriptor's stack pointers. Boot only. */
+void cpu_set_ist(unsigned int cpu, unsigned int ist, void *stack_top);
+
+#endif /* __ASSEMBLER__ */
+
+#endif /* X86_CPU_H */

@@ -1,0 +1,7 @@
+/* Temporary stub. */
+#include <machine/lapic.h>
+
+void
+lapic_stop_others(void)
+{
+}

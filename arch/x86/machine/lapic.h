@@ -1,0 +1,54 @@
+/*
+ * Local APIC (xAPIC, memory mapped): timer, IPIs, EOI, and the performance
+ * counter LVT entry.
+ */
+#ifndef X86_LAPIC_H
+#define X86_LAPIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/init.h>
+
+/* Acknowledge the interrupt being handled. Interrupts disabled. */
+void lapic_eoi(void);
+
+/* Send a fixed-vector IPI to one CPU. Any context. */
+void lapic_send_ipi(unsigned int cpu, unsigned int vector);
+
+/* Send a fixed-vector IPI to the calling CPU. Any context. */
+void lapic_send_self_ipi(unsigned int vector);
+
+/*
+ * Stop every other CPU with an NMI, for panic. Does nothing before the
+ * local APIC is set up. Any context.
+ */
+void lapic_stop_others(void);
+
+/* INIT and STARTUP IPIs for AP bring-up. Boot only. */
+void lapic_send_init(unsigned int apic_id);
+void lapic_send_startup(unsigned int apic_id, uint32_t phys_page);
+
+/*
+ * Program the performance counter LVT entry to deliver vector as a fixed
+ * interrupt, unmasked. Processor-local, interrupts disabled.
+ */
+void lapic_pmc_setup(unsigned int vector);
+
+/* Clear the mask bit of the performance counter LVT entry, which the CPU
+ * sets on every PMI. Processor-local, interrupts disabled. */
+void lapic_pmc_unmask(void);
+
+/* Return the local APIC id of the calling CPU. */
+unsigned int lapic_get_id(void);
+
+/*
+ * Start the local APIC of the calling CPU and its periodic timer at hz
+ * ticks per second (the boot processor first calibrates the timer against
+ * the TSC). Boot and AP bring-up.
+ */
+void lapic_setup_local(unsigned int hz);
+
+INIT_OP_DECLARE(lapic_setup);
+
+#endif /* X86_LAPIC_H */

@@ -1,0 +1,61 @@
+/*
+ * 16550 UART driver, polled. Register layout: National Semiconductor
+ * PC16550D datasheet, "Register Summary".
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <machine/io.h>
+#include <machine/uart.h>
+
+#define UART_COM1           0x3f8
+#define UART_REG_DATA       0
+#define UART_REG_IER        1
+#define UART_REG_DLL        0   /* with DLAB set */
+#define UART_REG_DLM        1   /* with DLAB set */
+#define UART_REG_FCR        2
+#define UART_REG_LCR        3
+#define UART_REG_MCR        4
+#define UART_REG_LSR        5
+
+#define UART_LCR_8N1        0x03
+#define UART_LCR_DLAB       0x80
+#define UART_FCR_ENABLE     0x07    /* enable and clear both FIFOs */
+#define UART_MCR_DTR_RTS    0x03
+#define UART_LSR_DR         0x01    /* data ready */
+#define UART_LSR_THRE       0x20    /* transmit holding register empty */
+
+#define UART_DIVISOR_115200 1
+
+void
+uart_setup(void)
+{
+    io_write_byte(UART_COM1 + UART_REG_IER, 0);
+    io_write_byte(UART_COM1 + UART_REG_LCR, UART_LCR_DLAB);
+    io_write_byte(UART_COM1 + UART_REG_DLL, UART_DIVISOR_115200);
+    io_write_byte(UART_COM1 + UART_REG_DLM, 0);
+    io_write_byte(UART_COM1 + UART_REG_LCR, UART_LCR_8N1);
+    io_write_byte(UART_COM1 + UART_REG_FCR, UART_FCR_ENABLE);
+    io_write_byte(UART_COM1 + UART_REG_MCR, UART_MCR_DTR_RTS);
+}
+
+void
+uart_putc(char c)
+{
+    while (!(io_read_byte(UART_COM1 + UART_REG_LSR) & UART_LSR_THRE)) {
+        __asm__ volatile("pause");
+    }
+
+    io_write_byte(UART_COM1 + UART_REG_DATA, (uint8_t)c);
+}
+
+bool
+uart_getc(char *cp)
+{
+    if (!(io_read_byte(UART_COM1 + UART_REG_LSR) & UART_LSR_DR)) {
+        return false;
+    }
+
+    *cp = (char)io_read_byte(UART_COM1 + UART_REG_DATA);
+    return true;
+}

@@ -1,0 +1,21 @@
+/*
+ * 16550 UART on COM1, the console.
+ */
+#ifndef X86_UART_H
+#define X86_UART_H
+
+#include <stdbool.h>
+
+/* Program 115200 8N1 with FIFOs. Called once, first thing at boot. */
+void uart_setup(void);
+
+/* Write one byte, waiting for room. Any context; callers serialize. */
+void uart_putc(char c);
+
+/*
+ * Return true and store a received byte in *cp when one is waiting, false
+ * otherwise. Never waits. Any context.
+ */
+bool uart_getc(char *cp);
+
+#endif /* X86_UART_H */

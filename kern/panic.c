@@ -1,0 +1,139 @@
+/*
+ * Panic: report and stop.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+
+#include <kern/arg.h>
+#include <kern/ksym.h>
+#include <kern/log.h>
+#include <kern/panic.h>
+#include <kern/printf.h>
+#include <machine/cpu.h>
+#include <machine/lapic.h>
+#include <machine/qemu.h>
+#include <machine/trap.h>
+
+#define PANIC_BACKTRACE_MAX 32
+
+volatile int panic_in_progress;
+
+static void
+panic_print_addr(unsigned int i, uintptr_t addr)
+{
+    uintptr_t offset;
+    const char *name = ksym_lookup(addr, &offset);
+
+    if (name == NULL) {
+        printf("  #%-2u 0x%016lx\n", i, addr);
+    } else {
+        printf("  #%-2u 0x%016lx %s+0x%lx\n", i, addr, name, offset);
+    }
+}
+
+static int
+panic_frame_valid(uintptr_t fp)
+{
+    /* Frames live on kernel stacks: in the kernel image or the direct map. */
+    return fp != 0 && (fp & 7) == 0 && fp >= 0xffff800000000000;
+}
+
+static void
+panic_walk(uintptr_t fp, unsigned int first)
+{
+    for (unsigned int i = first; i < PANIC_BACKTRACE_MAX; i++) {
+        uintptr_t ret;
+
+        if (!panic_frame_valid(fp)) {
+            break;
+        }
+
+        ret = ((const uintptr_t *)fp)[1];
+
+        if (ret == 0) {
+            break;
+        }
+
+        panic_print_addr(i, ret);
+        fp = ((const uintptr_t *)fp)[0];
+    }
+}
+
+void
+panic_backtrace(const void *frame_pointer)
+{
+    printf("backtrace:\n");
+    panic_walk((uintptr_t)frame_pointer, 0);
+}
+
+static void
+panic_print_frame(const struct trap_frame *f)
+{
+    printf("rip=0x%016lx rsp=0x%016lx rflags=0x%lx cs=0x%lx\n",
+           f->rip, f->rsp, f->rflags, f->cs);
+    printf("rax=0x%016lx rbx=0x%016lx rcx=0x%016lx rdx=0x%016lx\n",
+           f->rax, f->rbx, f->rcx, f->rdx);
+    printf("rsi=0x%016lx rdi=0x%016lx rbp=0x%016lx r8 =0x%016lx\n",
+           f->rsi, f->rdi, f->rbp, f->r8);
+    printf("r9 =0x%016lx r10=0x%016lx r11=0x%016lx r12=0x%016lx\n",
+           f->r9, f->r10, f->r11, f->r12);
+    printf("r13=0x%016lx r14=0x%016lx r15=0x%016lx cr2=0x%016lx\n",
+           f->r13, f->r14, f->r15, cpu_get_cr2());
+    printf("cr3=0x%016lx\n", cpu_get_cr3());
+}
+
+static __noreturn void
+panic_common(const struct trap_frame *frame, const void *fp, const char *msg)
+{
+    cpu_intr_disable();
+
+    if (__atomic_exchange_n(&panic_in_progress, 1, __ATOMIC_SEQ_CST)) {
+        /* Another CPU is already reporting. */
+        cpu_halt_forever();
+    }
+
+    lapic_stop_others();
+    log_panic_takeover();
+    printf("\npanic: cpu%u: %s\n", cpu_id(), msg);
+
+    if (frame != NULL) {
+        /* Start at the faulting instruction, then its callers. */
+        panic_print_frame(frame);
+        printf("backtrace:\n");
+        panic_print_addr(0, frame->rip);
+        panic_walk(frame->rbp, 1);
+    } else {
+        panic_backtrace(fp);
+    }
+
+    if (arg_is_set("panic", "halt")) {
+        printf("panic=halt: halting for the debugger\n");
+        cpu_halt_forever();
+    }
+
+    qemu_exit(QEMU_EXIT_PANIC);
+}
+
+void
+panic(const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    panic_common(NULL, __builtin_frame_address(0), msg);
+}
+
+void
+panic_frame(const struct trap_frame *frame, const char *fmt, ...)
+{
+    char msg[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    panic_common(frame, NULL, msg);
+}

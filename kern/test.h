@@ -1,0 +1,94 @@
+/*
+ * In-kernel test harness.
+ *
+ * A test is defined with TEST_DEFINE(suite, name) { ... } in any file under
+ * tests/; the linker collects them in a table sorted by suite name. The
+ * command line selects them: test=all, or a comma list of suites and
+ * suite.name entries. TEST_DEFINE_MANUAL tests (deliberate failures and
+ * crashes used to check the harness itself, long runs) are left out of
+ * test=all and run when they or their suite are named. A selection that
+ * matches no test counts as a failure.
+ *
+ * Output is KTAP version 1. A failed assertion prints the file, line and
+ * compared values as a diagnostic and ends the test; helper threads that
+ * a test starts may assert too: their failure fails the running test and
+ * ends the helper thread.
+ */
+#ifndef KERN_TEST_H
+#define KERN_TEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/macros.h>
+
+struct test {
+    const char *suite;
+    const char *name;
+    void (*fn)(void);
+    bool manual;
+};
+
+#define TEST_DEFINE_(suite_, name_, manual_)                            \
+    static void test_fn_##suite_##_##name_(void);                       \
+    static const struct test test_##suite_##_##name_ = {                \
+        #suite_, #name_, test_fn_##suite_##_##name_, manual_            \
+    };                                                                  \
+    static const struct test *const test_ptr_##suite_##_##name_         \
+        __section(".tests." #suite_) __used = &test_##suite_##_##name_; \
+    static void test_fn_##suite_##_##name_(void)
+
+#define TEST_DEFINE(suite, name)        TEST_DEFINE_(suite, name, false)
+#define TEST_DEFINE_MANUAL(suite, name) TEST_DEFINE_(suite, name, true)
+
+/* Fail the running test. Does not return. Thread context. */
+void test_fail_at(const char *file, int line, const char *fmt, ...)
+    __noreturn __format_printf(3, 4);
+
+/* End the running test as skipped, with a reason. Thread context. */
+void test_skip(const char *reason) __noreturn;
+
+/* Print a KTAP diagnostic line ("# ..."). Any context. */
+void test_diag(const char *fmt, ...) __format_printf(1, 2);
+
+/* True while a test of this run has failed. Any context. */
+bool test_failed(void);
+
+void test_fail_cmp(const char *file, int line, const char *a_str,
+                   const char *op, const char *b_str, uint64_t a, uint64_t b)
+    __noreturn;
+
+#define TEST_ASSERT(cond)                                               \
+    do {                                                                \
+        if (unlikely(!(cond))) {                                        \
+            test_fail_at(__FILE__, __LINE__, "assertion failed: %s",    \
+                         #cond);                                        \
+        }                                                               \
+    } while (0)
+
+#define TEST_ASSERT_CMP_(a, op, b)                                      \
+    do {                                                                \
+        uint64_t test_a_ = (uint64_t)(a);                               \
+        uint64_t test_b_ = (uint64_t)(b);                               \
+                                                                        \
+        if (unlikely(!(test_a_ op test_b_))) {                          \
+            test_fail_cmp(__FILE__, __LINE__, #a, #op, #b, test_a_,     \
+                          test_b_);                                     \
+        }                                                               \
+    } while (0)
+
+/* Comparisons of unsigned 64-bit values (error codes, counts). */
+#define TEST_ASSERT_EQ(a, b)    TEST_ASSERT_CMP_(a, ==, b)
+#define TEST_ASSERT_NE(a, b)    TEST_ASSERT_CMP_(a, !=, b)
+#define TEST_ASSERT_LT(a, b)    TEST_ASSERT_CMP_(a, <, b)
+#define TEST_ASSERT_LE(a, b)    TEST_ASSERT_CMP_(a, <=, b)
+#define TEST_ASSERT_GT(a, b)    TEST_ASSERT_CMP_(a, >, b)
+#define TEST_ASSERT_GE(a, b)    TEST_ASSERT_CMP_(a, >=, b)
+
+/*
+ * Run the tests the command line selects, print KTAP and return the
+ * number of failures. Thread context, called once.
+ */
+unsigned int test_run_all(const char *selection);
+
+#endif /* KERN_TEST_H */

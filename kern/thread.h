@@ -1,0 +1,230 @@
+/*
+ * Kernel threads and the scheduler.
+ *
+ * Every CPU has a run queue of ready threads in priority levels (higher
+ * runs first, round robin within a level, preemption on the clock tick)
+ * and an idle thread that halts when nothing is ready. A thread may be
+ * pinned to a set of CPUs; changing that set migrates it. A thread's
+ * memory lives until its last reference goes: thread_create() hands one
+ * reference to the caller (released by thread_join() or thread_unref()),
+ * and the running thread holds one until it has exited.
+ *
+ * The context switch calls perfmon_td_unload(prev) and perfmon_td_load(next)
+ * with interrupts and preemption disabled.
+ */
+#ifndef KERN_THREAD_H
+#define KERN_THREAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/init.h>
+#include <kern/list.h>
+#include <kern/macros.h>
+#include <kern/perfmon_types.h>
+#include <kern/spinlock.h>
+#include <machine/cpu.h>
+#include <machine/tcb.h>
+
+#define THREAD_NAME_SIZE    24
+#define THREAD_STACK_ORDER  2               /* 16 KiB stacks */
+#define THREAD_STACK_SIZE   (4096 << THREAD_STACK_ORDER)
+
+#define THREAD_PRIO_IDLE    0   /* the idle threads only */
+#define THREAD_PRIO_MIN     1
+#define THREAD_PRIO_DEFAULT 4
+#define THREAD_PRIO_MAX     7
+#define THREAD_NR_PRIOS     (THREAD_PRIO_MAX + 1)
+
+#define THREAD_AFFINITY_ALL (~(uint64_t)0)
+
+enum thread_state {
+    THREAD_RUNNING,     /* running or ready to run */
+    THREAD_SLEEPING,
+    THREAD_DEAD,
+};
+
+struct thread {
+    struct tcb tcb;                 /* saved context, first for assembly */
+    unsigned int preempt_level;     /* > 0: preemption disabled */
+    enum thread_state state;
+    unsigned int cpu;               /* run queue the thread belongs to */
+    unsigned int last_cpu;          /* where it last ran */
+    bool on_rq;                     /* queued in cpu's run queue */
+    bool on_cpu;                    /* currently running on cpu */
+    unsigned int priority;
+    uint64_t affinity;              /* bit i: may run on CPU i */
+    struct list rq_node;
+    unsigned int refs;
+    void (*fn)(void *arg);
+    void *arg;
+    void *stack;
+    char name[THREAD_NAME_SIZE];
+
+    struct spinlock join_lock;
+    bool exited;
+    struct thread *joiner;
+
+    uint64_t nr_switches;           /* times switched in */
+    uint64_t nr_migrations;
+
+    struct list all_node;           /* in the list of all threads */
+
+    struct perfmon_td perfmon_td;
+};
+
+struct thread_attr {
+    const char *name;
+    unsigned int priority;          /* 0 means THREAD_PRIO_DEFAULT */
+    uint64_t affinity;              /* 0 means every CPU */
+};
+
+/* The calling thread. Any context (in an interrupt: the interrupted one). */
+static inline struct thread *
+thread_self(void)
+{
+    struct thread *thread;
+
+    __asm__ volatile("movq %%gs:" STRINGIFY(CPU_HEAD_OFFSET_THREAD) ", %0"
+                     : "=r"(thread));
+    return thread;
+}
+
+/*
+ * Preemption control: while the level is above zero the scheduler does not
+ * take the CPU from the thread on the tick. Any context.
+ */
+static inline void
+thread_preempt_disable(void)
+{
+    thread_self()->preempt_level++;
+    barrier();
+}
+
+void thread_preempt_enable(void);
+
+/* Decrement without rescheduling. For code that reschedules itself. */
+static inline void
+thread_preempt_enable_no_resched(void)
+{
+    barrier();
+    thread_self()->preempt_level--;
+}
+
+static inline unsigned int
+thread_preempt_level(void)
+{
+    return thread_self()->preempt_level;
+}
+
+/* For the test harness, which unwinds out of failed tests. */
+static inline void
+thread_preempt_level_set(unsigned int level)
+{
+    thread_self()->preempt_level = level;
+}
+
+static inline bool
+thread_preempt_enabled(void)
+{
+    return thread_preempt_level() == 0;
+}
+
+/*
+ * Called on interrupt exit when the interrupted code had interrupts
+ * enabled: switch threads if a reschedule is pending and preemption is
+ * enabled. Interrupts disabled.
+ */
+void thread_preempt_check(void);
+
+/*
+ * Create a thread running fn(arg) and store it in *threadp with a
+ * reference for the caller (threadp may be NULL: then no reference is
+ * returned). Return 0, EINVAL for a bad priority, an affinity naming no
+ * online CPU or a NULL fn, ENOMEM. Thread context.
+ */
+int thread_create(struct thread **threadp, const struct thread_attr *attr,
+                  void (*fn)(void *arg), void *arg);
+
+/* End the calling thread. Thread context. */
+void thread_exit(void) __noreturn;
+
+/*
+ * Wait for a thread to exit, then release the reference thread_create()
+ * gave. Thread context; a thread cannot join itself, and only one thread
+ * may join a given thread.
+ */
+void thread_join(struct thread *thread);
+
+/* Take and release references on a thread. Any context. */
+void thread_ref(struct thread *thread);
+void thread_unref(struct thread *thread);
+
+/* Give up the CPU to another ready thread of the same or higher priority. */
+void thread_yield(void);
+
+/*
+ * Sleep until thread_wakeup(). The caller holds interlock, taken with
+ * spinlock_lock_intr_save() and flags; it is released while sleeping and
+ * held again on return. Wakeups may be spurious: re-check the condition
+ * in a loop. Thread context, preemption enabled apart from the interlock.
+ */
+void thread_sleep(struct spinlock *interlock, unsigned long flags);
+
+/*
+ * Make a sleeping thread ready (no effect on a ready or running thread).
+ * Any context.
+ */
+void thread_wakeup(struct thread *thread);
+
+/* Sleep for at least ticks clock ticks. Thread context. */
+void thread_delay(uint64_t ticks);
+
+/*
+ * Restrict a thread to a set of CPUs (bit i for CPU i). A thread that is
+ * outside the set moves: at once when it is ready or sleeping, at its next
+ * reschedule (forced now) when it runs; when the caller restricts itself,
+ * it returns running on an allowed CPU. Return 0 or EINVAL when the mask
+ * names no online CPU. Thread context.
+ */
+int thread_set_affinity(struct thread *thread, uint64_t mask);
+
+/* The CPU a thread runs on or last ran on. Any context. */
+unsigned int thread_cpu(const struct thread *thread);
+
+/* The thread's name. Any context. */
+static inline const char *
+thread_name(const struct thread *thread)
+{
+    return thread->name;
+}
+
+/*
+ * Find a live thread by name and return it with a reference, or NULL.
+ * Thread context.
+ */
+struct thread *thread_lookup(const char *name);
+
+/*
+ * Call fn for every thread that has not been destroyed, under the thread
+ * list lock (fn must not sleep or create threads). Thread context.
+ */
+void thread_for_each(void (*fn)(struct thread *thread, void *arg),
+                     void *arg);
+
+/* Number of thread structures alive (for leak checks in tests). */
+unsigned int thread_nr_alive(void);
+
+/*
+ * Set up the calling boot context as its CPU's first thread, which becomes
+ * the idle thread. Boot processor: before anything takes a lock; APs:
+ * first thing after their tables are loaded.
+ */
+void thread_bootstrap(void);
+
+/* Turn the calling boot context into its CPU's idle loop. */
+void thread_run_idle(void) __noreturn;
+
+INIT_OP_DECLARE(thread_setup);
+
+#endif /* KERN_THREAD_H */
