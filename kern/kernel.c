@@ -7,7 +7,9 @@
 #include <kern/arg.h>
 #include <kern/init.h>
 #include <kern/log.h>
+#include <kern/panic.h>
 #include <kern/printf.h>
+#include <kern/shell.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/boot.h>
@@ -18,11 +20,29 @@
 
 void kernel_main(uint32_t magic, uint32_t info_phys);
 
+/* Runs the tests the command line selects, or the shell. */
+static void
+kernel_main_thread(void *arg)
+{
+    const char *tests = arg_get("test");
+
+    (void)arg;
+
+    if (tests != NULL) {
+        unsigned int nr_failed = test_run_all(tests);
+
+        qemu_exit(nr_failed == 0 ? QEMU_EXIT_PASS : QEMU_EXIT_FAIL);
+    }
+
+    shell_run();
+}
+
 void
 kernel_main(uint32_t magic, uint32_t info_phys)
 {
-    const char *tests;
+    struct thread_attr attr = { .name = "main" };
     uint64_t level;
+    int error;
 
     uart_setup();
     cpu_setup_bsp();
@@ -39,14 +59,11 @@ kernel_main(uint32_t magic, uint32_t info_phys)
     log_info("perfmon kernel booting, command line: %s", arg_cmdline());
     init_run_all();
 
-    tests = arg_get("test");
+    error = thread_create(NULL, &attr, kernel_main_thread, NULL);
 
-    if (tests != NULL) {
-        unsigned int nr_failed = test_run_all(tests);
-
-        qemu_exit(nr_failed == 0 ? QEMU_EXIT_PASS : QEMU_EXIT_FAIL);
+    if (error) {
+        panic("kernel: cannot create the main thread (error %d)", error);
     }
 
-    log_info("no test= on the command line: halting");
-    cpu_halt_forever();
+    thread_run_idle();
 }

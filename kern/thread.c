@@ -1,32 +1,885 @@
-/* Temporary: boot context only, until the scheduler lands. */
+/*
+ * Threads and the scheduler.
+ *
+ * Each CPU has a run queue, protected by its lock, holding its ready
+ * threads; the running thread is not queued. A context switch happens with
+ * the run queue lock held and interrupts disabled, and the lock is handed
+ * over: the thread switched to releases it (thread_switch_finish). Work
+ * that needs other locks - enqueuing the previous thread on another CPU
+ * when its affinity excluded this one, dropping the last reference of an
+ * exited thread - is recorded in the run queue and done right after the
+ * switch, once the previous thread's context is saved.
+ *
+ * A thread's cpu field names the run queue that owns it; it changes only
+ * under that run queue's lock while the thread is neither queued nor
+ * running ("in transit", a short window in wakeup and migration).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kern/assert.h>
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/kmem.h>
+#include <kern/list.h>
+#include <kern/log.h>
+#include <kern/macros.h>
 #include <kern/panic.h>
 #include <kern/percpu.h>
+#include <kern/perfmon.h>
+#include <kern/pmu_soft.h>
+#include <kern/printf.h>
+#include <kern/spinlock.h>
+#include <kern/string.h>
+#include <kern/syscnt.h>
 #include <kern/thread.h>
+#include <kern/timer.h>
+#include <kern/vm_page.h>
+#include <machine/cpu.h>
+#include <machine/lapic.h>
+#include <machine/tcb.h>
+#include <machine/trap.h>
 
-static struct thread thread_boot0;
+struct thread_runq {
+    struct spinlock lock;
+    unsigned int cpu;
+    struct thread *current;
+    struct thread *idle;
+    struct list queues[THREAD_NR_PRIOS];
+    unsigned int ready_mask;        /* bit p: queues[p] is not empty */
+    unsigned int nr_ready;
+    bool need_resched;
+    struct thread *migrate;         /* prev, to enqueue elsewhere */
+    struct thread *dead;            /* prev, whose reference to drop */
+    struct syscnt sc_switches;
+};
 
-void
-thread_bootstrap(void)
+static struct thread_runq thread_runq __percpu;
+static struct thread thread_idle __percpu;
+
+/* Every thread structure not yet freed, for the shell and leak checks. */
+static struct spinlock thread_list_lock = SPINLOCK_INITIALIZER;
+static struct list thread_list = LIST_INITIALIZER(thread_list);
+static unsigned int thread_nr_structs;
+
+static unsigned int thread_next_cpu;    /* round robin for new threads */
+
+static struct thread_runq *
+thread_runq_of(unsigned int cpu)
+{
+    return percpu_ptr(thread_runq, cpu);
+}
+
+static uint64_t
+thread_online_mask(void)
+{
+    uint64_t mask = 0;
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        if (cpu_online(i)) {
+            mask |= 1ULL << i;
+        }
+    }
+
+    return mask;
+}
+
+/*
+ * Lock the run queue that owns the thread, re-checking ownership once the
+ * lock is held.
+ */
+static struct thread_runq *
+thread_lock_runq(struct thread *thread, unsigned long *flags)
+{
+    for (;;) {
+        unsigned int cpu = READ_ONCE(thread->cpu);
+        struct thread_runq *rq = thread_runq_of(cpu);
+
+        spinlock_lock_intr_save(&rq->lock, flags);
+
+        if (READ_ONCE(thread->cpu) == cpu) {
+            return rq;
+        }
+
+        spinlock_unlock_intr_restore(&rq->lock, *flags);
+    }
+}
+
+static void
+thread_runq_request_resched(struct thread_runq *rq)
+{
+    rq->need_resched = true;
+
+    if (rq->cpu != cpu_id()) {
+        lapic_send_ipi(rq->cpu, TRAP_RESCHED);
+    }
+}
+
+/* Put a ready thread at the tail of its level. Run queue locked. */
+static void
+thread_runq_queue(struct thread_runq *rq, struct thread *thread)
+{
+    assert(!thread->on_rq);
+    list_insert_tail(&rq->queues[thread->priority], &thread->rq_node);
+    rq->ready_mask |= 1U << thread->priority;
+    rq->nr_ready++;
+    thread->on_rq = true;
+    WRITE_ONCE(thread->cpu, rq->cpu);
+}
+
+/* Queue a thread that was not running, preempting a lower level. */
+static void
+thread_runq_add(struct thread_runq *rq, struct thread *thread)
+{
+    assert(!thread->on_cpu);
+    thread_runq_queue(rq, thread);
+
+    if (thread->priority > rq->current->priority) {
+        thread_runq_request_resched(rq);
+    }
+}
+
+static void
+thread_runq_remove(struct thread_runq *rq, struct thread *thread)
+{
+    assert(thread->on_rq);
+    list_remove(&thread->rq_node);
+
+    if (list_empty(&rq->queues[thread->priority])) {
+        rq->ready_mask &= ~(1U << thread->priority);
+    }
+
+    rq->nr_ready--;
+    thread->on_rq = false;
+}
+
+/* The highest-priority ready thread, or the idle thread. */
+static struct thread *
+thread_runq_pick(struct thread_runq *rq)
+{
+    struct thread *next;
+    unsigned int prio;
+
+    if (rq->ready_mask == 0) {
+        return rq->idle;
+    }
+
+    prio = 31 - __builtin_clz(rq->ready_mask);
+    next = list_first_entry(&rq->queues[prio], struct thread, rq_node);
+    thread_runq_remove(rq, next);
+    return next;
+}
+
+/* An allowed online CPU, preferring the thread's current one. */
+static unsigned int
+thread_pick_cpu(const struct thread *thread)
+{
+    uint64_t allowed = READ_ONCE(thread->affinity) & thread_online_mask();
+
+    if (allowed & (1ULL << thread->cpu)) {
+        return thread->cpu;
+    }
+
+    /* set_affinity guarantees an online CPU; fall back on CPU 0. */
+    return (allowed == 0) ? 0 : (unsigned int)__builtin_ctzll(allowed);
+}
+
+/*
+ * Queue a thread in transit (ready, neither queued nor running) on an
+ * allowed CPU. The affinity is read under the target's lock, so a
+ * concurrent thread_set_affinity either sees the thread queued or is seen
+ * here. Interrupts disabled, no run queue lock held.
+ */
+static void
+thread_enqueue(struct thread *thread)
+{
+    for (;;) {
+        unsigned int cpu = thread_pick_cpu(thread);
+        struct thread_runq *rq = thread_runq_of(cpu);
+
+        spinlock_lock(&rq->lock);
+
+        if (READ_ONCE(thread->affinity) & (1ULL << cpu)) {
+            thread_runq_add(rq, thread);
+            spinlock_unlock(&rq->lock);
+            return;
+        }
+
+        spinlock_unlock(&rq->lock);
+    }
+}
+
+/*
+ * Decide what happens to the running thread when it leaves the CPU. Run
+ * queue locked.
+ */
+static void
+thread_put_prev(struct thread_runq *rq, struct thread *prev)
+{
+    if (prev == rq->idle) {
+        return;
+    }
+
+    switch (prev->state) {
+    case THREAD_RUNNING:
+        if (READ_ONCE(prev->affinity) & (1ULL << rq->cpu)) {
+            thread_runq_queue(rq, prev);
+        } else {
+            rq->migrate = prev;
+        }
+
+        break;
+    case THREAD_DEAD:
+        rq->dead = prev;
+        break;
+    case THREAD_SLEEPING:
+        break;
+    }
+}
+
+/*
+ * Complete a context switch in the thread switched to: release the run
+ * queue lock the previous thread took, then finish its migration or exit.
+ * Interrupts disabled.
+ */
+static void
+thread_switch_finish(void)
+{
+    struct thread_runq *rq = cpu_local_ptr(thread_runq);
+    struct thread *migrate = rq->migrate;
+    struct thread *dead = rq->dead;
+
+    rq->migrate = NULL;
+    rq->dead = NULL;
+    spinlock_unlock(&rq->lock);
+
+    if (migrate != NULL) {
+        thread_enqueue(migrate);
+    }
+
+    if (dead != NULL) {
+        /* The reference the thread held on itself while it ran. */
+        thread_unref(dead);
+    }
+}
+
+/*
+ * Switch from prev to next. Run queue locked, interrupts disabled; returns
+ * in prev once something switches back to it, possibly on another CPU.
+ */
+static void
+thread_switch(struct thread_runq *rq, struct thread *prev,
+              struct thread *next)
 {
     struct cpu_head *head = (struct cpu_head *)percpu_local_base();
 
-    head->thread = &thread_boot0;
+    /* Software events of the thread leaving count before its unload. */
+    pmu_soft_count(PMU_SOFT_EV_CSWITCH, 1);
+    perfmon_td_unload(prev);
+
+    prev->on_cpu = false;
+    next->on_cpu = true;
+    rq->current = next;
+    head->thread = next;
+    perfmon_td_load(next);
+
+    next->nr_switches++;
+
+    if (next->last_cpu != rq->cpu) {
+        next->last_cpu = rq->cpu;
+        next->nr_migrations++;
+        pmu_soft_count(PMU_SOFT_EV_MIGRATION, 1);
+    }
+
+    syscnt_inc(&rq->sc_switches);
+    tcb_switch(&prev->tcb, &next->tcb);
+}
+
+/*
+ * The scheduler entry: put the current thread back as its state says and
+ * run the best ready thread. Run queue of the calling CPU locked (taken
+ * with spinlock_lock), interrupts disabled; returns with the lock
+ * released and interrupts still disabled.
+ */
+static void
+thread_schedule_locked(struct thread_runq *rq)
+{
+    struct thread *prev = rq->current;
+    struct thread *next;
+
+    rq->need_resched = false;
+    thread_put_prev(rq, prev);
+    next = thread_runq_pick(rq);
+
+    if (next != prev) {
+        thread_switch(rq, prev, next);
+    }
+
+    thread_switch_finish();
+}
+
+static void
+thread_schedule(void)
+{
+    unsigned long flags = cpu_intr_save();
+    struct thread_runq *rq;
+
+    thread_preempt_disable();
+    rq = cpu_local_ptr(thread_runq);
+    spinlock_lock(&rq->lock);
+    thread_schedule_locked(rq);
+    thread_preempt_enable_no_resched();
+    cpu_intr_restore(flags);
 }
 
 void
 thread_preempt_enable(void)
 {
+    struct thread *self;
+
     barrier();
-    thread_self()->preempt_level--;
+    self = thread_self();
+    assert(self->preempt_level > 0);
+    self->preempt_level--;
+
+    if (self->preempt_level == 0 && cpu_intr_enabled()
+        && READ_ONCE(cpu_local_ptr(thread_runq)->need_resched)) {
+        thread_schedule();
+    }
 }
 
 void
 thread_preempt_check(void)
 {
+    if (thread_self()->preempt_level == 0
+        && cpu_local_ptr(thread_runq)->need_resched) {
+        thread_schedule();
+    }
+}
+
+void
+thread_yield(void)
+{
+    thread_schedule();
+}
+
+void
+thread_tick_intr(void)
+{
+    struct thread_runq *rq = cpu_local_ptr(thread_runq);
+    struct thread *current = rq->current;
+
+    /* Round robin: one tick per turn among threads of the same level. */
+    spinlock_lock(&rq->lock);
+
+    if (rq->ready_mask != 0
+        && (31 - __builtin_clz(rq->ready_mask)) >= (int)current->priority) {
+        rq->need_resched = true;
+    }
+
+    spinlock_unlock(&rq->lock);
+}
+
+static void
+thread_resched_intr(struct trap_frame *frame)
+{
+    (void)frame;
+    lapic_eoi();
+    /* need_resched is set; the interrupt exit path switches threads. */
+}
+
+/* ------------------------------------------------------------------ */
+
+static void
+thread_free(struct thread *thread)
+{
+    unsigned long flags;
+
+    assert(perfmon_td_unused(&thread->perfmon_td));
+
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+    list_remove(&thread->all_node);
+    thread_nr_structs--;
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+
+    vm_page_free(thread->stack, THREAD_STACK_ORDER);
+    kmem_free(thread);
+}
+
+void
+thread_ref(struct thread *thread)
+{
+    unsigned int prev = __atomic_fetch_add(&thread->refs, 1,
+                                           __ATOMIC_RELAXED);
+
+    assert(prev != 0);
+}
+
+void
+thread_unref(struct thread *thread)
+{
+    unsigned int prev = __atomic_fetch_sub(&thread->refs, 1,
+                                           __ATOMIC_ACQ_REL);
+
+    assert(prev != 0);
+
+    if (prev == 1) {
+        thread_free(thread);
+    }
+}
+
+/* First function of every new thread. */
+static void
+thread_main(void)
+{
+    struct thread *self;
+
+    /*
+     * The switch to us left the run queue locked; thread_create set the
+     * preemption level to what a thread resuming in thread_schedule has.
+     */
+    thread_switch_finish();
+    thread_preempt_enable_no_resched();
+    assert(thread_preempt_level() == 0);
+    cpu_intr_enable();
+
+    self = thread_self();
+    self->fn(self->arg);
+    thread_exit();
+}
+
+int
+thread_create(struct thread **threadp, const struct thread_attr *attr,
+              void (*fn)(void *arg), void *arg)
+{
+    unsigned int priority = THREAD_PRIO_DEFAULT;
+    uint64_t affinity = THREAD_AFFINITY_ALL;
+    struct thread *thread;
+    unsigned long flags;
+
+    if (fn == NULL) {
+        return EINVAL;
+    }
+
+    if (attr != NULL && attr->priority != 0) {
+        priority = attr->priority;
+    }
+
+    if (attr != NULL && attr->affinity != 0) {
+        affinity = attr->affinity;
+    }
+
+    if (priority < THREAD_PRIO_MIN || priority > THREAD_PRIO_MAX
+        || (affinity & thread_online_mask()) == 0) {
+        return EINVAL;
+    }
+
+    thread = kmem_zalloc(sizeof(*thread));
+
+    if (thread == NULL) {
+        return ENOMEM;
+    }
+
+    thread->stack = vm_page_alloc(THREAD_STACK_ORDER);
+
+    if (thread->stack == NULL) {
+        kmem_free(thread);
+        return ENOMEM;
+    }
+
+    strlcpy(thread->name, (attr != NULL && attr->name != NULL)
+                          ? attr->name : "thread", sizeof(thread->name));
+    thread->priority = priority;
+    thread->affinity = affinity;
+    thread->state = THREAD_RUNNING;
+    thread->preempt_level = 2;
+    thread->fn = fn;
+    thread->arg = arg;
+    thread->refs = (threadp != NULL) ? 2 : 1;
+    list_node_init(&thread->rq_node);
+    spinlock_init(&thread->join_lock);
+    perfmon_td_init(&thread->perfmon_td);
+    tcb_init(&thread->tcb, (char *)thread->stack + THREAD_STACK_SIZE,
+             thread_main);
+
+    /* Spread new threads over their allowed CPUs. */
+    thread->cpu = __atomic_fetch_add(&thread_next_cpu, 1, __ATOMIC_RELAXED)
+                  % cpu_count();
+    thread->cpu = thread_pick_cpu(thread);
+    thread->last_cpu = thread->cpu;
+
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+    list_insert_tail(&thread_list, &thread->all_node);
+    thread_nr_structs++;
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+
+    if (threadp != NULL) {
+        *threadp = thread;
+    }
+
+    flags = cpu_intr_save();
+    thread_enqueue(thread);
+    cpu_intr_restore(flags);
+    return 0;
 }
 
 void
 thread_exit(void)
 {
-    panic("thread_exit: no scheduler yet");
+    struct thread *self = thread_self();
+    struct thread_runq *rq;
+    unsigned long flags;
+
+    assert(self != cpu_local_ptr(thread_runq)->idle);
+
+    spinlock_lock_intr_save(&self->join_lock, &flags);
+    self->exited = true;
+
+    if (self->joiner != NULL) {
+        thread_wakeup(self->joiner);
+    }
+
+    spinlock_unlock_intr_restore(&self->join_lock, flags);
+
+    cpu_intr_disable();
+    thread_preempt_disable();
+    rq = cpu_local_ptr(thread_runq);
+    spinlock_lock(&rq->lock);
+    self->state = THREAD_DEAD;
+    thread_schedule_locked(rq);
+    panic("thread: dead thread %s was scheduled", self->name);
 }
+
+void
+thread_join(struct thread *thread)
+{
+    unsigned long flags;
+
+    assert(thread != thread_self());
+
+    spinlock_lock_intr_save(&thread->join_lock, &flags);
+    assert(thread->joiner == NULL);
+    thread->joiner = thread_self();
+
+    while (!thread->exited) {
+        thread_sleep(&thread->join_lock, flags);
+    }
+
+    spinlock_unlock_intr_restore(&thread->join_lock, flags);
+    thread_unref(thread);
+}
+
+void
+thread_sleep(struct spinlock *interlock, unsigned long flags)
+{
+    struct thread *self = thread_self();
+    struct thread_runq *rq;
+    unsigned long ignored;
+
+    (void)flags;
+    assert(!cpu_intr_enabled());
+    assert(spinlock_held(interlock));
+
+    thread_preempt_disable();
+    rq = cpu_local_ptr(thread_runq);
+    spinlock_lock(&rq->lock);
+    self->state = THREAD_SLEEPING;
+    spinlock_unlock(interlock);
+    thread_schedule_locked(rq);
+    thread_preempt_enable_no_resched();
+
+    /* Interrupts stay disabled, as the caller's flags expect. */
+    spinlock_lock_intr_save(interlock, &ignored);
+}
+
+void
+thread_wakeup(struct thread *thread)
+{
+    struct thread_runq *rq;
+    unsigned long flags;
+
+    rq = thread_lock_runq(thread, &flags);
+
+    if (thread->state != THREAD_SLEEPING) {
+        spinlock_unlock_intr_restore(&rq->lock, flags);
+        return;
+    }
+
+    /* A sleeping thread is off its CPU: the sleep held this lock until
+     * the switch completed. */
+    assert(!thread->on_cpu && !thread->on_rq);
+    thread->state = THREAD_RUNNING;
+
+    if (READ_ONCE(thread->affinity) & (1ULL << rq->cpu)) {
+        thread_runq_add(rq, thread);
+        spinlock_unlock_intr_restore(&rq->lock, flags);
+        return;
+    }
+
+    /* Keep preemption off until interrupts are restored. */
+    thread_preempt_disable();
+    spinlock_unlock(&rq->lock);
+    thread_enqueue(thread);
+    cpu_intr_restore(flags);
+    thread_preempt_enable();
+}
+
+struct thread_delay {
+    struct spinlock lock;
+    struct thread *thread;
+    bool expired;
+};
+
+static void
+thread_delay_expire(struct timer *timer)
+{
+    struct thread_delay *delay = timer_arg(timer);
+
+    spinlock_lock(&delay->lock);
+    delay->expired = true;
+    thread_wakeup(delay->thread);
+    spinlock_unlock(&delay->lock);
+}
+
+void
+thread_delay(uint64_t ticks)
+{
+    struct thread_delay delay;
+    struct timer timer;
+    unsigned long flags;
+
+    spinlock_init(&delay.lock);
+    delay.thread = thread_self();
+    delay.expired = false;
+    timer_init(&timer, thread_delay_expire, &delay, TIMER_CPU_ANY);
+
+    spinlock_lock_intr_save(&delay.lock, &flags);
+    timer_schedule(&timer, clock_get_time() + ticks);
+
+    while (!delay.expired) {
+        thread_sleep(&delay.lock, flags);
+    }
+
+    spinlock_unlock_intr_restore(&delay.lock, flags);
+
+    /* The handler may still be returning: it must be done with the timer. */
+    timer_cancel(&timer);
+}
+
+int
+thread_set_affinity(struct thread *thread, uint64_t mask)
+{
+    struct thread_runq *rq;
+    unsigned long flags;
+
+    if ((mask & thread_online_mask()) == 0) {
+        return EINVAL;
+    }
+
+    __atomic_store_n(&thread->affinity, mask, __ATOMIC_SEQ_CST);
+
+    for (;;) {
+        rq = thread_lock_runq(thread, &flags);
+
+        if (mask & (1ULL << rq->cpu)) {
+            break;
+        }
+
+        if (thread->on_rq) {
+            /* Ready: move it now. */
+            thread_runq_remove(rq, thread);
+            thread_preempt_disable();
+            spinlock_unlock(&rq->lock);
+            thread_enqueue(thread);
+            cpu_intr_restore(flags);
+            thread_preempt_enable();
+            rq = NULL;
+            break;
+        }
+
+        if (thread->on_cpu) {
+            /* Running: its next reschedule migrates it; force one. */
+            thread_runq_request_resched(rq);
+            break;
+        }
+
+        if (thread->state != THREAD_RUNNING) {
+            /* Sleeping or dead: a wakeup picks an allowed CPU. */
+            break;
+        }
+
+        /* In transit: its enqueue reads the new mask; wait for it. */
+        spinlock_unlock_intr_restore(&rq->lock, flags);
+        cpu_pause();
+    }
+
+    if (rq != NULL) {
+        spinlock_unlock_intr_restore(&rq->lock, flags);
+    }
+
+    /* Restricting oneself returns on an allowed CPU. */
+    while (thread == thread_self() && !(mask & (1ULL << cpu_id()))) {
+        thread_yield();
+    }
+
+    return 0;
+}
+
+unsigned int
+thread_cpu(const struct thread *thread)
+{
+    return READ_ONCE(thread->last_cpu);
+}
+
+/* Take a reference unless the last one is already gone. */
+static bool
+thread_ref_live(struct thread *thread)
+{
+    unsigned int refs = __atomic_load_n(&thread->refs, __ATOMIC_RELAXED);
+
+    while (refs != 0) {
+        if (__atomic_compare_exchange_n(&thread->refs, &refs, refs + 1, false,
+                                        __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+struct thread *
+thread_lookup(const char *name)
+{
+    struct thread *found = NULL;
+    unsigned long flags;
+    struct list *node;
+
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+
+    list_for_each(&thread_list, node) {
+        struct thread *thread = list_entry(node, struct thread, all_node);
+
+        if (strcmp(thread->name, name) == 0 && thread->state != THREAD_DEAD
+            && thread_ref_live(thread)) {
+            found = thread;
+            break;
+        }
+    }
+
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+    return found;
+}
+
+void
+thread_for_each(void (*fn)(struct thread *thread, void *arg), void *arg)
+{
+    unsigned long flags;
+    struct list *node;
+
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+
+    list_for_each(&thread_list, node) {
+        fn(list_entry(node, struct thread, all_node), arg);
+    }
+
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+}
+
+unsigned int
+thread_nr_alive(void)
+{
+    return READ_ONCE(thread_nr_structs);
+}
+
+const char *
+thread_state_name(const struct thread *thread)
+{
+    if (thread->on_cpu) {
+        return "running";
+    }
+
+    switch (thread->state) {
+    case THREAD_RUNNING:
+        return "ready";
+    case THREAD_SLEEPING:
+        return "sleeping";
+    default:
+        return "dead";
+    }
+}
+
+void
+thread_bootstrap(void)
+{
+    struct cpu_head *head = (struct cpu_head *)percpu_local_base();
+    struct thread_runq *rq = cpu_local_ptr(thread_runq);
+    struct thread *idle = cpu_local_ptr(thread_idle);
+    unsigned int cpu = head->id;
+    char name[THREAD_NAME_SIZE];
+
+    snprintf(name, sizeof(name), "idle/%u", cpu);
+    strlcpy(idle->name, name, sizeof(idle->name));
+    idle->state = THREAD_RUNNING;
+    idle->priority = THREAD_PRIO_IDLE;
+    idle->affinity = 1ULL << cpu;
+    idle->cpu = cpu;
+    idle->last_cpu = cpu;
+    idle->on_cpu = true;
+    idle->refs = 1;
+    /* Boot code runs with preemption disabled until it becomes idle. */
+    idle->preempt_level = 1;
+    list_node_init(&idle->rq_node);
+    list_node_init(&idle->all_node);
+    spinlock_init(&idle->join_lock);
+    perfmon_td_init(&idle->perfmon_td);
+
+    spinlock_init(&rq->lock);
+    rq->cpu = cpu;
+    rq->current = idle;
+    rq->idle = idle;
+
+    for (unsigned int i = 0; i < THREAD_NR_PRIOS; i++) {
+        list_init(&rq->queues[i]);
+    }
+
+    head->thread = idle;
+}
+
+void
+thread_run_idle(void)
+{
+    struct thread_runq *rq = cpu_local_ptr(thread_runq);
+    char name[32];
+
+    snprintf(name, sizeof(name), "thread_switches/%u", rq->cpu);
+    syscnt_register(&rq->sc_switches, name);
+
+    thread_self()->preempt_level = 0;
+    cpu_intr_enable();
+
+    for (;;) {
+        cpu_intr_disable();
+
+        if (READ_ONCE(rq->nr_ready) != 0 || rq->need_resched) {
+            cpu_intr_enable();
+            thread_schedule();
+            continue;
+        }
+
+        /* sti; hlt: an interrupt arriving after the check wakes the hlt. */
+        cpu_idle();
+    }
+}
+
+static int
+thread_setup(void)
+{
+    trap_register(TRAP_RESCHED, thread_resched_intr);
+    return 0;
+}
+
+INIT_OP_DEFINE(thread_setup,
+               INIT_OP_DEP(kmem_setup, true),
+               INIT_OP_DEP(syscnt_setup, true));

@@ -212,6 +212,12 @@ struct thread *thread_lookup(const char *name);
 void thread_for_each(void (*fn)(struct thread *thread, void *arg),
                      void *arg);
 
+/* "running", "ready", "sleeping" or "dead". Any context. */
+const char *thread_state_name(const struct thread *thread);
+
+/* Time slice accounting, from the tick interrupt. */
+void thread_tick_intr(void);
+
 /* Number of thread structures alive (for leak checks in tests). */
 unsigned int thread_nr_alive(void);
 

@@ -288,6 +288,23 @@ def check_plan(args):
     boots = []
     for smp in args.smp:
         boots.append(Boot("smp=%d" % smp, "test=all", smp))
+    # The serial shell, driven as a user would: every command answers.
+    smp = max(args.smp)
+    prompt = r"perfmon> $"
+    boots.append(Boot("shell", "", smp, timeout=60, script=[
+        (prompt, "help\r"),
+        (r"^  cpus\s+list the processors$", None),
+        (r"^  poweroff\s+stop the machine$", None),
+        (prompt, "cpus\r"),
+        (r"(?:^cpu\d+ apic \d+ online ticks \d+\n){%d}" % smp, None),
+        (prompt, "threads\r"),
+        (r"^main\s+\d+\s+running\s+4\s+\d+$", None),
+        (prompt, "syscnt thread_\r"),
+        (r"^thread_switches/0\s+\d+$", None),
+        (prompt, "bogus\r"),
+        (r"^bogus: unknown command", None),
+        (prompt, "poweroff\r"),
+        (r"^powering off$", None)]))
     # The runner's own checks: a failing test, a panic and a hang are each
     # reported as failures with their details.
     boots.append(Boot("harness", "test=selftest.deliberate_failure", 1,

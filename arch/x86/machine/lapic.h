@@ -43,11 +43,11 @@ void lapic_pmc_unmask(void);
 unsigned int lapic_get_id(void);
 
 /*
- * Start the local APIC of the calling CPU and its periodic timer at hz
- * ticks per second (the boot processor first calibrates the timer against
- * the TSC). Boot and AP bring-up.
+ * Start the local APIC of the calling CPU and its periodic timer at
+ * CLOCK_HZ ticks per second, using the rate the boot processor calibrated
+ * against the TSC. AP bring-up (lapic_setup does the boot processor).
  */
-void lapic_setup_local(unsigned int hz);
+void lapic_setup_local(void);
 
 INIT_OP_DECLARE(lapic_setup);
 

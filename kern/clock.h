@@ -1,0 +1,54 @@
+/*
+ * System time in clock ticks, derived from the TSC so that every CPU reads
+ * the same time, and the per-CPU tick interrupt that drives timers and
+ * time slices.
+ */
+#ifndef KERN_CLOCK_H
+#define KERN_CLOCK_H
+
+#include <stdint.h>
+
+#include <kern/init.h>
+#include <kern/macros.h>
+
+#define CLOCK_HZ 100U
+
+/* Ticks since boot. Any context, once clock_setup has run. */
+uint64_t clock_get_time(void);
+
+/* Convert durations, rounding ticks up so a delay is never shorter. */
+static inline uint64_t
+clock_ticks_from_ms(uint64_t ms)
+{
+    return DIV_CEIL(ms * CLOCK_HZ, 1000);
+}
+
+static inline uint64_t
+clock_ms_from_ticks(uint64_t ticks)
+{
+    return ticks * 1000 / CLOCK_HZ;
+}
+
+/* TSC cycles per tick. Any context. */
+uint64_t clock_tsc_per_tick(void);
+
+/*
+ * Start counting ticks on the calling CPU (its tick interrupt must not
+ * report the ticks before this call). Boot and AP bring-up.
+ */
+void clock_start_local(void);
+
+/*
+ * The tick interrupt of the calling CPU: accounts the ticks elapsed since
+ * its previous one (an interrupt delayed past a tick boundary accounts
+ * for every tick missed), runs expired timers and time slices. Interrupt
+ * context.
+ */
+void clock_tick_intr(void);
+
+/* Ticks accounted on a CPU by its tick interrupt since it started. */
+uint64_t clock_nr_ticks(unsigned int cpu);
+
+INIT_OP_DECLARE(clock_setup);
+
+#endif /* KERN_CLOCK_H */

@@ -1,0 +1,33 @@
+/*
+ * Serial shell: a line editor on the console and commands that modules
+ * register with SHELL_CMD_DEFINE (a linker-section table).
+ */
+#ifndef KERN_SHELL_H
+#define KERN_SHELL_H
+
+#include <kern/macros.h>
+
+struct shell_cmd {
+    const char *name;
+    const char *usage;      /* arguments, e.g. "[prefix]" */
+    const char *help;       /* one line */
+    void (*fn)(int argc, char **argv);
+};
+
+#define SHELL_CMD_DEFINE(fn_, name_, usage_, help_)                     \
+    static const struct shell_cmd shell_cmd_##fn_ = {                   \
+        name_, usage_, help_, fn_                                       \
+    };                                                                  \
+    static const struct shell_cmd *const shell_cmd_ptr_##fn_            \
+        __section(".shell_cmds") __used = &shell_cmd_##fn_
+
+/*
+ * Run one command line as if typed. Return 0, or ENOENT for an unknown
+ * command. Thread context.
+ */
+int shell_exec(char *line);
+
+/* Read and run commands from the console forever. Thread context. */
+void shell_run(void) __noreturn;
+
+#endif /* KERN_SHELL_H */

@@ -1,0 +1,203 @@
+/*
+ * Timers: a sorted list per CPU, protected by a per-CPU lock that is only
+ * taken with interrupts disabled. A timer's state says whether it is idle,
+ * waiting in a list, or running its handler; its cpu field says which
+ * CPU's lock protects it and stays fixed while it is pending or running.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/assert.h>
+#include <kern/init.h>
+#include <kern/list.h>
+#include <kern/percpu.h>
+#include <kern/spinlock.h>
+#include <kern/timer.h>
+#include <machine/cpu.h>
+
+#define TIMER_INACTIVE  0
+#define TIMER_PENDING   1
+#define TIMER_RUNNING   2
+
+struct timer_cpu {
+    struct spinlock lock;
+    struct list timers;     /* pending, by expiry */
+    bool ready;
+};
+
+static struct timer_cpu timer_cpu __percpu;
+
+void
+timer_init(struct timer *timer, timer_fn_t fn, void *arg, unsigned int cpu)
+{
+    list_node_init(&timer->node);
+    timer->expiry = 0;
+    timer->fn = fn;
+    timer->arg = arg;
+    timer->bound_cpu = cpu;
+    timer->cpu = (cpu == TIMER_CPU_ANY) ? 0 : cpu;
+    timer->state = TIMER_INACTIVE;
+}
+
+/*
+ * Lock the list that protects the timer. The cpu field only changes while
+ * the timer is inactive, so re-check it once locked.
+ */
+static struct timer_cpu *
+timer_lock(struct timer *timer, unsigned long *flags)
+{
+    for (;;) {
+        unsigned int cpu = READ_ONCE(timer->cpu);
+        struct timer_cpu *tc = percpu_ptr(timer_cpu, cpu);
+
+        spinlock_lock_intr_save(&tc->lock, flags);
+
+        if (READ_ONCE(timer->cpu) == cpu) {
+            return tc;
+        }
+
+        spinlock_unlock_intr_restore(&tc->lock, *flags);
+    }
+}
+
+static void
+timer_insert(struct timer_cpu *tc, struct timer *timer)
+{
+    struct list *node;
+
+    /* After every timer with an earlier or equal expiry: FIFO on ties. */
+    list_for_each(&tc->timers, node) {
+        struct timer *other = list_entry(node, struct timer, node);
+
+        if (other->expiry > timer->expiry) {
+            break;
+        }
+    }
+
+    list_insert_before(node, &timer->node);
+    timer->state = TIMER_PENDING;
+}
+
+void
+timer_schedule(struct timer *timer, uint64_t expiry)
+{
+    struct timer_cpu *tc;
+    unsigned long flags;
+
+    tc = timer_lock(timer, &flags);
+
+    if (timer->state == TIMER_INACTIVE && timer->bound_cpu == TIMER_CPU_ANY
+        && timer->cpu != cpu_id()) {
+        /* An idle unbound timer moves to the scheduling CPU. */
+        spinlock_unlock_intr_restore(&tc->lock, flags);
+        flags = cpu_intr_save();
+        WRITE_ONCE(timer->cpu, cpu_id());
+        cpu_intr_restore(flags);
+        tc = timer_lock(timer, &flags);
+    }
+
+    if (timer->state == TIMER_PENDING) {
+        list_remove(&timer->node);
+    }
+
+    timer->expiry = expiry;
+    timer_insert(tc, timer);
+    spinlock_unlock_intr_restore(&tc->lock, flags);
+}
+
+bool
+timer_cancel(struct timer *timer)
+{
+    struct timer_cpu *tc;
+    unsigned long flags;
+    bool was_pending;
+
+    for (;;) {
+        tc = timer_lock(timer, &flags);
+
+        /*
+         * Running on this CPU means the caller is the handler itself:
+         * handlers run with interrupts disabled, so nothing else can.
+         */
+        if (timer->state != TIMER_RUNNING || timer->cpu == cpu_id()) {
+            break;
+        }
+
+        spinlock_unlock_intr_restore(&tc->lock, flags);
+
+        while (READ_ONCE(timer->state) == TIMER_RUNNING) {
+            cpu_pause();
+        }
+    }
+
+    was_pending = (timer->state == TIMER_PENDING);
+
+    if (was_pending) {
+        list_remove(&timer->node);
+    }
+
+    timer->state = TIMER_INACTIVE;
+    spinlock_unlock_intr_restore(&tc->lock, flags);
+    return was_pending;
+}
+
+bool
+timer_active(const struct timer *timer)
+{
+    return READ_ONCE(timer->state) != TIMER_INACTIVE;
+}
+
+void
+timer_tick_intr(uint64_t now)
+{
+    struct timer_cpu *tc = cpu_local_ptr(timer_cpu);
+
+    if (!tc->ready) {
+        return;
+    }
+
+    spinlock_lock(&tc->lock);
+
+    while (!list_empty(&tc->timers)) {
+        struct timer *timer = list_first_entry(&tc->timers, struct timer,
+                                               node);
+
+        if (timer->expiry > now) {
+            break;
+        }
+
+        list_remove(&timer->node);
+        timer->state = TIMER_RUNNING;
+        spinlock_unlock(&tc->lock);
+
+        timer->fn(timer);
+
+        spinlock_lock(&tc->lock);
+
+        /* The handler may have re-armed (pending) or cancelled it. */
+        if (timer->state == TIMER_RUNNING) {
+            WRITE_ONCE(timer->state, TIMER_INACTIVE);
+        }
+    }
+
+    spinlock_unlock(&tc->lock);
+}
+
+void
+timer_setup_local(void)
+{
+    struct timer_cpu *tc = cpu_local_ptr(timer_cpu);
+
+    spinlock_init(&tc->lock);
+    list_init(&tc->timers);
+    tc->ready = true;
+}
+
+static int
+timer_setup(void)
+{
+    timer_setup_local();
+    return 0;
+}
+
+INIT_OP_DEFINE(timer_setup);

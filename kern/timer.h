@@ -1,0 +1,73 @@
+/*
+ * One-shot timers with an absolute expiry in clock ticks.
+ *
+ * Every timer runs from the tick interrupt of its CPU, in interrupt
+ * context with interrupts disabled: handlers must be short and must not
+ * sleep. A timer is either bound to a CPU at init, or runs on the CPU that
+ * schedules it. A handler may re-arm its own timer (periodic use).
+ */
+#ifndef KERN_TIMER_H
+#define KERN_TIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/init.h>
+#include <kern/list.h>
+
+#define TIMER_CPU_ANY   (~0U)
+
+struct timer;
+
+typedef void (*timer_fn_t)(struct timer *timer);
+
+struct timer {
+    struct list node;
+    uint64_t expiry;
+    timer_fn_t fn;
+    void *arg;
+    unsigned int bound_cpu;     /* TIMER_CPU_ANY or a CPU index */
+    unsigned int cpu;           /* CPU whose list holds or runs it */
+    int state;
+};
+
+/*
+ * Initialize a timer that calls fn(timer) on cpu (TIMER_CPU_ANY: on the
+ * CPU that schedules it). Any context.
+ */
+void timer_init(struct timer *timer, timer_fn_t fn, void *arg,
+                unsigned int cpu);
+
+static inline void *
+timer_arg(const struct timer *timer)
+{
+    return timer->arg;
+}
+
+/*
+ * Arm (or re-arm) a timer to run at the first tick at or after expiry.
+ * A pending timer is moved to the new expiry. Any context.
+ */
+void timer_schedule(struct timer *timer, uint64_t expiry);
+
+/*
+ * Disarm a timer. When its handler is running on another CPU, wait for it
+ * to return (and disarm it if the handler re-armed it). Called from the
+ * timer's own handler, it only disarms. Return true when the timer was
+ * pending. Any context; from a thread, the handler's CPU must not be
+ * waiting on the caller.
+ */
+bool timer_cancel(struct timer *timer);
+
+/* True while the timer is pending or its handler runs. Any context. */
+bool timer_active(const struct timer *timer);
+
+/* Run the calling CPU's expired timers. Called by the clock. */
+void timer_tick_intr(uint64_t now);
+
+/* Set up the calling CPU's timer list. Boot and AP bring-up. */
+void timer_setup_local(void);
+
+INIT_OP_DECLARE(timer_setup);
+
+#endif /* KERN_TIMER_H */

@@ -1,0 +1,326 @@
+/*
+ * Threads and the scheduler.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/spinlock.h>
+#include <kern/test.h>
+#include <kern/thread.h>
+#include <machine/cpu.h>
+
+#include "test_util.h"
+
+#define TEST_THREAD_MANY 64
+
+static unsigned int test_thread_ran;
+
+static void
+test_thread_count(void *arg)
+{
+    (void)arg;
+    __atomic_fetch_add(&test_thread_ran, 1, __ATOMIC_RELAXED);
+}
+
+TEST_DEFINE(thread, create_and_join_many)
+{
+    struct thread *threads[TEST_THREAD_MANY];
+    unsigned int alive = thread_nr_alive();
+
+    test_thread_ran = 0;
+
+    for (unsigned int i = 0; i < TEST_THREAD_MANY; i++) {
+        threads[i] = test_thread_start("many", 0, test_thread_count, NULL);
+    }
+
+    for (unsigned int i = 0; i < TEST_THREAD_MANY; i++) {
+        thread_join(threads[i]);
+    }
+
+    TEST_ASSERT_EQ(test_thread_ran, TEST_THREAD_MANY);
+    /* Every structure is freed once its thread is joined. */
+    TEST_ASSERT_EQ(thread_nr_alive(), alive);
+}
+
+TEST_DEFINE(thread, create_rejects_bad_attributes)
+{
+    struct thread_attr attr = { .name = "bad" };
+    struct thread *thread = (struct thread *)0x1;
+    unsigned int alive = thread_nr_alive();
+
+    attr.priority = THREAD_PRIO_MAX + 1;
+    TEST_ASSERT_EQ(thread_create(&thread, &attr, test_thread_count, NULL),
+                   EINVAL);
+    attr.priority = 0;
+    attr.affinity = (cpu_count() < 64) ? (1ULL << cpu_count()) : 0;
+
+    if (attr.affinity != 0) {
+        TEST_ASSERT_EQ(thread_create(&thread, &attr, test_thread_count, NULL),
+                       EINVAL);
+    }
+
+    attr.affinity = 0;
+    TEST_ASSERT_EQ(thread_create(&thread, &attr, NULL, NULL), EINVAL);
+    TEST_ASSERT(thread == (struct thread *)0x1);
+    TEST_ASSERT_EQ(thread_nr_alive(), alive);
+}
+
+struct test_thread_pinned {
+    unsigned int cpu;
+    unsigned int wrong;
+    unsigned int checks;
+};
+
+static void
+test_thread_pinned_fn(void *arg)
+{
+    struct test_thread_pinned *p = arg;
+
+    for (unsigned int i = 0; i < 200; i++) {
+        p->wrong += (cpu_id() != p->cpu);
+        p->checks++;
+
+        if (i % 3 == 0) {
+            thread_yield();
+        } else if (i % 50 == 1) {
+            thread_delay(1);
+        }
+    }
+}
+
+/* A pinned thread only ever observes its CPU, across yields and sleeps. */
+TEST_DEFINE(thread, pinned_threads_stay_on_their_cpu)
+{
+    struct test_thread_pinned pinned[CPU_MAX] = { 0 };
+    struct thread *threads[CPU_MAX];
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        pinned[i].cpu = i;
+        threads[i] = test_thread_start("pinned", 1ULL << i,
+                                       test_thread_pinned_fn, &pinned[i]);
+    }
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        thread_join(threads[i]);
+        TEST_ASSERT_EQ(pinned[i].checks, 200);
+        TEST_ASSERT_EQ(pinned[i].wrong, 0);
+    }
+}
+
+/* Restricting oneself returns on the new CPU, every time. */
+TEST_DEFINE(thread, self_affinity_change_migrates)
+{
+    struct thread *self = thread_self();
+    uint64_t migrations = self->nr_migrations;
+
+    for (unsigned int round = 0; round < 3; round++) {
+        for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+            TEST_ASSERT_EQ(thread_set_affinity(self, 1ULL << cpu), 0);
+            TEST_ASSERT_EQ(cpu_id(), cpu);
+            TEST_ASSERT_EQ(thread_cpu(self), cpu);
+        }
+    }
+
+    TEST_ASSERT_EQ(thread_set_affinity(self, THREAD_AFFINITY_ALL), 0);
+
+    if (cpu_count() > 1) {
+        TEST_ASSERT_GE(self->nr_migrations, migrations + 3 * cpu_count() - 1);
+    }
+
+    TEST_ASSERT_EQ(thread_set_affinity(self, 0), EINVAL);
+}
+
+struct test_thread_busy {
+    volatile bool stop;
+    volatile uint64_t loops;
+    volatile unsigned int cpu;
+};
+
+static void
+test_thread_busy_fn(void *arg)
+{
+    struct test_thread_busy *busy = arg;
+
+    while (!busy->stop) {
+        busy->cpu = cpu_id();
+        busy->loops++;
+    }
+}
+
+/* A running thread moved by another thread goes to its new CPU. */
+TEST_DEFINE(thread, running_thread_moved_by_affinity)
+{
+    struct test_thread_busy busy = { 0 };
+    struct thread *thread;
+
+    test_require_cpus(2);
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    thread = test_thread_start("busy", 1ULL << 1, test_thread_busy_fn,
+                               &busy);
+
+    for (unsigned int target = 1; target < cpu_count() + 1; target++) {
+        unsigned int cpu = target % cpu_count();
+        uint64_t loops;
+
+        if (cpu == 0) {
+            cpu = 1;    /* keep it off the test's CPU */
+        }
+
+        TEST_ASSERT_EQ(thread_set_affinity(thread, 1ULL << cpu), 0);
+
+        while (thread_cpu(thread) != cpu) {
+            thread_delay(1);
+        }
+
+        loops = busy.loops;
+
+        while (busy.loops == loops) {
+            cpu_pause();
+        }
+
+        TEST_ASSERT_EQ(busy.cpu, cpu);
+    }
+
+    busy.stop = true;
+    thread_join(thread);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+TEST_DEFINE(thread, delay_never_wakes_early)
+{
+    for (uint64_t ticks = 1; ticks <= 5; ticks++) {
+        uint64_t start = clock_get_time();
+
+        thread_delay(ticks);
+        TEST_ASSERT_GE(clock_get_time() - start, ticks);
+        /* And it does wake: a generous bound for a loaded host. */
+        TEST_ASSERT_LT(clock_get_time() - start, ticks + 100);
+    }
+}
+
+/* Two CPU-bound threads on one CPU both progress: the tick preempts. */
+TEST_DEFINE(thread, preemption_shares_a_cpu)
+{
+    struct test_thread_busy a = { 0 }, b = { 0 };
+    unsigned int cpu = cpu_count() - 1;
+    struct thread *ta, *tb;
+    uint64_t a1, b1;
+
+    ta = test_thread_start("busy-a", 1ULL << cpu, test_thread_busy_fn, &a);
+    tb = test_thread_start("busy-b", 1ULL << cpu, test_thread_busy_fn, &b);
+    thread_delay(10);
+    a1 = a.loops;
+    b1 = b.loops;
+    thread_delay(10);
+    TEST_ASSERT_GT(a.loops, a1);
+    TEST_ASSERT_GT(b.loops, b1);
+    a.stop = true;
+    b.stop = true;
+    thread_join(ta);
+    thread_join(tb);
+}
+
+static void
+test_thread_yielder(void *arg)
+{
+    unsigned int *count = arg;
+
+    for (unsigned int i = 0; i < *count; i++) {
+        thread_yield();
+    }
+}
+
+/* Yielding to another ready thread switches each time. */
+TEST_DEFINE(thread, switch_count_grows)
+{
+    unsigned int k = 50;
+    unsigned int cpu = cpu_count() - 1;
+    struct thread *t1, *t2;
+
+    t1 = test_thread_start("yield-1", 1ULL << cpu, test_thread_yielder, &k);
+    t2 = test_thread_start("yield-2", 1ULL << cpu, test_thread_yielder, &k);
+    thread_ref(t1);
+    thread_ref(t2);
+    thread_join(t1);
+    thread_join(t2);
+    /* Joined, but our extra references keep the structures readable. */
+    TEST_ASSERT_GE(t1->nr_switches, k);
+    TEST_ASSERT_GE(t2->nr_switches, k);
+    thread_unref(t1);
+    thread_unref(t2);
+}
+
+struct test_thread_mailbox {
+    struct spinlock lock;
+    struct thread *waiter;
+    unsigned int value;
+    bool full;
+};
+
+static void
+test_thread_consumer(void *arg)
+{
+    struct test_thread_mailbox *box = arg;
+    unsigned long flags;
+
+    spinlock_lock_intr_save(&box->lock, &flags);
+
+    for (unsigned int expected = 1; expected <= 20; expected++) {
+        while (!box->full) {
+            thread_sleep(&box->lock, flags);
+        }
+
+        TEST_ASSERT_EQ(box->value, expected);
+        box->full = false;
+    }
+
+    spinlock_unlock_intr_restore(&box->lock, flags);
+}
+
+/* sleep/wakeup with an interlock loses no wakeup. */
+TEST_DEFINE(thread, sleep_wakeup_handshake)
+{
+    struct test_thread_mailbox box = { .lock = SPINLOCK_INITIALIZER };
+    struct thread *consumer;
+    unsigned long flags;
+
+    consumer = test_thread_start("consumer", 0, test_thread_consumer, &box);
+
+    for (unsigned int i = 1; i <= 20; i++) {
+        for (;;) {
+            spinlock_lock_intr_save(&box.lock, &flags);
+
+            if (!box.full) {
+                break;
+            }
+
+            spinlock_unlock_intr_restore(&box.lock, flags);
+            thread_yield();
+        }
+
+        box.value = i;
+        box.full = true;
+        thread_wakeup(consumer);
+        spinlock_unlock_intr_restore(&box.lock, flags);
+    }
+
+    thread_join(consumer);
+}
+
+TEST_DEFINE(thread, lookup_by_name_takes_a_reference)
+{
+    struct test_thread_busy busy = { 0 };
+    struct thread *thread, *found;
+
+    thread = test_thread_start("lookup-me", 0, test_thread_busy_fn, &busy);
+    found = thread_lookup("lookup-me");
+    TEST_ASSERT(found == thread);
+    TEST_ASSERT(thread_lookup("no-such-thread") == NULL);
+    busy.stop = true;
+    thread_join(thread);
+    /* Our lookup reference keeps the exited thread's structure. */
+    TEST_ASSERT_EQ(found->exited, true);
+    thread_unref(found);
+}

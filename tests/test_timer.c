@@ -1,0 +1,198 @@
+/*
+ * Timers.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/clock.h>
+#include <kern/test.h>
+#include <kern/thread.h>
+#include <kern/timer.h>
+#include <machine/cpu.h>
+
+#include "test_util.h"
+
+#define TEST_TIMER_N 8
+
+struct test_timer_rec {
+    struct timer timer;
+    unsigned int index;
+    uint64_t expiry;
+    uint64_t fired_at;
+    unsigned int fired_cpu;
+    unsigned int nr_fired;
+};
+
+static unsigned int test_timer_order[TEST_TIMER_N];
+static unsigned int test_timer_nr_order;
+
+static void
+test_timer_record(struct timer *timer)
+{
+    struct test_timer_rec *rec = timer_arg(timer);
+    unsigned int slot;
+
+    rec->fired_at = clock_get_time();
+    rec->fired_cpu = cpu_id();
+    rec->nr_fired++;
+    slot = __atomic_fetch_add(&test_timer_nr_order, 1, __ATOMIC_RELAXED);
+
+    if (slot < TEST_TIMER_N) {
+        test_timer_order[slot] = rec->index;
+    }
+}
+
+/* Timers armed in shuffled order fire in expiry order, never early. */
+TEST_DEFINE(timer, fire_in_expiry_order_never_early)
+{
+    static const unsigned int delays[TEST_TIMER_N] = { 9, 3, 14, 1, 6, 11,
+                                                       2, 5 };
+    struct test_timer_rec recs[TEST_TIMER_N] = { 0 };
+    uint64_t now;
+
+    test_timer_nr_order = 0;
+    now = clock_get_time();
+
+    for (unsigned int i = 0; i < TEST_TIMER_N; i++) {
+        /* One CPU for all, so they share one list and one order. */
+        timer_init(&recs[i].timer, test_timer_record, &recs[i], 0);
+        recs[i].index = i;
+        recs[i].expiry = now + delays[i];
+        timer_schedule(&recs[i].timer, recs[i].expiry);
+    }
+
+    thread_delay(20);
+
+    TEST_ASSERT_EQ(test_timer_nr_order, TEST_TIMER_N);
+
+    for (unsigned int i = 0; i < TEST_TIMER_N; i++) {
+        TEST_ASSERT_EQ(recs[i].nr_fired, 1);
+        TEST_ASSERT_GE(recs[i].fired_at, recs[i].expiry);
+        TEST_ASSERT_EQ(recs[i].fired_cpu, 0);
+        TEST_ASSERT(!timer_active(&recs[i].timer));
+    }
+
+    for (unsigned int i = 1; i < TEST_TIMER_N; i++) {
+        TEST_ASSERT_LE(recs[test_timer_order[i - 1]].expiry,
+                       recs[test_timer_order[i]].expiry);
+    }
+}
+
+struct test_timer_periodic {
+    struct timer timer;
+    uint64_t period;
+    uint64_t next;
+    unsigned int count;
+    bool stop;
+};
+
+static void
+test_timer_periodic_fn(struct timer *timer)
+{
+    struct test_timer_periodic *p = timer_arg(timer);
+
+    p->count++;
+
+    if (!p->stop) {
+        p->next += p->period;
+        timer_schedule(timer, p->next);
+    }
+}
+
+/* A handler that re-arms itself fires once per period: W/P +/- 1. */
+TEST_DEFINE(timer, periodic_fires_expected_count)
+{
+    struct test_timer_periodic p = { .period = 2 };
+    const uint64_t window = 40;
+    uint64_t start;
+    unsigned int count;
+
+    timer_init(&p.timer, test_timer_periodic_fn, &p, TIMER_CPU_ANY);
+    start = clock_get_time();
+    p.next = start + p.period;
+    timer_schedule(&p.timer, p.next);
+
+    while (clock_get_time() < start + window) {
+        thread_delay(1);
+    }
+
+    count = READ_ONCE(p.count);
+    p.stop = true;
+    timer_cancel(&p.timer);
+    TEST_ASSERT_GE(count, window / p.period - 1);
+    TEST_ASSERT_LE(count, window / p.period + 1);
+}
+
+/* A cancelled pending timer never fires. */
+TEST_DEFINE(timer, cancel_pending_never_fires)
+{
+    struct test_timer_rec rec = { 0 };
+
+    timer_init(&rec.timer, test_timer_record, &rec, TIMER_CPU_ANY);
+    test_timer_nr_order = TEST_TIMER_N;     /* do not record the order */
+    timer_schedule(&rec.timer, clock_get_time() + 3);
+    TEST_ASSERT(timer_active(&rec.timer));
+    TEST_ASSERT(timer_cancel(&rec.timer));
+    TEST_ASSERT(!timer_active(&rec.timer));
+    thread_delay(8);
+    TEST_ASSERT_EQ(rec.nr_fired, 0);
+    TEST_ASSERT(!timer_cancel(&rec.timer));
+}
+
+/* A timer bound to a CPU runs there, whoever arms it. */
+TEST_DEFINE(timer, bound_timer_runs_on_its_cpu)
+{
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        struct test_timer_rec rec = { 0 };
+
+        test_timer_nr_order = TEST_TIMER_N;
+        timer_init(&rec.timer, test_timer_record, &rec, cpu);
+        timer_schedule(&rec.timer, clock_get_time() + 1);
+
+        while (READ_ONCE(rec.nr_fired) == 0) {
+            thread_delay(1);
+        }
+
+        timer_cancel(&rec.timer);
+        TEST_ASSERT_EQ(rec.nr_fired, 1);
+        TEST_ASSERT_EQ(rec.fired_cpu, cpu);
+    }
+}
+
+struct test_timer_slow {
+    struct timer timer;
+    volatile bool started;
+    volatile bool done;
+};
+
+static void
+test_timer_slow_fn(struct timer *timer)
+{
+    struct test_timer_slow *slow = timer_arg(timer);
+
+    slow->started = true;
+    test_spin_ticks(3);
+    slow->done = true;
+}
+
+/* Cancelling a timer whose handler runs elsewhere waits for it. */
+TEST_DEFINE(timer, cancel_waits_for_running_handler)
+{
+    struct test_timer_slow slow = { 0 };
+    unsigned int other;
+
+    test_require_cpus(2);
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    other = 1;
+    timer_init(&slow.timer, test_timer_slow_fn, &slow, other);
+    timer_schedule(&slow.timer, clock_get_time() + 1);
+
+    while (!slow.started) {
+        cpu_pause();
+    }
+
+    timer_cancel(&slow.timer);
+    TEST_ASSERT(slow.done);
+    TEST_ASSERT(!timer_active(&slow.timer));
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
