@@ -8,6 +8,7 @@
 #include <kern/log.h>
 #include <kern/panic.h>
 #include <kern/percpu.h>
+#include <kern/pmu_soft.h>
 #include <kern/thread.h>
 #include <kern/timer.h>
 #include <machine/cpu.h>
@@ -57,6 +58,10 @@ clock_tick_intr(void)
 
     clock->last_tick = now;
     clock->nr_ticks += elapsed;
+
+    if (elapsed != 0) {
+        pmu_soft_count(PMU_SOFT_EV_TICK, elapsed);
+    }
 
     timer_tick_intr(now);
     thread_tick_intr();

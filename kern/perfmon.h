@@ -1,39 +1,251 @@
 /*
- * perfmon: performance monitoring. The scheduler hooks are no-ops until
- * the perfmon core lands.
+ * perfmon: performance monitoring.
+ *
+ * Kernel code counts hardware events (through a PMU driver) and software
+ * events (through the software PMU, kern/pmu_soft.h), per CPU or per
+ * thread. An event is an object its owner allocates:
+ *
+ *   struct perfmon_event ev;
+ *
+ *   error = perfmon_event_init(&ev, PMU_SOFT_EV_CSWITCH, PERFMON_EF_SW);
+ *   error = perfmon_event_attach(&ev, thread);    or _attach_cpu(&ev, 2)
+ *   count = perfmon_event_read(&ev);              counted since attach
+ *   error = perfmon_event_detach(&ev);            the count stays readable
+ *
+ * Calls on one event must be serialized by its owner; different events
+ * may be used from any thread concurrently. Every function returns a
+ * positive errno value on error and then has changed nothing.
+ *
+ * Inside, three tiers share one slot index ("PMC index") per device: the
+ * global tier allocates a slot per raw event (events counting the same
+ * raw event share it, reference counted); the per-CPU tier keeps, per
+ * slot, the last raw counter value and a 64-bit sum, updated before the
+ * counter can wrap twice (from the overflow interrupt, or a poll timer);
+ * the per-thread tier keeps each thread's share, loaded and unloaded on
+ * every context switch.
  */
 #ifndef KERN_PERFMON_H
 #define KERN_PERFMON_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
+#include <kern/init.h>
 #include <kern/perfmon_types.h>
+#include <kern/spinlock.h>
 
 struct thread;
 
-static inline void
-perfmon_td_init(struct perfmon_td *td)
-{
-    (void)td;
-}
+/* Generic hardware events. */
+#define PERFMON_EV_CYCLE        0   /* unhalted core cycles */
+#define PERFMON_EV_REF_CYCLE    1   /* unhalted reference cycles */
+#define PERFMON_EV_INSTRUCTION  2   /* instructions retired */
+#define PERFMON_EV_CACHE_REF    3   /* last level cache references */
+#define PERFMON_EV_CACHE_MISS   4   /* last level cache misses */
+#define PERFMON_EV_BRANCH       5   /* branch instructions retired */
+#define PERFMON_EV_BRANCH_MISS  6   /* mispredicted branches retired */
+#define PERFMON_NR_GENERIC_EVENTS 7
 
-static inline bool
-perfmon_td_unused(const struct perfmon_td *td)
-{
-    (void)td;
-    return true;
-}
+/* Event flags. */
+#define PERFMON_EF_KERN     0x1     /* count in kernel mode */
+#define PERFMON_EF_USER     0x2     /* count in user mode */
+#define PERFMON_EF_RAW      0x4     /* id is a raw, driver-specific code */
+#define PERFMON_EF_SW       0x8     /* id is a software event (pmu_soft.h) */
+#define PERFMON_EF_MASK     0xf
 
-static inline void
-perfmon_td_load(struct thread *thread)
-{
-    (void)thread;
-}
+struct perfmon_dev;
 
-static inline void
-perfmon_td_unload(struct thread *thread)
-{
-    (void)thread;
-}
+/* An event. Its fields are private to perfmon. */
+struct perfmon_event {
+    unsigned int magic;
+    unsigned int state;
+    unsigned int id;
+    unsigned int flags;
+    struct perfmon_dev *dev;
+    unsigned int pmc_index;
+    unsigned int cpu;           /* CPU events: the CPU */
+    struct thread *thread;      /* thread events: the thread (referenced) */
+    uint64_t start;             /* the tier's count at attach */
+    uint64_t final;             /* the count at detach */
+};
+
+/*
+ * Prepare an event: a generic id, a raw code (PERFMON_EF_RAW) or a
+ * software event (PERFMON_EF_SW). Hardware events need PERFMON_EF_KERN
+ * and/or PERFMON_EF_USER; software events ignore them. Whether a device
+ * can count it is decided at attach. Return 0 or EINVAL (unknown flag,
+ * RAW with SW, hardware event without KERN/USER, generic id out of
+ * range); on error the event is left untouched. Any context.
+ */
+int perfmon_event_init(struct perfmon_event *event, unsigned int id,
+                       unsigned int flags);
+
+/*
+ * Start counting the event for a thread, wherever it runs; the event holds
+ * a reference on the thread until detach. The thread may be running on
+ * another CPU. Return 0, EINVAL (event not initialized or already
+ * attached, NULL or exited thread, raw code the driver rejects), ENODEV
+ * (no device counts this event), EAGAIN (every slot of the device holds
+ * another raw event, or no hardware counter fits). Thread context.
+ */
+int perfmon_event_attach(struct perfmon_event *event, struct thread *thread);
+
+/*
+ * Start counting the event on a CPU, whatever runs there. Errors as for
+ * perfmon_event_attach, EINVAL also for a CPU that is not online. Thread
+ * context.
+ */
+int perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu);
+
+/*
+ * Stop counting; the final count stays readable and the event may be
+ * attached again (counting from zero). Return 0 or EINVAL when the event
+ * is not attached. Thread context.
+ */
+int perfmon_event_detach(struct perfmon_event *event);
+
+/*
+ * Return the count since attach (since the last attach, up to detach for
+ * a detached event), synchronized with the owning CPU. An event that was
+ * never attached reads 0. Thread context.
+ */
+uint64_t perfmon_event_read(struct perfmon_event *event);
+
+/*
+ * Same, with misuse reported: return 0 and the count, or EINVAL for an
+ * event that is not initialized or was never attached. Thread context.
+ */
+int perfmon_event_get(struct perfmon_event *event, uint64_t *valuep);
+
+/* True while the event is attached. Any context. */
+bool perfmon_event_attached(const struct perfmon_event *event);
+
+/* ------------------------------------------------------------------ */
+/* Drivers                                                             */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Operations of a PMU device. "Local" operations run on the CPU whose
+ * counter they touch, with interrupts disabled; the others in thread
+ * context, under perfmon's global lock for the device.
+ */
+struct perfmon_dev_ops {
+    /*
+     * Turn an event into the device's configuration word (what identifies
+     * a raw event: two events with equal words share a slot). Return 0,
+     * EINVAL for a raw code with reserved or unsupported bits, ENODEV for
+     * an event this device cannot count. Must not touch the hardware.
+     */
+    int (*translate)(uint64_t *configp, unsigned int id, unsigned int flags);
+
+    /*
+     * Reserve a hardware counter for config, to serve slot pmc_index, and
+     * store its id and width in bits. Return 0 or EAGAIN.
+     */
+    int (*alloc)(unsigned int *pmc_idp, unsigned int *widthp,
+                 unsigned int pmc_index, uint64_t config);
+
+    /* Release a counter reserved by alloc. */
+    void (*free)(unsigned int pmc_id);
+
+    /*
+     * Local: program and enable the counter, with no overflow pending
+     * (an overflow from an earlier use must not be reported).
+     */
+    void (*start)(unsigned int pmc_id, uint64_t config);
+
+    /* Local: disable the counter and forget a pending overflow. */
+    void (*stop)(unsigned int pmc_id);
+
+    /* Local: the counter's raw value. */
+    uint64_t (*read)(unsigned int pmc_id);
+
+    /*
+     * Local, optional: handle the overflow interrupt, calling
+     * perfmon_report_overflow() for each counter that overflowed. A
+     * device without it gets perfmon's poll timer.
+     */
+    void (*handle_overflow_intr)(void);
+};
+
+struct perfmon_pmc {
+    unsigned int nr_refs;
+    unsigned int pmc_id;
+    unsigned int width;
+    uint64_t config;
+};
+
+/*
+ * A PMU device. The driver sets the first fields; the rest is perfmon's.
+ */
+struct perfmon_dev {
+    const char *name;
+    const struct perfmon_dev_ops *ops;
+    unsigned int nr_pmcs;       /* slots, at most PERFMON_MAX_PMCS */
+    unsigned int min_width;     /* narrowest counter, for the poll period */
+    bool sw;                    /* serves PERFMON_EF_SW events */
+
+    unsigned int index;
+    uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
+    struct spinlock lock;       /* the global tier: slot allocation */
+    struct perfmon_pmc pmcs[PERFMON_MAX_PMCS];
+};
+
+/*
+ * Register a device. Boot only, after perfmon_setup, thread context.
+ * Return 0, EINVAL for a device with no or too many slots or a bad width,
+ * EBUSY when a device of the same kind (hardware or software) exists.
+ */
+int perfmon_register(struct perfmon_dev *dev);
+
+/*
+ * Report that a counter of dev wrapped once on the calling CPU since its
+ * previous report: perfmon brings the slot's 64-bit value up to date,
+ * counting the wrap even when the raw value is back above where it last
+ * read it. A driver calls it from its overflow interrupt handler, once per
+ * wrap. Local (overflow interrupt).
+ */
+void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index);
+
+/* ------------------------------------------------------------------ */
+/* Scheduler hooks                                                     */
+/* ------------------------------------------------------------------ */
+
+void perfmon_td_init(struct perfmon_td *td);
+
+/* True when no event uses the thread. Any context. */
+bool perfmon_td_unused(const struct perfmon_td *td);
+
+/*
+ * Load the thread's counters on the calling CPU (switch-in) and unload
+ * them, adding what they counted to the thread (switch-out). Interrupts
+ * and preemption disabled.
+ */
+void perfmon_td_load(struct thread *thread);
+void perfmon_td_unload(struct thread *thread);
+
+/* ------------------------------------------------------------------ */
+/* Queries, for tests and the shell                                    */
+/* ------------------------------------------------------------------ */
+
+/* The hardware (sw false) or software device, or NULL. Any context. */
+struct perfmon_dev *perfmon_get_dev(bool sw);
+
+/* Slots of a device holding a raw event. Any context. */
+unsigned int perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev);
+
+/* The slot an attached event uses. Any context. */
+unsigned int perfmon_event_pmc_index(const struct perfmon_event *event);
+
+/* The calling CPU's overflow count (perfmon_overflows/<cpu>). */
+uint64_t perfmon_nr_overflows(unsigned int cpu);
+
+/*
+ * Run the poll of dev on the calling CPU now, as its timer does (for the
+ * benchmark). Local.
+ */
+void perfmon_poll_local(struct perfmon_dev *dev);
+
+INIT_OP_DECLARE(perfmon_setup);
 
 #endif /* KERN_PERFMON_H */

@@ -6,8 +6,32 @@
 #ifndef KERN_PERFMON_TYPES_H
 #define KERN_PERFMON_TYPES_H
 
-struct perfmon_td {
-    int unused;
+#include <stdint.h>
+
+#include <kern/spinlock.h>
+
+#define PERFMON_MAX_DEVS    2       /* a hardware PMU and the software PMU */
+#define PERFMON_MAX_PMCS    16      /* slots per device */
+
+/* Per-thread tier: one entry per (device, slot). */
+struct perfmon_td_pmc {
+    unsigned int nr_refs;   /* events of this thread using the slot */
+    uint64_t cpu_start;     /* per-CPU value when the slot was loaded */
+    uint64_t value;         /* the thread's total, up to the last unload */
 };
+
+/*
+ * Per-thread state. The lock serializes the scheduler's load/unload on the
+ * thread's CPU against event operations from any CPU. While loaded_cpu
+ * names a CPU, every slot in use is loaded there.
+ */
+struct perfmon_td {
+    struct spinlock lock;
+    unsigned int loaded_cpu;            /* PERFMON_CPU_NONE when off-CPU */
+    uint32_t used[PERFMON_MAX_DEVS];    /* bit i: slot i has references */
+    struct perfmon_td_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_PMCS];
+};
+
+#define PERFMON_CPU_NONE (~0U)
 
 #endif /* KERN_PERFMON_TYPES_H */

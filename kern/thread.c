@@ -845,6 +845,9 @@ thread_bootstrap(void)
     }
 
     head->thread = idle;
+
+    /* The boot context is running: its (empty) counters are loaded. */
+    perfmon_td_load(idle);
 }
 
 void

@@ -35,8 +35,10 @@ xcall_intr(struct trap_frame *frame)
     lapic_eoi();
 
     if (__atomic_load_n(&slot->pending, __ATOMIC_ACQUIRE)) {
-        slot->fn(slot->arg);
+        /* Counted before the call, so a call that reads this CPU's
+         * counters sees itself. */
         pmu_soft_count(PMU_SOFT_EV_XCALL, 1);
+        slot->fn(slot->arg);
         __atomic_store_n(&slot->pending, false, __ATOMIC_RELEASE);
     }
 }

@@ -288,6 +288,15 @@ def check_plan(args):
     boots = []
     for smp in args.smp:
         boots.append(Boot("smp=%d" % smp, "test=all", smp))
+    # perfmon with narrow software counters: polling, then the emulated
+    # overflow interrupt (test=all above runs them at width 64).
+    for smp in args.smp:
+        boots.append(Boot("smp=%d,w16,poll" % smp,
+                          "test=perfmon,pmu_soft,perfmon_torture "
+                          "pmu_soft.width=16 pmu_soft.intr=0", smp))
+        boots.append(Boot("smp=%d,w12,intr" % smp,
+                          "test=perfmon,pmu_soft,perfmon_torture "
+                          "pmu_soft.width=12 pmu_soft.intr=1", smp))
     # The serial shell, driven as a user would: every command answers.
     smp = max(args.smp)
     prompt = r"perfmon> $"

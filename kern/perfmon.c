@@ -1,0 +1,945 @@
+/*
+ * perfmon core: the global, per-CPU and per-thread tiers.
+ *
+ * Locking and contexts:
+ * - A device's lock protects its slots (global tier); it is taken only to
+ *   allocate and release slots, in thread context.
+ * - The per-CPU tier of a CPU is only touched on that CPU with interrupts
+ *   disabled: by the context switch, the overflow interrupt, the poll
+ *   timer, and cross-CPU calls for CPU events and running threads.
+ * - A thread's perfmon_td lock serializes its load and unload (on its
+ *   CPU, in the context switch) with event operations, which run where
+ *   the thread is loaded: locally when it is not loaded anywhere or is
+ *   the caller, else through an xcall that re-checks, under the lock, that
+ *   the thread is still loaded on the CPU it reached.
+ * - A slot's pmc_id, width and config do not change while it has
+ *   references, so the tiers read them without the device lock.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kern/assert.h>
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/log.h>
+#include <kern/macros.h>
+#include <kern/percpu.h>
+#include <kern/perfmon.h>
+#include <kern/printf.h>
+#include <kern/spinlock.h>
+#include <kern/syscnt.h>
+#include <kern/thread.h>
+#include <kern/timer.h>
+#include <kern/xcall.h>
+#include <machine/cpu.h>
+#include <machine/cpu_mp.h>
+#include <machine/lapic.h>
+#include <machine/trap.h>
+
+#define PERFMON_EVENT_MAGIC     0x70666d6eU
+
+#define PERFMON_EVENT_INIT      1
+#define PERFMON_EVENT_THREAD    2   /* attached to a thread */
+#define PERFMON_EVENT_CPU       3   /* attached to a CPU */
+#define PERFMON_EVENT_DETACHED  4
+
+/*
+ * Poll period: a counter of width w must be read before it can wrap twice.
+ * Assume at most 100 events per cycle, poll twice per shortest wrap time,
+ * and never more often than every 50 ms.
+ */
+#define PERFMON_POLL_EVENTS_PER_CYCLE   100
+#define PERFMON_POLL_SAFETY             2
+#define PERFMON_POLL_FLOOR_MS           50
+
+struct perfmon_cpu_pmc {
+    unsigned int nr_refs;   /* CPU events and loaded threads using it */
+    bool wrap_seen;         /* a wrap was added before its interrupt came */
+    uint64_t prev;          /* last raw counter value */
+    uint64_t value;         /* 64-bit sum of the counter's increments */
+};
+
+struct perfmon_cpu {
+    struct perfmon_cpu_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_PMCS];
+    uint32_t used[PERFMON_MAX_DEVS];        /* slots with nr_refs > 0 */
+    struct timer poll_timers[PERFMON_MAX_DEVS];
+    bool poll_armed[PERFMON_MAX_DEVS];
+    struct syscnt sc_overflows;
+};
+
+static struct perfmon_cpu perfmon_cpu __percpu;
+
+static struct spinlock perfmon_devs_lock = SPINLOCK_INITIALIZER;
+static struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
+static unsigned int perfmon_nr_devs;
+
+static bool
+perfmon_dev_is_registered(const struct perfmon_dev *dev)
+{
+    unsigned int n = READ_ONCE(perfmon_nr_devs);
+
+    for (unsigned int i = 0; i < n; i++) {
+        if (perfmon_devs[i] == dev) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+struct perfmon_dev *
+perfmon_get_dev(bool sw)
+{
+    unsigned int n = __atomic_load_n(&perfmon_nr_devs, __ATOMIC_ACQUIRE);
+
+    for (unsigned int i = 0; i < n; i++) {
+        if (perfmon_devs[i]->sw == sw) {
+            return perfmon_devs[i];
+        }
+    }
+
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Per-CPU tier (local, interrupts disabled)                           */
+/* ------------------------------------------------------------------ */
+
+static inline struct perfmon_cpu_pmc *
+perfmon_cpu_pmc(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
+                unsigned int index)
+{
+    return &cpu->pmcs[dev->index][index];
+}
+
+/*
+ * Add what the counter counted since the last update. Between two updates
+ * a counter must not advance by 2^width or more, or the difference modulo
+ * the width loses whole wraps. Polling guarantees that by its period. An
+ * overflow interrupt does not by itself: from a last update at raw value
+ * p, the counter may advance 2^width - p before it wraps, then more before
+ * the interrupt is taken. So the interrupt's update (overflow = true)
+ * knows one wrap happened since the previous interrupt and adds it unless
+ * an update in between already did (it saw the raw value go down and set
+ * wrap_seen). An update in between that saw no decrease while the wrap
+ * was pending missed it, and the interrupt's update adds it then.
+ */
+static struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                     unsigned int index, bool overflow)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+    const struct perfmon_pmc *pmc = &dev->pmcs[index];
+    uint64_t mask = (pmc->width >= 64) ? ~0ULL : (1ULL << pmc->width) - 1;
+    uint64_t raw = dev->ops->read(pmc->pmc_id) & mask;
+    uint64_t delta = (raw - cpmc->prev) & mask;
+    bool wrapped = raw < cpmc->prev;
+
+    if (overflow && pmc->width < 64) {
+        if (cpmc->wrap_seen) {
+            /* Already added; a decrease now would be a new wrap. */
+            cpmc->wrap_seen = false;
+        } else if (!wrapped) {
+            delta += mask + 1;
+            wrapped = true;
+        } else {
+            wrapped = true;
+        }
+    } else if (wrapped && dev->ops->handle_overflow_intr != NULL) {
+        cpmc->wrap_seen = true;
+    }
+
+    if (wrapped) {
+        syscnt_inc(&cpu->sc_overflows);
+    }
+
+    cpmc->value += delta;
+    cpmc->prev = raw;
+    return cpmc;
+}
+
+static struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                       unsigned int index)
+{
+    return perfmon_cpu_pmc_sync(cpu, dev, index, false);
+}
+
+static void
+perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
+{
+    if (dev->poll_ticks == 0 || cpu->poll_armed[dev->index]) {
+        return;
+    }
+
+    cpu->poll_armed[dev->index] = true;
+    timer_schedule(&cpu->poll_timers[dev->index],
+                   clock_get_time() + dev->poll_ticks);
+}
+
+/* Take a reference on a slot of this CPU, starting its counter. */
+static struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                    unsigned int index)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+
+    if (cpmc->nr_refs == 0) {
+        const struct perfmon_pmc *pmc = &dev->pmcs[index];
+        uint64_t mask = (pmc->width >= 64) ? ~0ULL
+                                           : (1ULL << pmc->width) - 1;
+
+        dev->ops->start(pmc->pmc_id, pmc->config);
+        cpmc->prev = dev->ops->read(pmc->pmc_id) & mask;
+        cpmc->wrap_seen = false;
+        cpu->used[dev->index] |= 1U << index;
+        perfmon_poll_arm(cpu, dev);
+    }
+
+    cpmc->nr_refs++;
+    return cpmc;
+}
+
+/* Drop a reference, stopping the counter with the last one. */
+static void
+perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                    unsigned int index)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+
+    assert(cpmc->nr_refs != 0);
+
+    if (--cpmc->nr_refs == 0) {
+        dev->ops->stop(dev->pmcs[index].pmc_id);
+        cpu->used[dev->index] &= ~(1U << index);
+    }
+}
+
+void
+perfmon_poll_local(struct perfmon_dev *dev)
+{
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    uint32_t used = cpu->used[dev->index];
+
+    while (used != 0) {
+        unsigned int index = __builtin_ctz(used);
+
+        used &= used - 1;
+        perfmon_cpu_pmc_update(cpu, dev, index);
+    }
+}
+
+/*
+ * The poll timer: brings every used slot of its CPU up to date. It is
+ * armed when the CPU starts using a slot and re-arms itself while slots
+ * are in use; the first firing that finds none lets it lapse. So an idle
+ * CPU has no timer, and a busy context switch path never touches it.
+ */
+static void
+perfmon_poll_timer(struct timer *timer)
+{
+    struct perfmon_dev *dev = timer_arg(timer);
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+
+    perfmon_poll_local(dev);
+
+    if (cpu->used[dev->index] != 0) {
+        timer_schedule(timer, clock_get_time() + dev->poll_ticks);
+    } else {
+        cpu->poll_armed[dev->index] = false;
+    }
+}
+
+void
+perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index)
+{
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+
+    assert(!cpu_intr_enabled());
+
+    /* A counter stopped since it overflowed has nothing left to add. */
+    if (pmc_index < dev->nr_pmcs
+        && (cpu->used[dev->index] & (1U << pmc_index))) {
+        perfmon_cpu_pmc_sync(cpu, dev, pmc_index, true);
+    }
+}
+
+static void
+perfmon_overflow_intr(struct trap_frame *frame)
+{
+    (void)frame;
+
+    for (unsigned int i = 0; i < READ_ONCE(perfmon_nr_devs); i++) {
+        if (perfmon_devs[i]->ops->handle_overflow_intr != NULL) {
+            perfmon_devs[i]->ops->handle_overflow_intr();
+        }
+    }
+
+    lapic_eoi();
+}
+
+uint64_t
+perfmon_nr_overflows(unsigned int cpu)
+{
+    return syscnt_read(&percpu_ptr(perfmon_cpu, cpu)->sc_overflows);
+}
+
+/* ------------------------------------------------------------------ */
+/* Global tier                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Find the slot counting config, or give it a free one. */
+static int
+perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
+                    unsigned int *indexp)
+{
+    unsigned int free_index = dev->nr_pmcs;
+    struct perfmon_pmc *pmc;
+    unsigned int pmc_id, width;
+    int error;
+
+    spinlock_lock(&dev->lock);
+
+    for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
+        pmc = &dev->pmcs[i];
+
+        if (pmc->nr_refs != 0 && pmc->config == config) {
+            pmc->nr_refs++;
+            spinlock_unlock(&dev->lock);
+            *indexp = i;
+            return 0;
+        }
+
+        if (pmc->nr_refs == 0 && free_index == dev->nr_pmcs) {
+            free_index = i;
+        }
+    }
+
+    if (free_index == dev->nr_pmcs) {
+        spinlock_unlock(&dev->lock);
+        return EAGAIN;
+    }
+
+    error = dev->ops->alloc(&pmc_id, &width, free_index, config);
+
+    if (error) {
+        spinlock_unlock(&dev->lock);
+        return error;
+    }
+
+    assert(width >= 1 && width <= 64);
+    pmc = &dev->pmcs[free_index];
+    pmc->pmc_id = pmc_id;
+    pmc->width = width;
+    pmc->config = config;
+    pmc->nr_refs = 1;
+    spinlock_unlock(&dev->lock);
+    *indexp = free_index;
+    return 0;
+}
+
+static void
+perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index)
+{
+    struct perfmon_pmc *pmc = &dev->pmcs[index];
+
+    spinlock_lock(&dev->lock);
+    assert(pmc->nr_refs != 0);
+
+    if (--pmc->nr_refs == 0) {
+        dev->ops->free(pmc->pmc_id);
+    }
+
+    spinlock_unlock(&dev->lock);
+}
+
+unsigned int
+perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev)
+{
+    unsigned int n = 0;
+
+    spinlock_lock(&dev->lock);
+
+    for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
+        n += (dev->pmcs[i].nr_refs != 0);
+    }
+
+    spinlock_unlock(&dev->lock);
+    return n;
+}
+
+/* ------------------------------------------------------------------ */
+/* Per-thread tier                                                     */
+/* ------------------------------------------------------------------ */
+
+void
+perfmon_td_init(struct perfmon_td *td)
+{
+    spinlock_init(&td->lock);
+    td->loaded_cpu = PERFMON_CPU_NONE;
+
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        td->used[d] = 0;
+
+        for (unsigned int i = 0; i < PERFMON_MAX_PMCS; i++) {
+            td->pmcs[d][i].nr_refs = 0;
+            td->pmcs[d][i].cpu_start = 0;
+            td->pmcs[d][i].value = 0;
+        }
+    }
+}
+
+bool
+perfmon_td_unused(const struct perfmon_td *td)
+{
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        if (td->used[d] != 0) {
+            return false;
+        }
+    }
+
+    return true;
+}
+
+/* Load one slot on this CPU. td locked, interrupts disabled. */
+static void
+perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
+                    struct perfmon_dev *dev, unsigned int index)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_get(cpu, dev, index);
+
+    if (cpmc->nr_refs > 1) {
+        perfmon_cpu_pmc_update(cpu, dev, index);
+    }
+
+    td->pmcs[dev->index][index].cpu_start = cpmc->value;
+}
+
+/* Unload one slot, adding what it counted here to the thread. */
+static void
+perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
+                      struct perfmon_dev *dev, unsigned int index)
+{
+    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->index][index];
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_update(cpu, dev, index);
+
+    tpmc->value += cpmc->value - tpmc->cpu_start;
+    perfmon_cpu_pmc_put(cpu, dev, index);
+}
+
+void
+perfmon_td_load(struct thread *thread)
+{
+    struct perfmon_td *td = &thread->perfmon_td;
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+
+    spinlock_lock(&td->lock);
+    assert(td->loaded_cpu == PERFMON_CPU_NONE);
+    td->loaded_cpu = cpu_id();
+
+    for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
+        uint32_t used = td->used[d];
+
+        while (used != 0) {
+            unsigned int index = __builtin_ctz(used);
+
+            used &= used - 1;
+            perfmon_td_pmc_load(td, cpu, perfmon_devs[d], index);
+        }
+    }
+
+    spinlock_unlock(&td->lock);
+}
+
+void
+perfmon_td_unload(struct thread *thread)
+{
+    struct perfmon_td *td = &thread->perfmon_td;
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+
+    spinlock_lock(&td->lock);
+    assert(td->loaded_cpu == cpu_id());
+
+    for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
+        uint32_t used = td->used[d];
+
+        while (used != 0) {
+            unsigned int index = __builtin_ctz(used);
+
+            used &= used - 1;
+            perfmon_td_pmc_unload(td, cpu, perfmon_devs[d], index);
+        }
+    }
+
+    td->loaded_cpu = PERFMON_CPU_NONE;
+    spinlock_unlock(&td->lock);
+}
+
+/*
+ * An operation on one slot of a thread, run where the thread's counters
+ * live. fn runs with td locked and interrupts disabled; loaded tells
+ * whether the slot is loaded on the calling CPU (else the thread is off
+ * every CPU and only its totals exist).
+ */
+struct perfmon_td_op {
+    struct perfmon_td *td;
+    struct perfmon_dev *dev;
+    unsigned int index;
+    void (*fn)(struct perfmon_td_op *op, bool loaded);
+    struct perfmon_event *event;
+    uint64_t value;
+    bool done;
+};
+
+/* The thread's total for the slot, bringing a loaded slot up to date. */
+static uint64_t
+perfmon_td_pmc_value(struct perfmon_td_op *op, bool loaded)
+{
+    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->index][op->index];
+    struct perfmon_cpu_pmc *cpmc;
+
+    if (!loaded || tpmc->nr_refs == 0) {
+        return tpmc->value;
+    }
+
+    cpmc = perfmon_cpu_pmc_update(cpu_local_ptr(perfmon_cpu), op->dev,
+                                  op->index);
+    return tpmc->value + (cpmc->value - tpmc->cpu_start);
+}
+
+static void
+perfmon_td_op_remote(void *arg)
+{
+    struct perfmon_td_op *op = arg;
+    unsigned int loaded_cpu;
+
+    spinlock_lock(&op->td->lock);
+    loaded_cpu = op->td->loaded_cpu;
+
+    /* The thread may have left this CPU since the call was sent. */
+    if (loaded_cpu == cpu_id() || loaded_cpu == PERFMON_CPU_NONE) {
+        op->fn(op, loaded_cpu != PERFMON_CPU_NONE);
+        op->done = true;
+    }
+
+    spinlock_unlock(&op->td->lock);
+}
+
+static void
+perfmon_td_run(struct perfmon_td_op *op)
+{
+    for (;;) {
+        unsigned int loaded_cpu;
+        unsigned long flags;
+
+        spinlock_lock_intr_save(&op->td->lock, &flags);
+        loaded_cpu = op->td->loaded_cpu;
+
+        /* Loaded on this CPU means the thread is the caller. */
+        if (loaded_cpu == PERFMON_CPU_NONE || loaded_cpu == cpu_id()) {
+            op->fn(op, loaded_cpu != PERFMON_CPU_NONE);
+            spinlock_unlock_intr_restore(&op->td->lock, flags);
+            return;
+        }
+
+        spinlock_unlock_intr_restore(&op->td->lock, flags);
+        op->done = false;
+        xcall_call(loaded_cpu, perfmon_td_op_remote, op);
+
+        if (op->done) {
+            return;
+        }
+    }
+}
+
+static void
+perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
+{
+    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->index][op->index];
+
+    if (tpmc->nr_refs == 0) {
+        op->td->used[op->dev->index] |= 1U << op->index;
+
+        if (loaded) {
+            perfmon_td_pmc_load(op->td, cpu_local_ptr(perfmon_cpu), op->dev,
+                                op->index);
+        }
+    }
+
+    tpmc->nr_refs++;
+    op->value = perfmon_td_pmc_value(op, loaded);
+}
+
+static void
+perfmon_td_op_read(struct perfmon_td_op *op, bool loaded)
+{
+    op->value = perfmon_td_pmc_value(op, loaded);
+}
+
+static void
+perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
+{
+    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->index][op->index];
+
+    op->value = perfmon_td_pmc_value(op, loaded);
+    assert(tpmc->nr_refs != 0);
+
+    if (--tpmc->nr_refs == 0) {
+        op->td->used[op->dev->index] &= ~(1U << op->index);
+
+        if (loaded) {
+            perfmon_td_pmc_unload(op->td, cpu_local_ptr(perfmon_cpu),
+                                  op->dev, op->index);
+        }
+    }
+}
+
+static uint64_t
+perfmon_td_event_op(struct perfmon_event *event,
+                    void (*fn)(struct perfmon_td_op *op, bool loaded))
+{
+    struct perfmon_td_op op = {
+        .td = &event->thread->perfmon_td,
+        .dev = event->dev,
+        .index = event->pmc_index,
+        .fn = fn,
+        .event = event,
+    };
+
+    perfmon_td_run(&op);
+    return op.value;
+}
+
+/* ------------------------------------------------------------------ */
+/* CPU events (run on their CPU through xcall)                         */
+/* ------------------------------------------------------------------ */
+
+static void
+perfmon_cpu_op_attach(void *arg)
+{
+    struct perfmon_event *event = arg;
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    struct perfmon_cpu_pmc *cpmc;
+
+    cpmc = perfmon_cpu_pmc_get(cpu, event->dev, event->pmc_index);
+    perfmon_cpu_pmc_update(cpu, event->dev, event->pmc_index);
+    event->start = cpmc->value;
+}
+
+static void
+perfmon_cpu_op_read(void *arg)
+{
+    struct perfmon_event *event = arg;
+    struct perfmon_cpu_pmc *cpmc;
+
+    cpmc = perfmon_cpu_pmc_update(cpu_local_ptr(perfmon_cpu), event->dev,
+                                  event->pmc_index);
+    event->final = cpmc->value - event->start;
+}
+
+static void
+perfmon_cpu_op_detach(void *arg)
+{
+    struct perfmon_event *event = arg;
+
+    perfmon_cpu_op_read(event);
+    perfmon_cpu_pmc_put(cpu_local_ptr(perfmon_cpu), event->dev,
+                        event->pmc_index);
+}
+
+/* ------------------------------------------------------------------ */
+/* Events                                                              */
+/* ------------------------------------------------------------------ */
+
+int
+perfmon_event_init(struct perfmon_event *event, unsigned int id,
+                   unsigned int flags)
+{
+    if (event == NULL || (flags & ~PERFMON_EF_MASK) != 0) {
+        return EINVAL;
+    }
+
+    if (flags & PERFMON_EF_SW) {
+        if (flags & PERFMON_EF_RAW) {
+            return EINVAL;
+        }
+    } else {
+        if (!(flags & (PERFMON_EF_KERN | PERFMON_EF_USER))) {
+            return EINVAL;
+        }
+
+        if (!(flags & PERFMON_EF_RAW) && id >= PERFMON_NR_GENERIC_EVENTS) {
+            return EINVAL;
+        }
+    }
+
+    event->magic = PERFMON_EVENT_MAGIC;
+    event->state = PERFMON_EVENT_INIT;
+    event->id = id;
+    event->flags = flags;
+    event->dev = NULL;
+    event->thread = NULL;
+    event->start = 0;
+    event->final = 0;
+    return 0;
+}
+
+bool
+perfmon_event_attached(const struct perfmon_event *event)
+{
+    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
+           && (event->state == PERFMON_EVENT_THREAD
+               || event->state == PERFMON_EVENT_CPU);
+}
+
+/* Check the event can be attached and find its device and slot. */
+static int
+perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
+                      unsigned int *indexp)
+{
+    struct perfmon_dev *dev;
+    uint64_t config;
+    int error;
+
+    if (event == NULL || event->magic != PERFMON_EVENT_MAGIC
+        || (event->state != PERFMON_EVENT_INIT
+            && event->state != PERFMON_EVENT_DETACHED)) {
+        return EINVAL;
+    }
+
+    dev = perfmon_get_dev(event->flags & PERFMON_EF_SW);
+
+    if (dev == NULL) {
+        return ENODEV;
+    }
+
+    error = dev->ops->translate(&config, event->id, event->flags);
+
+    if (error) {
+        return error;
+    }
+
+    error = perfmon_pmc_acquire(dev, config, indexp);
+
+    if (error) {
+        return error;
+    }
+
+    *devp = dev;
+    return 0;
+}
+
+int
+perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
+{
+    struct perfmon_dev *dev;
+    unsigned int index;
+    int error;
+
+    if (thread == NULL || READ_ONCE(thread->exited)) {
+        return EINVAL;
+    }
+
+    error = perfmon_event_prepare(event, &dev, &index);
+
+    if (error) {
+        return error;
+    }
+
+    thread_ref(thread);
+    event->dev = dev;
+    event->pmc_index = index;
+    event->thread = thread;
+    event->start = perfmon_td_event_op(event, perfmon_td_op_attach);
+    event->final = 0;
+    event->state = PERFMON_EVENT_THREAD;
+    return 0;
+}
+
+int
+perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
+{
+    struct perfmon_dev *dev;
+    unsigned int index;
+    int error;
+
+    if (cpu >= cpu_count() || !cpu_online(cpu)) {
+        return EINVAL;
+    }
+
+    error = perfmon_event_prepare(event, &dev, &index);
+
+    if (error) {
+        return error;
+    }
+
+    event->dev = dev;
+    event->pmc_index = index;
+    event->thread = NULL;
+    event->cpu = cpu;
+    event->final = 0;
+    error = xcall_call(cpu, perfmon_cpu_op_attach, event);
+    assert(error == 0);
+    event->state = PERFMON_EVENT_CPU;
+    return 0;
+}
+
+int
+perfmon_event_detach(struct perfmon_event *event)
+{
+    struct thread *thread;
+    uint64_t value;
+
+    if (!perfmon_event_attached(event)) {
+        return EINVAL;
+    }
+
+    if (event->state == PERFMON_EVENT_THREAD) {
+        value = perfmon_td_event_op(event, perfmon_td_op_detach);
+        event->final = value - event->start;
+        thread = event->thread;
+        event->thread = NULL;
+        thread_unref(thread);
+    } else {
+        xcall_call(event->cpu, perfmon_cpu_op_detach, event);
+    }
+
+    perfmon_pmc_release(event->dev, event->pmc_index);
+    event->state = PERFMON_EVENT_DETACHED;
+    return 0;
+}
+
+int
+perfmon_event_get(struct perfmon_event *event, uint64_t *valuep)
+{
+    if (event == NULL || event->magic != PERFMON_EVENT_MAGIC) {
+        return EINVAL;
+    }
+
+    switch (event->state) {
+    case PERFMON_EVENT_THREAD:
+        *valuep = perfmon_td_event_op(event, perfmon_td_op_read)
+                  - event->start;
+        return 0;
+    case PERFMON_EVENT_CPU:
+        xcall_call(event->cpu, perfmon_cpu_op_read, event);
+        *valuep = event->final;
+        return 0;
+    case PERFMON_EVENT_DETACHED:
+        *valuep = event->final;
+        return 0;
+    default:
+        return EINVAL;
+    }
+}
+
+uint64_t
+perfmon_event_read(struct perfmon_event *event)
+{
+    uint64_t value;
+
+    return (perfmon_event_get(event, &value) == 0) ? value : 0;
+}
+
+unsigned int
+perfmon_event_pmc_index(const struct perfmon_event *event)
+{
+    return event->pmc_index;
+}
+
+/* ------------------------------------------------------------------ */
+/* Devices                                                             */
+/* ------------------------------------------------------------------ */
+
+static uint64_t
+perfmon_poll_period(unsigned int width)
+{
+    uint64_t per_tick, wrap_ticks, floor_ticks;
+
+    if (width >= 64) {
+        return 0;   /* a 64-bit counter never wraps: no poll */
+    }
+
+    per_tick = cpu_get_freq() * PERFMON_POLL_EVENTS_PER_CYCLE / CLOCK_HZ;
+    wrap_ticks = (1ULL << width) / MAX(per_tick, 1);
+    floor_ticks = clock_ticks_from_ms(PERFMON_POLL_FLOOR_MS);
+    return MAX(wrap_ticks / PERFMON_POLL_SAFETY, floor_ticks);
+}
+
+int
+perfmon_register(struct perfmon_dev *dev)
+{
+    const struct perfmon_dev_ops *ops = dev->ops;
+
+    if (dev->nr_pmcs == 0 || dev->nr_pmcs > PERFMON_MAX_PMCS
+        || dev->min_width == 0 || dev->min_width > 64 || ops == NULL
+        || ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
+        || ops->start == NULL || ops->stop == NULL || ops->read == NULL) {
+        return EINVAL;
+    }
+
+    spinlock_lock(&perfmon_devs_lock);
+
+    if (perfmon_nr_devs == PERFMON_MAX_DEVS || perfmon_get_dev(dev->sw)
+        || perfmon_dev_is_registered(dev)) {
+        spinlock_unlock(&perfmon_devs_lock);
+        return EBUSY;
+    }
+
+    dev->index = perfmon_nr_devs;
+    spinlock_init(&dev->lock);
+
+    for (unsigned int i = 0; i < PERFMON_MAX_PMCS; i++) {
+        dev->pmcs[i].nr_refs = 0;
+    }
+
+    dev->poll_ticks = (ops->handle_overflow_intr != NULL)
+                      ? 0 : perfmon_poll_period(dev->min_width);
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
+
+        timer_init(&pcpu->poll_timers[dev->index], perfmon_poll_timer, dev,
+                   cpu);
+    }
+
+    perfmon_devs[dev->index] = dev;
+    __atomic_store_n(&perfmon_nr_devs, perfmon_nr_devs + 1,
+                     __ATOMIC_RELEASE);
+    spinlock_unlock(&perfmon_devs_lock);
+
+    if (dev->poll_ticks != 0) {
+        log_info("perfmon: %s: %u counters of %u bits, polled every %llu "
+                 "ticks", dev->name, dev->nr_pmcs, dev->min_width,
+                 (unsigned long long)dev->poll_ticks);
+    } else {
+        log_info("perfmon: %s: %u counters of %u bits, %s", dev->name,
+                 dev->nr_pmcs, dev->min_width,
+                 (ops->handle_overflow_intr != NULL) ? "overflow interrupt"
+                                                     : "no overflow");
+    }
+
+    return 0;
+}
+
+static int
+perfmon_setup(void)
+{
+    char name[SYSCNT_NAME_SIZE];
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        snprintf(name, sizeof(name), "perfmon_overflows/%u", cpu);
+        syscnt_register(&percpu_ptr(perfmon_cpu, cpu)->sc_overflows, name);
+    }
+
+    trap_register(TRAP_PMI, perfmon_overflow_intr);
+    return 0;
+}
+
+INIT_OP_DEFINE(perfmon_setup,
+               INIT_OP_DEP(cpu_mp_setup, true),
+               INIT_OP_DEP(syscnt_setup, true),
+               INIT_OP_DEP(timer_setup, true),
+               INIT_OP_DEP(xcall_setup, true));

@@ -1,0 +1,243 @@
+/*
+ * Software PMU. Each CPU has PMU_SOFT_NR_PMCS counters; a started counter
+ * counts one event. For each event, a per-CPU bit mask names the counters
+ * that count it, so an event nobody counts costs one load.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/arg.h>
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/log.h>
+#include <kern/macros.h>
+#include <kern/percpu.h>
+#include <kern/perfmon.h>
+#include <kern/pmu_soft.h>
+#include <kern/printf.h>
+#include <kern/syscnt.h>
+#include <machine/cpu.h>
+#include <machine/lapic.h>
+#include <machine/trap.h>
+
+#define PMU_SOFT_WIDTH_MIN 8
+
+struct pmu_soft_cpu {
+    uint64_t values[PMU_SOFT_NR_PMCS];
+    unsigned int events[PMU_SOFT_NR_PMCS];
+    uint32_t counting[PMU_SOFT_NR_EVENTS];  /* counters per event */
+    uint32_t overflowed;                    /* waiting for the interrupt */
+    struct syscnt sc_intrs;
+};
+
+static struct pmu_soft_cpu pmu_soft_cpu __percpu;
+static uint64_t pmu_soft_mask = ~0ULL;
+static unsigned int pmu_soft_nr_bits = 64;
+static bool pmu_soft_intr;
+static struct perfmon_dev pmu_soft_dev;
+
+static const char *const pmu_soft_names[PMU_SOFT_EV_EMIT] = {
+    [PMU_SOFT_EV_CSWITCH] = "cswitch",
+    [PMU_SOFT_EV_MIGRATION] = "migration",
+    [PMU_SOFT_EV_TICK] = "tick",
+    [PMU_SOFT_EV_XCALL] = "xcall",
+};
+
+static const char *const pmu_soft_emit_names[PMU_SOFT_NR_CHANNELS] = {
+    "emit", "emit1", "emit2", "emit3", "emit4", "emit5", "emit6", "emit7",
+};
+
+const char *
+pmu_soft_event_name(unsigned int event)
+{
+    if (event < PMU_SOFT_EV_EMIT) {
+        return pmu_soft_names[event];
+    }
+
+    if (event < PMU_SOFT_NR_EVENTS) {
+        return pmu_soft_emit_names[event - PMU_SOFT_EV_EMIT];
+    }
+
+    return NULL;
+}
+
+unsigned int
+pmu_soft_width(void)
+{
+    return pmu_soft_nr_bits;
+}
+
+bool
+pmu_soft_intr_mode(void)
+{
+    return pmu_soft_intr;
+}
+
+void
+pmu_soft_count(unsigned int event, uint64_t n)
+{
+    struct pmu_soft_cpu *cpu;
+    uint32_t counting, wrapped = 0;
+    unsigned long flags;
+
+    flags = cpu_intr_save();
+    cpu = cpu_local_ptr(pmu_soft_cpu);
+    counting = cpu->counting[event];
+
+    while (counting != 0) {
+        unsigned int id = __builtin_ctz(counting);
+        uint64_t old = cpu->values[id];
+
+        counting &= counting - 1;
+        cpu->values[id] = (old + n) & pmu_soft_mask;
+
+        if (cpu->values[id] < old || n > pmu_soft_mask) {
+            wrapped |= 1U << id;
+        }
+    }
+
+    if (wrapped != 0 && pmu_soft_intr) {
+        cpu->overflowed |= wrapped;
+        lapic_send_self_ipi(TRAP_PMI);
+    }
+
+    cpu_intr_restore(flags);
+}
+
+static int
+pmu_soft_translate(uint64_t *configp, unsigned int id, unsigned int flags)
+{
+    (void)flags;
+
+    if (id >= PMU_SOFT_NR_EVENTS) {
+        return EINVAL;
+    }
+
+    *configp = id;
+    return 0;
+}
+
+static int
+pmu_soft_alloc(unsigned int *pmc_idp, unsigned int *widthp,
+               unsigned int pmc_index, uint64_t config)
+{
+    (void)config;
+
+    /* One counter per slot: the slot index is the counter. */
+    *pmc_idp = pmc_index;
+    *widthp = pmu_soft_nr_bits;
+    return 0;
+}
+
+static void
+pmu_soft_free(unsigned int pmc_id)
+{
+    (void)pmc_id;
+}
+
+static void
+pmu_soft_start(unsigned int pmc_id, uint64_t config)
+{
+    struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
+
+    cpu->events[pmc_id] = (unsigned int)config;
+    cpu->counting[config] |= 1U << pmc_id;
+    cpu->overflowed &= ~(1U << pmc_id);
+}
+
+static void
+pmu_soft_stop(unsigned int pmc_id)
+{
+    struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
+
+    cpu->counting[cpu->events[pmc_id]] &= ~(1U << pmc_id);
+    cpu->overflowed &= ~(1U << pmc_id);
+}
+
+static uint64_t
+pmu_soft_read(unsigned int pmc_id)
+{
+    return cpu_local_ptr(pmu_soft_cpu)->values[pmc_id];
+}
+
+/* The emulated PMI: report the counters that wrapped on this CPU. */
+static void
+pmu_soft_handle_overflow_intr(void)
+{
+    struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
+    uint32_t overflowed = cpu->overflowed;
+
+    cpu->overflowed = 0;
+
+    if (overflowed != 0) {
+        syscnt_inc(&cpu->sc_intrs);
+    }
+
+    while (overflowed != 0) {
+        unsigned int id = __builtin_ctz(overflowed);
+
+        overflowed &= overflowed - 1;
+        perfmon_report_overflow(&pmu_soft_dev, id);
+    }
+}
+
+static const struct perfmon_dev_ops pmu_soft_ops_poll = {
+    .translate = pmu_soft_translate,
+    .alloc = pmu_soft_alloc,
+    .free = pmu_soft_free,
+    .start = pmu_soft_start,
+    .stop = pmu_soft_stop,
+    .read = pmu_soft_read,
+};
+
+static const struct perfmon_dev_ops pmu_soft_ops_intr = {
+    .translate = pmu_soft_translate,
+    .alloc = pmu_soft_alloc,
+    .free = pmu_soft_free,
+    .start = pmu_soft_start,
+    .stop = pmu_soft_stop,
+    .read = pmu_soft_read,
+    .handle_overflow_intr = pmu_soft_handle_overflow_intr,
+};
+
+static int
+pmu_soft_setup(void)
+{
+    uint64_t width = 64, intr = 0;
+    char name[SYSCNT_NAME_SIZE];
+    int error;
+
+    error = arg_get_u64("pmu_soft.width", &width);
+
+    if (error == EINVAL || width < PMU_SOFT_WIDTH_MIN || width > 64) {
+        log_err("pmu_soft: pmu_soft.width must be %u to 64, using 64",
+                PMU_SOFT_WIDTH_MIN);
+        width = 64;
+    }
+
+    error = arg_get_u64("pmu_soft.intr", &intr);
+
+    if (error == EINVAL || intr > 1) {
+        log_err("pmu_soft: pmu_soft.intr must be 0 or 1, using 0");
+        intr = 0;
+    }
+
+    pmu_soft_nr_bits = (unsigned int)width;
+    pmu_soft_mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
+    pmu_soft_intr = (intr == 1);
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        snprintf(name, sizeof(name), "pmu_soft_intrs/%u", cpu);
+        syscnt_register(&percpu_ptr(pmu_soft_cpu, cpu)->sc_intrs, name);
+    }
+
+    pmu_soft_dev.name = "pmu_soft";
+    pmu_soft_dev.ops = pmu_soft_intr ? &pmu_soft_ops_intr
+                                     : &pmu_soft_ops_poll;
+    pmu_soft_dev.nr_pmcs = PMU_SOFT_NR_PMCS;
+    pmu_soft_dev.min_width = pmu_soft_nr_bits;
+    pmu_soft_dev.sw = true;
+    return perfmon_register(&pmu_soft_dev);
+}
+
+INIT_OP_DEFINE(pmu_soft_setup, INIT_OP_DEP(perfmon_setup, true));

@@ -1,0 +1,630 @@
+/*
+ * perfmon core, tested exactly with the software PMU: every unit a test
+ * emits is accounted for, so every count has one right value.
+ *
+ * The same suite runs with pmu_soft.width=64, 16 (polling) and 12
+ * (overflow interrupt). With narrow counters, emitting threads keep what
+ * a CPU can count between two synchronizations below 2^width: bursts of
+ * at most TEST_PM_BURST_MAX units, a sleep every TEST_PM_BATCH bursts.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/perfmon.h>
+#include <kern/pmu_soft.h>
+#include <kern/string.h>
+#include <kern/test.h>
+#include <kern/thread.h>
+#include <kern/xcall.h>
+#include <machine/cpu.h>
+
+#include "test_util.h"
+
+#define TEST_PM_BURST_MAX   50
+#define TEST_PM_BATCH       10
+
+static struct perfmon_dev *
+test_pm_soft_dev(void)
+{
+    struct perfmon_dev *dev = perfmon_get_dev(true);
+
+    TEST_ASSERT(dev != NULL);
+    return dev;
+}
+
+static void
+test_pm_init(struct perfmon_event *event, unsigned int id)
+{
+    TEST_ASSERT_EQ(perfmon_event_init(event, id, PERFMON_EF_SW), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* API errors                                                          */
+/* ------------------------------------------------------------------ */
+
+TEST_DEFINE(perfmon, init_rejects_bad_ids_and_flags)
+{
+    struct perfmon_event event;
+
+    /* A refused init leaves the event untouched. */
+    memset(&event, 0x5a, sizeof(event));
+    TEST_ASSERT_EQ(perfmon_event_init(&event, 0, 0x100), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_init(&event, 0, PERFMON_EF_SW
+                                                 | PERFMON_EF_RAW), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PERFMON_EV_CYCLE, 0), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PERFMON_EV_CYCLE,
+                                      PERFMON_EF_RAW), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PERFMON_NR_GENERIC_EVENTS,
+                                      PERFMON_EF_KERN), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_init(NULL, 0, PERFMON_EF_SW), EINVAL);
+    TEST_ASSERT_EQ(event.magic, 0x5a5a5a5a);
+
+    /* The valid shapes. */
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PERFMON_EV_INSTRUCTION,
+                                      PERFMON_EF_KERN | PERFMON_EF_USER), 0);
+    TEST_ASSERT_EQ(perfmon_event_init(&event, 0x00c0, PERFMON_EF_RAW
+                                                      | PERFMON_EF_USER), 0);
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_TICK,
+                                      PERFMON_EF_SW | PERFMON_EF_KERN), 0);
+}
+
+TEST_DEFINE(perfmon, attach_errors_change_nothing)
+{
+    struct perfmon_dev *soft = test_pm_soft_dev();
+    struct perfmon_event event, garbage, other;
+    struct thread *self = thread_self();
+    unsigned int refs = self->refs;
+    uint64_t value = 7;
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+
+    /* Never initialized. */
+    memset(&garbage, 0xa5, sizeof(garbage));
+    TEST_ASSERT_EQ(perfmon_event_attach(&garbage, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&garbage, 0), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_detach(&garbage), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_get(&garbage, &value), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_read(&garbage), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach(NULL, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_detach(NULL), EINVAL);
+
+    /* Initialized but not attached. */
+    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_get(&event, &value), EINVAL);
+    TEST_ASSERT_EQ(value, 7);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 0);
+
+    /* Bad targets. */
+    TEST_ASSERT_EQ(perfmon_event_attach(&event, NULL), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, cpu_count()), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, ~0U), EINVAL);
+
+    /* A software id the device does not know. */
+    test_pm_init(&other, PMU_SOFT_NR_EVENTS);
+    TEST_ASSERT_EQ(perfmon_event_attach(&other, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&other, 0), EINVAL);
+
+    /* Attached twice. */
+    TEST_ASSERT_EQ(perfmon_event_attach(&event, self), 0);
+    TEST_ASSERT_EQ(self->refs, refs + 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_event_attach(&event, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, 0), EINVAL);
+    TEST_ASSERT_EQ(self->refs, refs + 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+
+    /* The event still works after the refusals. */
+    pmu_soft_emit(5);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 5);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 5);
+    TEST_ASSERT_EQ(self->refs, refs);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+}
+
+TEST_DEFINE(perfmon, hardware_event_without_pmu_is_enodev)
+{
+    struct perfmon_dev *soft = test_pm_soft_dev();
+    struct perfmon_event event;
+
+    if (perfmon_get_dev(false) != NULL) {
+        test_skip("a hardware PMU is registered");
+    }
+
+    for (unsigned int id = 0; id < PERFMON_NR_GENERIC_EVENTS; id++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&event, id, PERFMON_EF_KERN), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach(&event, thread_self()), ENODEV);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, 0), ENODEV);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_init(&event, 0xc0, PERFMON_EF_RAW
+                                                    | PERFMON_EF_KERN), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach(&event, thread_self()), ENODEV);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+
+    /* Software events keep working. */
+    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    TEST_ASSERT_EQ(perfmon_event_attach(&event, thread_self()), 0);
+    pmu_soft_emit(3);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 3);
+}
+
+/* ------------------------------------------------------------------ */
+/* Slots                                                               */
+/* ------------------------------------------------------------------ */
+
+TEST_DEFINE(perfmon, slots_shared_by_raw_event_and_exhausted)
+{
+    struct perfmon_dev *soft = test_pm_soft_dev();
+    struct perfmon_event events[PMU_SOFT_NR_PMCS];
+    struct perfmon_event twin, extra;
+    unsigned int refs = thread_self()->refs;
+
+    TEST_ASSERT_EQ(soft->nr_pmcs, PMU_SOFT_NR_PMCS);
+
+    /* One distinct event per slot: tick, xcall and the emit channels. */
+    for (unsigned int i = 0; i < PMU_SOFT_NR_PMCS; i++) {
+        test_pm_init(&events[i], PMU_SOFT_NR_EVENTS - 1 - i);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[i], 0), 0);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), i + 1);
+    }
+
+    /* A new raw event finds no slot, and nothing changes. */
+    test_pm_init(&extra, PMU_SOFT_EV_CSWITCH);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, 0), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_event_attach(&extra, thread_self()), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PMU_SOFT_NR_PMCS);
+    TEST_ASSERT_EQ(thread_self()->refs, refs);
+    TEST_ASSERT(!perfmon_event_attached(&extra));
+
+    /* An event already counted shares its slot, thread or CPU. */
+    test_pm_init(&twin, events[3].id);
+    TEST_ASSERT_EQ(perfmon_event_attach(&twin, thread_self()), 0);
+    TEST_ASSERT_EQ(perfmon_event_pmc_index(&twin),
+                   perfmon_event_pmc_index(&events[3]));
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PMU_SOFT_NR_PMCS);
+    TEST_ASSERT_EQ(perfmon_event_detach(&twin), 0);
+
+    /* Freeing one slot lets the refused event in. */
+    TEST_ASSERT_EQ(perfmon_event_detach(&events[0]), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, 0), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&extra), 0);
+
+    for (unsigned int i = 1; i < PMU_SOFT_NR_PMCS; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&events[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Emitters                                                            */
+/* ------------------------------------------------------------------ */
+
+struct test_pm_emitter {
+    uint64_t total;             /* units to emit */
+    unsigned int channel;
+    bool migrate;               /* hop over the CPUs while emitting */
+    uint64_t seed;
+    volatile bool go;
+    volatile uint64_t emitted;  /* published after each emit */
+    struct thread *thread;
+};
+
+/*
+ * Emit e->total units in bursts, yielding often and sleeping after every
+ * TEST_PM_BATCH bursts (which bounds what a CPU counts between two
+ * synchronizations), hopping CPUs when asked.
+ */
+static void
+test_pm_emit(struct test_pm_emitter *e)
+{
+    unsigned int hop = cpu_id();
+
+    for (unsigned int i = 1; e->emitted < e->total; i++) {
+        uint64_t n = 1 + test_rand(&e->seed) % TEST_PM_BURST_MAX;
+
+        n = MIN(n, e->total - e->emitted);
+        pmu_soft_emit_channel(e->channel, n);
+        WRITE_ONCE(e->emitted, e->emitted + n);
+
+        if (i % TEST_PM_BATCH == 0) {
+            thread_delay(1);
+        } else if (i % 3 == 0) {
+            thread_yield();
+        }
+
+        if (e->migrate && i % 7 == 0 && cpu_count() > 1) {
+            hop = (hop + 1) % cpu_count();
+            thread_set_affinity(thread_self(), 1ULL << hop);
+        }
+    }
+}
+
+static void
+test_pm_emitter_main(void *arg)
+{
+    struct test_pm_emitter *e = arg;
+
+    while (!e->go) {
+        thread_delay(1);
+    }
+
+    test_pm_emit(e);
+}
+
+static struct thread *
+test_pm_emitter_start(struct test_pm_emitter *e, const char *name,
+                      uint64_t affinity)
+{
+    e->thread = test_thread_start(name, affinity, test_pm_emitter_main, e);
+    return e->thread;
+}
+
+/* ------------------------------------------------------------------ */
+/* CPU events                                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A CPU event counts exactly what is emitted on its CPU while attached:
+ * the test thread's own bursts and a helper's on the same CPU, nothing
+ * from a helper on another CPU, nothing before attach or after detach.
+ */
+TEST_DEFINE(perfmon, cpu_event_counts_its_cpu_exactly)
+{
+    unsigned int c = cpu_count() - 1;
+    struct test_pm_emitter same = { .total = 3000, .seed = 11 };
+    struct test_pm_emitter elsewhere = { .total = 3000, .seed = 12 };
+    struct test_pm_emitter mine = { .total = 2000, .seed = 13 };
+    struct perfmon_event event;
+
+    thread_set_affinity(thread_self(), 1ULL << c);
+    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+
+    pmu_soft_emit(100);     /* before attach: not counted */
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    test_pm_emitter_start(&same, "emit-same", 1ULL << c);
+
+    if (cpu_count() > 1) {
+        test_pm_emitter_start(&elsewhere, "emit-other", ~(1ULL << c));
+        elsewhere.go = true;
+    }
+
+    same.go = true;
+    test_pm_emit(&mine);
+    thread_join(same.thread);
+
+    if (cpu_count() > 1) {
+        thread_join(elsewhere.thread);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_read(&event), mine.total + same.total);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    pmu_soft_emit(100);     /* after detach: not counted */
+    TEST_ASSERT_EQ(perfmon_event_read(&event), mine.total + same.total);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* Reads from another CPU see every unit emitted before them. */
+TEST_DEFINE(perfmon, cpu_event_remote_reads_are_current)
+{
+    unsigned int c = cpu_count() - 1;
+    struct test_pm_emitter e = { .total = 4000, .seed = 21 };
+    struct perfmon_event event;
+    unsigned int nr_reads = 0;
+
+    test_require_cpus(2);
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+    test_pm_emitter_start(&e, "emit", 1ULL << c);
+    e.go = true;
+
+    while (READ_ONCE(e.emitted) < e.total) {
+        uint64_t before = READ_ONCE(e.emitted);
+        uint64_t value = perfmon_event_read(&event);
+        uint64_t after = READ_ONCE(e.emitted);
+
+        /* At most the burst in flight is not published yet. */
+        TEST_ASSERT_GE(value, before);
+        TEST_ASSERT_LE(value, after + TEST_PM_BURST_MAX);
+        nr_reads++;
+        thread_delay(1);
+    }
+
+    thread_join(e.thread);
+    TEST_ASSERT_GT(nr_reads, 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), e.total);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Thread events                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A thread event counts exactly what its thread emits, while it is
+ * preempted by other emitting threads on its CPU and while it migrates;
+ * the other threads' events count exactly theirs, although all share one
+ * slot. Reads from another CPU while it runs are current.
+ */
+TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
+{
+    struct test_pm_emitter target = { .total = 20000, .seed = 31,
+                                      .migrate = true };
+    struct test_pm_emitter others[CPU_MAX];
+    struct perfmon_event target_ev, other_evs[CPU_MAX];
+    unsigned int n = cpu_count();
+    unsigned int nr_remote_reads = 0;
+
+    test_pm_init(&target_ev, PMU_SOFT_EV_EMIT);
+    test_pm_emitter_start(&target, "target", 0);
+    TEST_ASSERT_EQ(perfmon_event_attach(&target_ev, target.thread), 0);
+
+    for (unsigned int i = 0; i < n; i++) {
+        others[i] = (struct test_pm_emitter){ .total = 5000, .seed = 40 + i };
+        test_pm_emitter_start(&others[i], "other", 1ULL << i);
+        test_pm_init(&other_evs[i], PMU_SOFT_EV_EMIT);
+        TEST_ASSERT_EQ(perfmon_event_attach(&other_evs[i], others[i].thread),
+                       0);
+        TEST_ASSERT_EQ(perfmon_event_pmc_index(&other_evs[i]),
+                       perfmon_event_pmc_index(&target_ev));
+    }
+
+    target.go = true;
+
+    for (unsigned int i = 0; i < n; i++) {
+        others[i].go = true;
+    }
+
+    while (READ_ONCE(target.emitted) < target.total) {
+        uint64_t before = READ_ONCE(target.emitted);
+        uint64_t value = perfmon_event_read(&target_ev);
+        uint64_t after = READ_ONCE(target.emitted);
+
+        TEST_ASSERT_GE(value, before);
+        TEST_ASSERT_LE(value, after + TEST_PM_BURST_MAX);
+        nr_remote_reads += (thread_cpu(target.thread) != cpu_id());
+        thread_delay(1);
+    }
+
+    thread_join(target.thread);
+
+    for (unsigned int i = 0; i < n; i++) {
+        thread_join(others[i].thread);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_read(&target_ev), target.total);
+    TEST_ASSERT_EQ(perfmon_event_detach(&target_ev), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&target_ev), target.total);
+
+    for (unsigned int i = 0; i < n; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&other_evs[i]), 0);
+        TEST_ASSERT_EQ(perfmon_event_read(&other_evs[i]), others[i].total);
+    }
+
+    if (n > 1) {
+        TEST_ASSERT_GT(nr_remote_reads, 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(test_pm_soft_dev()), 0);
+}
+
+/*
+ * A CPU event and a thread event on the same raw event share one slot and
+ * each count their own: the CPU event everything on the CPU, the thread
+ * event its thread only.
+ */
+TEST_DEFINE(perfmon, cpu_and_thread_events_share_a_slot)
+{
+    unsigned int c = cpu_count() - 1;
+    struct test_pm_emitter a = { .total = 6000, .seed = 51 };
+    struct test_pm_emitter b = { .total = 4000, .seed = 52 };
+    struct perfmon_event cpu_ev, thread_ev;
+
+    test_pm_init(&cpu_ev, PMU_SOFT_EV_EMIT + 2);
+    test_pm_init(&thread_ev, PMU_SOFT_EV_EMIT + 2);
+    a.channel = b.channel = 2;
+    test_pm_emitter_start(&a, "emit-a", 1ULL << c);
+    test_pm_emitter_start(&b, "emit-b", 1ULL << c);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&cpu_ev, c), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach(&thread_ev, a.thread), 0);
+    TEST_ASSERT_EQ(perfmon_event_pmc_index(&cpu_ev),
+                   perfmon_event_pmc_index(&thread_ev));
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(test_pm_soft_dev()), 1);
+    a.go = b.go = true;
+    thread_join(a.thread);
+    thread_join(b.thread);
+    TEST_ASSERT_EQ(perfmon_event_detach(&cpu_ev), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&thread_ev), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&cpu_ev), a.total + b.total);
+    TEST_ASSERT_EQ(perfmon_event_read(&thread_ev), a.total);
+}
+
+/* ------------------------------------------------------------------ */
+/* Lifecycle                                                           */
+/* ------------------------------------------------------------------ */
+
+/* A thread that exits while monitored keeps its count until detach. */
+TEST_DEFINE(perfmon, thread_exits_before_detach)
+{
+    struct test_pm_emitter e = { .total = 1234, .seed = 61 };
+    unsigned int alive = thread_nr_alive();
+    struct perfmon_event event;
+    struct thread *thread;
+
+    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    thread = test_pm_emitter_start(&e, "short-lived", 0);
+    TEST_ASSERT_EQ(perfmon_event_attach(&event, thread), 0);
+    e.go = true;
+    thread_join(thread);
+
+    /* Exited and joined: the event's reference keeps its structure. */
+    TEST_ASSERT_EQ(thread_nr_alive(), alive + 1);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), e.total);
+
+    /* No new attach to an exited thread. */
+    {
+        struct perfmon_event late;
+
+        test_pm_init(&late, PMU_SOFT_EV_EMIT);
+        TEST_ASSERT_EQ(perfmon_event_attach(&late, thread), EINVAL);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(thread_nr_alive(), alive);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), e.total);
+}
+
+/* Detach keeps the final count; a new attach counts from zero. */
+TEST_DEFINE(perfmon, reattach_counts_from_zero)
+{
+    struct perfmon_event event;
+    uint64_t value = 0;
+
+    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+
+    for (unsigned int round = 1; round <= 3; round++) {
+        TEST_ASSERT_EQ(perfmon_event_attach(&event, thread_self()), 0);
+        pmu_soft_emit(10 * round);
+        TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+        pmu_soft_emit(1000);
+        TEST_ASSERT_EQ(perfmon_event_get(&event, &value), 0);
+        TEST_ASSERT_EQ(value, 10 * round);
+
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, cpu_id()), 0);
+        TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Overflow                                                            */
+/* ------------------------------------------------------------------ */
+
+static void
+test_pm_require_narrow(void)
+{
+    if (pmu_soft_width() == 64) {
+        test_skip("pmu_soft.width=64 never wraps");
+    }
+}
+
+/*
+ * Thousands of wraps, each burst of 2^width - 1 units followed by a read
+ * (which synchronizes): the count stays exact and the CPU's overflow
+ * counter grows by one per wrap.
+ */
+TEST_DEFINE(perfmon, exact_through_thousands_of_wraps)
+{
+    const unsigned int bursts = 3000;
+    uint64_t burst, overflows;
+    struct perfmon_event tev, cev;
+    unsigned int c;
+
+    test_pm_require_narrow();
+    burst = (1ULL << pmu_soft_width()) - 1;
+    thread_set_affinity(thread_self(), 1ULL << cpu_id());
+    c = cpu_id();
+    test_pm_init(&tev, PMU_SOFT_EV_EMIT + 1);
+    test_pm_init(&cev, PMU_SOFT_EV_EMIT + 1);
+    TEST_ASSERT_EQ(perfmon_event_attach(&tev, thread_self()), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&cev, c), 0);
+    overflows = perfmon_nr_overflows(c);
+
+    for (unsigned int i = 0; i < bursts; i++) {
+        pmu_soft_emit_channel(1, burst);
+        TEST_ASSERT_EQ(perfmon_event_read(&tev), (i + 1) * burst);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_read(&cev), bursts * burst);
+
+    /* Each burst of 2^w - 1 wraps unless it starts at 0: at most once. */
+    TEST_ASSERT_GE(perfmon_nr_overflows(c) - overflows, bursts - 1);
+    TEST_ASSERT_LE(perfmon_nr_overflows(c) - overflows, bursts);
+    TEST_ASSERT_EQ(perfmon_event_detach(&tev), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&cev), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * Polling: only the poll timer synchronizes a CPU event while its CPU
+ * sleeps; bursts of 2^width - 1 per poll window stay exact.
+ */
+TEST_DEFINE(perfmon, poll_timer_keeps_cpu_event_exact)
+{
+    struct perfmon_dev *soft = test_pm_soft_dev();
+    const unsigned int bursts = 12;
+    uint64_t burst, overflows;
+    struct perfmon_event event;
+    unsigned int c;
+
+    test_pm_require_narrow();
+
+    if (pmu_soft_intr_mode()) {
+        test_skip("pmu_soft.intr=1: no poll timer");
+    }
+
+    TEST_ASSERT_GE(soft->poll_ticks, clock_ticks_from_ms(50));
+    burst = (1ULL << pmu_soft_width()) - 1;
+    thread_set_affinity(thread_self(), 1ULL << cpu_id());
+    c = cpu_id();
+    test_pm_init(&event, PMU_SOFT_EV_EMIT + 1);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+    overflows = perfmon_nr_overflows(c);
+
+    for (unsigned int i = 0; i < bursts; i++) {
+        pmu_soft_emit_channel(1, burst);
+        thread_delay(soft->poll_ticks + 1);
+    }
+
+    TEST_ASSERT_GE(perfmon_nr_overflows(c) - overflows, bursts - 1);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), bursts * burst);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * Overflow interrupt: back-to-back bursts of 2^width - 1, with no read or
+ * switch between them, stay exact because each wrap interrupts at once.
+ */
+TEST_DEFINE(perfmon, overflow_interrupt_keeps_counts_exact)
+{
+    const unsigned int bursts = 3000;
+    struct perfmon_event tev, cev;
+    uint64_t burst, overflows;
+    unsigned int c;
+
+    test_pm_require_narrow();
+
+    if (!pmu_soft_intr_mode()) {
+        test_skip("pmu_soft.intr=0: polling only");
+    }
+
+    burst = (1ULL << pmu_soft_width()) - 1;
+    thread_set_affinity(thread_self(), 1ULL << cpu_id());
+    c = cpu_id();
+    test_pm_init(&tev, PMU_SOFT_EV_EMIT + 3);
+    test_pm_init(&cev, PMU_SOFT_EV_EMIT + 3);
+    TEST_ASSERT_EQ(perfmon_event_attach(&tev, thread_self()), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&cev, c), 0);
+    overflows = perfmon_nr_overflows(c);
+
+    for (unsigned int i = 0; i < bursts; i++) {
+        pmu_soft_emit_channel(3, burst);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_read(&tev), bursts * burst);
+    TEST_ASSERT_EQ(perfmon_event_read(&cev), bursts * burst);
+    TEST_ASSERT_GE(perfmon_nr_overflows(c) - overflows, bursts - 1);
+    TEST_ASSERT_LE(perfmon_nr_overflows(c) - overflows, bursts);
+    TEST_ASSERT_EQ(perfmon_event_detach(&tev), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&cev), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}

@@ -1,0 +1,196 @@
+/*
+ * Software PMU events: each one counts the kernel event it names, checked
+ * against the scheduler's and clock's own accounting.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/clock.h>
+#include <kern/perfmon.h>
+#include <kern/pmu_soft.h>
+#include <kern/test.h>
+#include <kern/thread.h>
+#include <kern/xcall.h>
+#include <machine/cpu.h>
+
+#include "test_util.h"
+
+static void
+test_soft_attach_self(struct perfmon_event *event, unsigned int id)
+{
+    TEST_ASSERT_EQ(perfmon_event_init(event, id, PERFMON_EF_SW), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach(event, thread_self()), 0);
+}
+
+struct test_soft_spinner {
+    volatile bool stop;
+};
+
+static void
+test_soft_yield_loop(void *arg)
+{
+    struct test_soft_spinner *s = arg;
+
+    while (!s->stop) {
+        thread_yield();
+    }
+}
+
+/*
+ * Yielding K times to another ready thread on the CPU switches K times at
+ * least; the event equals the thread's own switch count exactly (a switch
+ * out is counted before the counters unload, and every switch out is
+ * followed by a switch in before the thread can read).
+ */
+TEST_DEFINE(pmu_soft, cswitch_counts_switches)
+{
+    struct test_soft_spinner spinner = { 0 };
+    const unsigned int k = 100;
+    struct perfmon_event event;
+    struct thread *self = thread_self(), *other;
+    uint64_t switches;
+    unsigned int cpu;
+
+    thread_set_affinity(self, 1ULL << cpu_id());
+    cpu = cpu_id();
+    other = test_thread_start("yield-peer", 1ULL << cpu,
+                              test_soft_yield_loop, &spinner);
+    test_soft_attach_self(&event, PMU_SOFT_EV_CSWITCH);
+    switches = self->nr_switches;
+
+    for (unsigned int i = 0; i < k; i++) {
+        thread_yield();
+    }
+
+    TEST_ASSERT_GE(perfmon_event_read(&event), k);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), self->nr_switches - switches);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    spinner.stop = true;
+    thread_join(other);
+    thread_set_affinity(self, THREAD_AFFINITY_ALL);
+}
+
+/* Each CPU hop is one migration, counted for the thread. */
+TEST_DEFINE(pmu_soft, migration_counted_per_hop)
+{
+    struct thread *self = thread_self();
+    struct perfmon_event event;
+    uint64_t migrations;
+    unsigned int hops = 0;
+
+    test_require_cpus(2);
+    thread_set_affinity(self, 1ULL << 0);
+    test_soft_attach_self(&event, PMU_SOFT_EV_MIGRATION);
+    migrations = self->nr_migrations;
+
+    for (unsigned int round = 0; round < 4; round++) {
+        for (unsigned int cpu = 1; cpu <= cpu_count(); cpu++) {
+            thread_set_affinity(self, 1ULL << (cpu % cpu_count()));
+            hops++;
+        }
+    }
+
+    TEST_ASSERT_EQ(self->nr_migrations - migrations, hops);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), hops);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    thread_set_affinity(self, THREAD_AFFINITY_ALL);
+}
+
+/*
+ * A CPU event on ticks advances with the clock, within one tick, on a CPU
+ * kept busy and on a CPU left idle.
+ */
+TEST_DEFINE(pmu_soft, ticks_follow_the_clock)
+{
+    const uint64_t k = 30;
+
+    for (unsigned int busy = 0; busy < 2; busy++) {
+        unsigned int c = busy ? 0 : cpu_count() - 1;
+        struct perfmon_event event;
+        uint64_t t0, t1, value;
+
+        TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_TICK,
+                                          PERFMON_EF_SW), 0);
+
+        if (busy) {
+            thread_set_affinity(thread_self(), 1ULL << c);
+        } else if (cpu_count() > 1) {
+            thread_set_affinity(thread_self(), 1ULL << 0);
+        }
+
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+        t0 = clock_get_time();
+
+        if (busy) {
+            test_spin_ticks(k);
+        } else {
+            thread_delay(k);
+        }
+
+        t1 = clock_get_time();
+        TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+        value = perfmon_event_read(&event);
+        TEST_ASSERT_GE(value + 1, t1 - t0);
+        TEST_ASSERT_LE(value, t1 - t0 + 1);
+    }
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+static void
+test_soft_nop(void *arg)
+{
+    (void)arg;
+}
+
+/*
+ * Cross-CPU calls received: K calls, plus the detach's own call (counted
+ * before it reads; the attach's call is counted before it starts).
+ */
+TEST_DEFINE(pmu_soft, xcalls_received_counted)
+{
+    const unsigned int k = 25;
+    struct perfmon_event event;
+    unsigned int c;
+
+    test_require_cpus(2);
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    c = cpu_count() - 1;
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_XCALL,
+                                      PERFMON_EF_SW), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    for (unsigned int i = 0; i < k; i++) {
+        TEST_ASSERT_EQ(xcall_call(c, test_soft_nop, NULL), 0);
+    }
+
+    /* Calls to the calling CPU run directly, no IPI: not counted. */
+    TEST_ASSERT_EQ(xcall_call(0, test_soft_nop, NULL), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), k + 1);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* Emit channels are independent events. */
+TEST_DEFINE(pmu_soft, emit_channels_are_independent)
+{
+    struct perfmon_event events[PMU_SOFT_NR_CHANNELS];
+
+    for (unsigned int ch = 0; ch < PMU_SOFT_NR_CHANNELS; ch++) {
+        test_soft_attach_self(&events[ch], PMU_SOFT_EV_EMIT + ch);
+    }
+
+    for (unsigned int ch = 0; ch < PMU_SOFT_NR_CHANNELS; ch++) {
+        pmu_soft_emit_channel(ch, ch + 1);
+    }
+
+    pmu_soft_emit_channel(PMU_SOFT_NR_CHANNELS, 1000);  /* ignored */
+
+    for (unsigned int ch = 0; ch < PMU_SOFT_NR_CHANNELS; ch++) {
+        TEST_ASSERT_EQ(perfmon_event_read(&events[ch]), ch + 1);
+        TEST_ASSERT_EQ(perfmon_event_detach(&events[ch]), 0);
+    }
+
+    TEST_ASSERT(pmu_soft_event_name(PMU_SOFT_EV_CSWITCH) != NULL);
+    TEST_ASSERT(pmu_soft_event_name(PMU_SOFT_NR_EVENTS) == NULL);
+}
