@@ -156,6 +156,19 @@ check: deps all
 
 CHECK_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),1 2 4)
 
+# The benchmark boots on 2 CPUs; under TCG with -icount shift=0.
+bench: deps $(ISO)
+	@$(PYTHON) tools/runner.py bench --iso $(ISO) --smp 2 --accel $(ACCEL) \
+	    --mem $(MEM) --cmdline "$(ARGS)" --timeout 600
+
+# The long perfmon torture run: TORTURE_OPS operations per CPU, narrow
+# counters with the emulated overflow interrupt.
+TORTURE_OPS ?= 500000
+torture: deps $(ISO)
+	@$(PYTHON) tools/runner.py boot --name torture --iso $(ISO) --smp $(SMP) \
+	    --accel $(ACCEL) --mem $(MEM) --timeout 3600 --cmdline \
+	    "test=perfmon_torture torture.ops=$(TORTURE_OPS) pmu_soft.width=12 pmu_soft.intr=1 $(ARGS)"
+
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
 	    --inline-suppr --suppressions-list=tools/cppcheck.supp \

@@ -132,7 +132,7 @@ perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 {
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
     const struct perfmon_pmc *pmc = &dev->pmcs[index];
-    uint64_t mask = (pmc->width >= 64) ? ~0ULL : (1ULL << pmc->width) - 1;
+    uint64_t mask = pmc->mask;
     uint64_t raw = dev->ops->read(pmc->pmc_id) & mask;
     uint64_t delta = (raw - cpmc->prev) & mask;
     bool wrapped = raw < cpmc->prev;
@@ -188,11 +188,9 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 
     if (cpmc->nr_refs == 0) {
         const struct perfmon_pmc *pmc = &dev->pmcs[index];
-        uint64_t mask = (pmc->width >= 64) ? ~0ULL
-                                           : (1ULL << pmc->width) - 1;
 
         dev->ops->start(pmc->pmc_id, pmc->config);
-        cpmc->prev = dev->ops->read(pmc->pmc_id) & mask;
+        cpmc->prev = dev->ops->read(pmc->pmc_id) & pmc->mask;
         cpmc->wrap_seen = false;
         cpu->used[dev->index] |= 1U << index;
         perfmon_poll_arm(cpu, dev);
@@ -280,6 +278,23 @@ perfmon_overflow_intr(struct trap_frame *frame)
     lapic_eoi();
 }
 
+unsigned int
+perfmon_cpu_nr_used_pmcs(unsigned int cpu)
+{
+    const struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
+    unsigned int n = 0;
+
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        /* No popcnt instruction assumed (libgcc is not linked). */
+        for (uint32_t used = READ_ONCE(pcpu->used[d]); used != 0;
+             used &= used - 1) {
+            n++;
+        }
+    }
+
+    return n;
+}
+
 uint64_t
 perfmon_nr_overflows(unsigned int cpu)
 {
@@ -333,6 +348,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     pmc = &dev->pmcs[free_index];
     pmc->pmc_id = pmc_id;
     pmc->width = width;
+    pmc->mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
     pmc->config = config;
     pmc->nr_refs = 1;
     spinlock_unlock(&dev->lock);

@@ -172,6 +172,7 @@ struct perfmon_pmc {
     unsigned int nr_refs;
     unsigned int pmc_id;
     unsigned int width;
+    uint64_t mask;              /* 2^width - 1 */
     uint64_t config;
 };
 
@@ -237,7 +238,10 @@ unsigned int perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev);
 /* The slot an attached event uses. Any context. */
 unsigned int perfmon_event_pmc_index(const struct perfmon_event *event);
 
-/* The calling CPU's overflow count (perfmon_overflows/<cpu>). */
+/* Slots of all devices in use on a CPU (per-CPU tier). Any context. */
+unsigned int perfmon_cpu_nr_used_pmcs(unsigned int cpu);
+
+/* A CPU's overflow count (syscnt perfmon_overflows/<cpu>). */
 uint64_t perfmon_nr_overflows(unsigned int cpu);
 
 /*

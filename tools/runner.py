@@ -233,7 +233,7 @@ class Boot:
                 qemu.send(reply)
         rc = qemu.wait(deadline)
         elapsed = time.monotonic() - start
-        text = qemu.text
+        text = self.text = qemu.text
         header = "== %s: %d CPU%s, %s, %.1f s, cmdline '%s'" % (
             self.name, self.smp, "s" if self.smp > 1 else "", accel, elapsed,
             self.cmdline)
@@ -379,6 +379,49 @@ def cmd_check(args):
     return 1 if totals[1] else 0
 
 
+def cmd_boot(args):
+    """One boot of the test suite with the given command line (make
+    torture)."""
+    accel, reason = choose_accel(args.accel)
+    print("runner: accelerator %s (%s)" % (accel, reason), flush=True)
+    boot = Boot(args.name, args.cmdline, args.smp[0], timeout=args.timeout)
+    res = boot.run(args, accel)
+    print("\n".join(l for l in boot.text.splitlines()
+                    if l.startswith("# ")))
+    print("\n".join(res.lines))
+    line = "%d passed, %d failed" % (res.passed, res.failed)
+    if res.skipped:
+        line += ", %d skipped" % res.skipped
+    print(line)
+    return 1 if res.failed else 0
+
+
+def cmd_bench(args):
+    """Boot the benchmark and print its table. Under TCG it runs with
+    -icount shift=0, where the TSC counts instructions: the figures are
+    deterministic."""
+    accel, reason = choose_accel(args.accel)
+    icount = accel == "tcg"
+    unit = "instructions (TCG -icount shift=0)" if icount else "TSC cycles"
+    print("runner: accelerator %s (%s), %d CPUs, figures in %s"
+          % (accel, reason, args.smp[0], unit), flush=True)
+    cmd = qemu_command(args.iso, args.smp[0], accel, args.mem,
+                       "test=bench " + args.cmdline, icount=icount)
+    qemu = Qemu(cmd)
+    rc = qemu.wait(time.monotonic() + args.timeout)
+    text = qemu.text
+    for line in text.splitlines():
+        if line.startswith("# bench:") or line.startswith("clock:"):
+            print(line[len("# bench: "):] if line.startswith("#") else line)
+    result = Result("bench")
+    parse_ktap(text, result)
+    if rc != EXIT_PASS or result.failed or result.passed == 0:
+        print("\n".join(text.splitlines()[-30:]))
+        print("bench: failed (QEMU status %s)" % rc)
+        return 1
+    return 0
+
+
 def cmd_run(args):
     accel, reason = choose_accel(args.accel)
     print("runner: accelerator %s (%s), %d CPUs; quit with Ctrl-A X"
@@ -392,7 +435,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.
                                      RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["run", "check"])
+    parser.add_argument("mode", choices=["run", "check", "boot", "bench"])
     parser.add_argument("--iso", required=True)
     parser.add_argument("--smp", default="1 2 4")
     parser.add_argument("--accel", default="auto",
@@ -400,6 +443,8 @@ def main():
     parser.add_argument("--mem", default="512M")
     parser.add_argument("--cmdline", default="")
     parser.add_argument("--gdb", action="store_true")
+    parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--name", default="boot")
     parser.add_argument("--host-tests", default="")
     parser.add_argument("--host-list", default="")
     parser.add_argument("--jobs", type=int,
@@ -409,6 +454,10 @@ def main():
     args.smp = [int(s) for s in args.smp.split()]
     if args.mode == "run":
         return cmd_run(args)
+    if args.mode == "boot":
+        return cmd_boot(args)
+    if args.mode == "bench":
+        return cmd_bench(args)
     return cmd_check(args)
 
 
