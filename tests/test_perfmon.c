@@ -628,3 +628,96 @@ TEST_DEFINE(perfmon, overflow_interrupt_keeps_counts_exact)
     TEST_ASSERT_EQ(perfmon_event_detach(&cev), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
+
+/* ------------------------------------------------------------------ */
+/* Registration                                                        */
+/* ------------------------------------------------------------------ */
+
+static int
+test_pm_fake_translate(uint64_t *configp, unsigned int id, unsigned int flags)
+{
+    (void)flags;
+    *configp = id;
+    return 0;
+}
+
+static int
+test_pm_fake_alloc(unsigned int *pmc_idp, unsigned int *widthp,
+                   unsigned int pmc_index, uint64_t config)
+{
+    (void)config;
+    *pmc_idp = pmc_index;
+    *widthp = 32;
+    return 0;
+}
+
+static void
+test_pm_fake_free(unsigned int pmc_id)
+{
+    (void)pmc_id;
+}
+
+static void
+test_pm_fake_start(unsigned int pmc_id, uint64_t config)
+{
+    (void)pmc_id;
+    (void)config;
+}
+
+static uint64_t
+test_pm_fake_read(unsigned int pmc_id)
+{
+    (void)pmc_id;
+    return 0;
+}
+
+static const struct perfmon_dev_ops test_pm_fake_ops = {
+    .translate = test_pm_fake_translate,
+    .alloc = test_pm_fake_alloc,
+    .free = test_pm_fake_free,
+    .start = test_pm_fake_start,
+    .stop = test_pm_fake_free,
+    .read = test_pm_fake_read,
+};
+
+static const struct perfmon_dev_ops test_pm_fake_ops_no_read = {
+    .translate = test_pm_fake_translate,
+    .alloc = test_pm_fake_alloc,
+    .free = test_pm_fake_free,
+    .start = test_pm_fake_start,
+    .stop = test_pm_fake_free,
+};
+
+/* Bad devices are refused and nothing is registered. */
+TEST_DEFINE(perfmon, register_rejects_bad_devices)
+{
+    struct perfmon_dev *hw = perfmon_get_dev(false);
+    struct perfmon_dev dev = {
+        .name = "fake", .ops = &test_pm_fake_ops, .nr_pmcs = 4,
+        .min_width = 32, .sw = false,
+    };
+
+    dev.nr_pmcs = 0;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    dev.nr_pmcs = PERFMON_MAX_PMCS + 1;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    dev.nr_pmcs = 4;
+    dev.min_width = 0;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    dev.min_width = 65;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    dev.min_width = 32;
+    dev.ops = &test_pm_fake_ops_no_read;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    dev.ops = NULL;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+
+    /* A second software device, or the soft PMU again. */
+    dev.ops = &test_pm_fake_ops;
+    dev.sw = true;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EBUSY);
+    TEST_ASSERT_EQ(perfmon_register(test_pm_soft_dev()), EBUSY);
+
+    TEST_ASSERT(perfmon_get_dev(true) == test_pm_soft_dev());
+    TEST_ASSERT(perfmon_get_dev(false) == hw);
+}
