@@ -156,6 +156,14 @@ check: deps all
 
 CHECK_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),1 2 4)
 
+# The hardware PMU suite, under KVM with the host's PMU exposed. Only a host
+# with a PMU and hardware virtualization can run it for real; elsewhere the
+# suite reports SKIP (no architectural PMU).
+check-hw: deps $(ISO)
+	@$(PYTHON) tools/runner.py boot --name hw --iso $(ISO) --smp $(SMP) \
+	    --accel $(if $(filter auto,$(ACCEL)),kvm,$(ACCEL)) --pmu --mem $(MEM) \
+	    --timeout 600 --cmdline "test=pmu_intel_hw,perfmon $(ARGS)"
+
 # The benchmark boots on 2 CPUs; under TCG with -icount shift=0.
 bench: deps $(ISO)
 	@$(PYTHON) tools/runner.py bench --iso $(ISO) --smp 2 --accel $(ACCEL) \

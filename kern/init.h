@@ -69,7 +69,8 @@ int init_order(const struct init_op *const *ops, size_t n,
 
 /*
  * Order and run every init operation of the kernel, logging the order at
- * the debug level. Boot only, called once by the boot processor.
+ * the debug level. Boot only, called once by the boot processor with
+ * interrupts enabled and preemption disabled.
  */
 void init_run_all(void);
 

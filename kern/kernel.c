@@ -57,6 +57,13 @@ kernel_main(uint32_t magic, uint32_t info_phys)
     }
 
     log_info("perfmon kernel booting, command line: %s", arg_cmdline());
+
+    /*
+     * Init operations run with interrupts enabled (each interrupt source
+     * appears only once its module is set up) and preemption disabled, so
+     * they may wait for other CPUs, e.g. through xcall.
+     */
+    cpu_intr_enable();
     init_run_all();
 
     error = thread_create(NULL, &attr, kernel_main_thread, NULL);

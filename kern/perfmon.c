@@ -934,7 +934,7 @@ perfmon_register(struct perfmon_dev *dev)
         log_info("perfmon: %s: %u counters of %u bits, %s", dev->name,
                  dev->nr_pmcs, dev->min_width,
                  (ops->handle_overflow_intr != NULL) ? "overflow interrupt"
-                                                     : "no overflow");
+                                                     : "never wrap");
     }
 
     return 0;

@@ -203,7 +203,7 @@ class Boot:
     """
 
     def __init__(self, name, cmdline, smp, timeout=180, expect="pass",
-                 output=(), script=(), icount=False):
+                 output=(), script=(), icount=False, pmu=False):
         self.name = name
         self.cmdline = cmdline
         self.smp = smp
@@ -212,11 +212,13 @@ class Boot:
         self.output = output
         self.script = script
         self.icount = icount
+        self.pmu = pmu
+        self.text = ""
 
     def run(self, args, accel):
         result = Result(self.name)
         cmd = qemu_command(args.iso, self.smp, accel, args.mem, self.cmdline,
-                           icount=self.icount)
+                           icount=self.icount, pmu=self.pmu)
         start = time.monotonic()
         deadline = start + self.timeout
         qemu = Qemu(cmd)
@@ -384,7 +386,8 @@ def cmd_boot(args):
     torture)."""
     accel, reason = choose_accel(args.accel)
     print("runner: accelerator %s (%s)" % (accel, reason), flush=True)
-    boot = Boot(args.name, args.cmdline, args.smp[0], timeout=args.timeout)
+    boot = Boot(args.name, args.cmdline, args.smp[0], timeout=args.timeout,
+                pmu=args.pmu)
     res = boot.run(args, accel)
     print("\n".join(l for l in boot.text.splitlines()
                     if l.startswith("# ")))
@@ -444,6 +447,8 @@ def main():
     parser.add_argument("--cmdline", default="")
     parser.add_argument("--gdb", action="store_true")
     parser.add_argument("--timeout", type=int, default=600)
+    parser.add_argument("--pmu", action="store_true",
+                        help="expose the host PMU (KVM: -cpu host,pmu=on)")
     parser.add_argument("--name", default="boot")
     parser.add_argument("--host-tests", default="")
     parser.add_argument("--host-list", default="")

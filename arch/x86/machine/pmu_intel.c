@@ -1,0 +1,655 @@
+/*
+ * Intel architectural performance monitoring driver.
+ *
+ * MSR numbers and layouts: Intel SDM vol. 3B, section 21.2 (architectural
+ * performance monitoring), figures 21-1 (IA32_PERFEVTSELx), 21-2
+ * (IA32_FIXED_CTR_CTRL), 21-3/21-4 (IA32_PERF_GLOBAL_CTRL, _STATUS,
+ * _OVF_CTRL), section 21.2.6 (full-width writes) and vol. 4, table 2-2.
+ *
+ * Counter allocation is global (perfmon's device lock serializes alloc and
+ * free): a slot gets the same hardware counter on every CPU, so a thread
+ * moves between CPUs with nothing to re-allocate, and the driver keeps no
+ * per-CPU state besides the hardware registers and two statistics.
+ *
+ * This file is also compiled unchanged into the host tests, against a
+ * register-level model of the PMU (tests/host/pmu_model.c).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/log.h>
+#include <kern/macros.h>
+#include <kern/percpu.h>
+#include <kern/perfmon.h>
+#include <kern/printf.h>
+#include <kern/syscnt.h>
+#include <kern/xcall.h>
+#include <machine/cpu.h>
+#include <machine/lapic.h>
+#include <machine/pmu_intel.h>
+#include <machine/trap.h>
+
+#define PMU_INTEL_CPUID_LEAF        0xa
+
+#define PMU_INTEL_MSR_PMC(i)        (0xc1 + (i))
+#define PMU_INTEL_MSR_EVTSEL(i)     (0x186 + (i))
+#define PMU_INTEL_MSR_A_PMC(i)      (0x4c1 + (i))
+#define PMU_INTEL_MSR_FIXED_CTR(j)  (0x309 + (j))
+#define PMU_INTEL_MSR_PERF_CAP      0x345
+#define PMU_INTEL_MSR_FIXED_CTRL    0x38d
+#define PMU_INTEL_MSR_GLOBAL_STATUS 0x38e
+#define PMU_INTEL_MSR_GLOBAL_CTRL   0x38f
+#define PMU_INTEL_MSR_GLOBAL_OVF    0x390
+
+#define PMU_INTEL_EVTSEL_USR        (1ULL << 16)
+#define PMU_INTEL_EVTSEL_OS         (1ULL << 17)
+#define PMU_INTEL_EVTSEL_EDGE       (1ULL << 18)
+#define PMU_INTEL_EVTSEL_INT        (1ULL << 20)
+#define PMU_INTEL_EVTSEL_EN         (1ULL << 22)
+#define PMU_INTEL_EVTSEL_INV        (1ULL << 23)
+#define PMU_INTEL_EVTSEL_CMASK      (0xffULL << 24)
+#define PMU_INTEL_EVTSEL_CODE       0xffffULL   /* event select + umask */
+
+/* Bits a raw code may carry (the ring bits come from the flags). */
+#define PMU_INTEL_RAW_ALLOWED       (PMU_INTEL_EVTSEL_CODE              \
+                                     | PMU_INTEL_EVTSEL_EDGE            \
+                                     | PMU_INTEL_EVTSEL_INV             \
+                                     | PMU_INTEL_EVTSEL_CMASK)
+#define PMU_INTEL_RAW_MODIFIERS     (PMU_INTEL_EVTSEL_EDGE              \
+                                     | PMU_INTEL_EVTSEL_INV             \
+                                     | PMU_INTEL_EVTSEL_CMASK)
+
+#define PMU_INTEL_FIXED_OS          0x1
+#define PMU_INTEL_FIXED_USR         0x2
+#define PMU_INTEL_FIXED_PMI         0x8
+#define PMU_INTEL_FIXED_FIELD(j, v) ((uint64_t)(v) << (4 * (j)))
+
+#define PMU_INTEL_STATUS_OTHER      ((1ULL << 62) | (1ULL << 63))
+#define PMU_INTEL_PERF_CAP_FW_WRITE (1ULL << 13)
+
+/* PMI handler passes before the status is forced clear. */
+#define PMU_INTEL_PMI_MAX_LOOPS     16
+
+struct pmu_intel_event {
+    uint8_t select;
+    uint8_t umask;
+    const char *name;
+};
+
+/* Architectural events, indexed by their CPUID.0AH:EBX bit (table 21-1). */
+static const struct pmu_intel_event pmu_intel_arch_events[] = {
+    { 0x3c, 0x00, "cycles" },
+    { 0xc0, 0x00, "instructions" },
+    { 0x3c, 0x01, "ref-cycles" },
+    { 0x2e, 0x4f, "llc-references" },
+    { 0x2e, 0x41, "llc-misses" },
+    { 0xc4, 0x00, "branches" },
+    { 0xc5, 0x00, "branch-misses" },
+    { 0xa4, 0x01, "topdown-slots" },
+};
+
+/* The architectural event each fixed counter counts. */
+static const unsigned int pmu_intel_fixed_events[PMU_INTEL_MAX_FIXED] = {
+    1, 0, 2, 7,
+};
+
+/* perfmon's generic ids, in order, as architectural events. */
+static const unsigned int pmu_intel_generic_events[] = {
+    [PERFMON_EV_CYCLE] = 0,
+    [PERFMON_EV_REF_CYCLE] = 2,
+    [PERFMON_EV_INSTRUCTION] = 1,
+    [PERFMON_EV_CACHE_REF] = 3,
+    [PERFMON_EV_CACHE_MISS] = 4,
+    [PERFMON_EV_BRANCH] = 5,
+    [PERFMON_EV_BRANCH_MISS] = 6,
+};
+
+static struct pmu_intel_info pmu_intel_info;
+static struct perfmon_dev pmu_intel_dev;
+
+/* Allocation state, under perfmon's device lock. */
+static uint32_t pmu_intel_gp_used;
+static uint32_t pmu_intel_fixed_used;
+static unsigned int pmu_intel_gp_slot[PMU_INTEL_MAX_GP];
+static unsigned int pmu_intel_fixed_slot[PMU_INTEL_MAX_FIXED];
+
+static uint64_t pmu_intel_start_gap;
+
+static struct syscnt pmu_intel_sc_pmis __percpu;
+static struct syscnt pmu_intel_sc_spurious __percpu;
+
+const struct pmu_intel_info *
+pmu_intel_get_info(void)
+{
+    return &pmu_intel_info;
+}
+
+const char *
+pmu_intel_event_name(unsigned int arch_event)
+{
+    if (arch_event >= ARRAY_SIZE(pmu_intel_arch_events)) {
+        return NULL;
+    }
+
+    return pmu_intel_arch_events[arch_event].name;
+}
+
+int
+pmu_intel_generic_to_arch(unsigned int perfmon_id)
+{
+    if (perfmon_id >= ARRAY_SIZE(pmu_intel_generic_events)) {
+        return -1;
+    }
+
+    return (int)pmu_intel_generic_events[perfmon_id];
+}
+
+uint64_t
+pmu_intel_nr_pmis(unsigned int cpu)
+{
+    return syscnt_read(percpu_ptr(pmu_intel_sc_pmis, cpu));
+}
+
+uint64_t
+pmu_intel_nr_spurious(unsigned int cpu)
+{
+    return syscnt_read(percpu_ptr(pmu_intel_sc_spurious, cpu));
+}
+
+static uint64_t
+pmu_intel_width_mask(unsigned int width)
+{
+    return (width >= 64) ? ~0ULL : (1ULL << width) - 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* Detection                                                           */
+/* ------------------------------------------------------------------ */
+
+void
+pmu_intel_detect(struct pmu_intel_info *info)
+{
+    uint32_t eax, ebx, ecx, edx, max_leaf, mask;
+
+    *info = (struct pmu_intel_info){ 0 };
+    cpu_cpuid(0, 0, &max_leaf, &ebx, &ecx, &edx);
+
+    if (max_leaf < PMU_INTEL_CPUID_LEAF) {
+        return;
+    }
+
+    /* Any vendor: hypervisors may expose the leaf on other CPUs. */
+    cpu_cpuid(PMU_INTEL_CPUID_LEAF, 0, &eax, &ebx, &ecx, &edx);
+    info->version = eax & 0xff;
+
+    if (info->version == 0) {
+        return;
+    }
+
+    info->nr_gp = MIN((eax >> 8) & 0xff, PMU_INTEL_MAX_GP);
+    info->gp_width = (eax >> 16) & 0xff;
+    info->ebx_length = eax >> 24;
+
+    /* EBX bit i set means event i is NOT available; only L bits count. */
+    mask = (info->ebx_length >= 32) ? ~0U : (1U << info->ebx_length) - 1;
+    info->events_available = ~ebx & mask;
+
+    if (info->version >= 2) {
+        info->nr_fixed = edx & 0x1f;
+        info->fixed_width = (edx >> 5) & 0xff;
+        info->fixed_mask = (info->nr_fixed >= 32)
+                           ? ~0U : (1U << info->nr_fixed) - 1;
+
+        /* Version 5: counter j exists if ECX[j] or EDX[4:0] > j. */
+        if (info->version >= 5) {
+            info->fixed_mask |= ecx;
+        }
+
+        info->fixed_mask &= (1U << PMU_INTEL_MAX_FIXED) - 1;
+
+        if (info->fixed_width == 0 || info->fixed_width > 64) {
+            info->fixed_mask = 0;
+        }
+    }
+
+    if (info->gp_width == 0 || info->gp_width > 64) {
+        info->nr_gp = 0;
+    }
+
+    cpu_cpuid(1, 0, &eax, &ebx, &ecx, &edx);
+
+    if (ecx & CPU_CPUID1_ECX_PDCM) {
+        info->full_width_writes = (cpu_get_msr(PMU_INTEL_MSR_PERF_CAP)
+                                   & PMU_INTEL_PERF_CAP_FW_WRITE) != 0;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* perfmon device operations                                           */
+/* ------------------------------------------------------------------ */
+
+static bool
+pmu_intel_has_pmi(void)
+{
+    return pmu_intel_info.version >= 2;
+}
+
+static uint64_t
+pmu_intel_ring_bits(unsigned int flags)
+{
+    return ((flags & PERFMON_EF_KERN) ? PMU_INTEL_EVTSEL_OS : 0)
+           | ((flags & PERFMON_EF_USER) ? PMU_INTEL_EVTSEL_USR : 0);
+}
+
+static int
+pmu_intel_translate(uint64_t *configp, unsigned int id, unsigned int flags)
+{
+    const struct pmu_intel_event *event;
+    int arch;
+
+    if (flags & PERFMON_EF_RAW) {
+        if ((id & ~PMU_INTEL_RAW_ALLOWED) != 0 || (id & 0xff) == 0) {
+            return EINVAL;
+        }
+
+        /* Invert only means something with a counter mask. */
+        if ((id & PMU_INTEL_EVTSEL_INV) && !(id & PMU_INTEL_EVTSEL_CMASK)) {
+            return EINVAL;
+        }
+
+        *configp = id | pmu_intel_ring_bits(flags);
+        return 0;
+    }
+
+    arch = pmu_intel_generic_to_arch(id);
+
+    if (arch < 0) {
+        return EINVAL;
+    }
+
+    if (!(pmu_intel_info.events_available & (1U << arch))) {
+        return ENODEV;
+    }
+
+    event = &pmu_intel_arch_events[arch];
+    *configp = event->select | ((uint64_t)event->umask << 8)
+               | pmu_intel_ring_bits(flags);
+    return 0;
+}
+
+/* The fixed counter that counts config, or -1. */
+static int
+pmu_intel_fixed_for(uint64_t config)
+{
+    if (config & PMU_INTEL_RAW_MODIFIERS) {
+        return -1;
+    }
+
+    for (unsigned int j = 0; j < PMU_INTEL_MAX_FIXED; j++) {
+        const struct pmu_intel_event *event;
+
+        event = &pmu_intel_arch_events[pmu_intel_fixed_events[j]];
+
+        if ((config & PMU_INTEL_EVTSEL_CODE)
+            == (event->select | ((uint64_t)event->umask << 8))) {
+            return (int)j;
+        }
+    }
+
+    return -1;
+}
+
+static int
+pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp,
+                unsigned int pmc_index, uint64_t config)
+{
+    int fixed = pmu_intel_fixed_for(config);
+
+    if (fixed >= 0 && (pmu_intel_info.fixed_mask & (1U << fixed))
+        && !(pmu_intel_fixed_used & (1U << fixed))) {
+        pmu_intel_fixed_used |= 1U << fixed;
+        pmu_intel_fixed_slot[fixed] = pmc_index;
+        *pmc_idp = PMU_INTEL_FIXED_BASE + fixed;
+        *widthp = pmu_intel_info.fixed_width;
+        return 0;
+    }
+
+    for (unsigned int i = 0; i < pmu_intel_info.nr_gp; i++) {
+        if (!(pmu_intel_gp_used & (1U << i))) {
+            pmu_intel_gp_used |= 1U << i;
+            pmu_intel_gp_slot[i] = pmc_index;
+            *pmc_idp = i;
+            *widthp = pmu_intel_info.gp_width;
+            return 0;
+        }
+    }
+
+    return EAGAIN;
+}
+
+static void
+pmu_intel_free(unsigned int pmc_id)
+{
+    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
+        pmu_intel_fixed_used &= ~(1U << (pmc_id - PMU_INTEL_FIXED_BASE));
+    } else {
+        pmu_intel_gp_used &= ~(1U << pmc_id);
+    }
+}
+
+/* The GLOBAL_* bit of a counter. */
+static uint64_t
+pmu_intel_global_bit(unsigned int pmc_id)
+{
+    return 1ULL << pmc_id;  /* fixed counters start at bit 32 */
+}
+
+static void
+pmu_intel_global_enable(unsigned int pmc_id, bool enable)
+{
+    uint64_t ctrl;
+
+    if (!pmu_intel_has_pmi()) {
+        return;     /* version 1 has no global registers */
+    }
+
+    ctrl = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL);
+
+    if (enable) {
+        ctrl |= pmu_intel_global_bit(pmc_id);
+    } else {
+        ctrl &= ~pmu_intel_global_bit(pmc_id);
+    }
+
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, ctrl);
+}
+
+static void
+pmu_intel_ack(unsigned int pmc_id)
+{
+    if (pmu_intel_has_pmi()) {
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, pmu_intel_global_bit(pmc_id));
+    }
+}
+
+/* Write the starting value: zero, or start_gap events before overflow. */
+static void
+pmu_intel_write_start(unsigned int pmc_id)
+{
+    uint64_t value;
+
+    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
+        value = -pmu_intel_start_gap
+                & pmu_intel_width_mask(pmu_intel_info.fixed_width);
+        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTR(pmc_id - PMU_INTEL_FIXED_BASE),
+                    value);
+    } else if (pmu_intel_info.full_width_writes) {
+        value = -pmu_intel_start_gap
+                & pmu_intel_width_mask(pmu_intel_info.gp_width);
+        cpu_set_msr(PMU_INTEL_MSR_A_PMC(pmc_id), value);
+    } else {
+        /* Bits 31:0 only; the CPU sign-extends bit 31 (SDM 21.2.6). */
+        value = -pmu_intel_start_gap & 0xffffffffULL;
+        cpu_set_msr(PMU_INTEL_MSR_PMC(pmc_id), value);
+    }
+}
+
+static void
+pmu_intel_start(unsigned int pmc_id, uint64_t config)
+{
+    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
+        unsigned int j = pmc_id - PMU_INTEL_FIXED_BASE;
+        uint64_t ctrl = cpu_get_msr(PMU_INTEL_MSR_FIXED_CTRL)
+                        & ~PMU_INTEL_FIXED_FIELD(j, 0xf);
+        unsigned int field = 0;
+
+        field |= (config & PMU_INTEL_EVTSEL_OS) ? PMU_INTEL_FIXED_OS : 0;
+        field |= (config & PMU_INTEL_EVTSEL_USR) ? PMU_INTEL_FIXED_USR : 0;
+        field |= pmu_intel_has_pmi() ? PMU_INTEL_FIXED_PMI : 0;
+
+        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, ctrl);
+        pmu_intel_write_start(pmc_id);
+        pmu_intel_ack(pmc_id);
+        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL,
+                    ctrl | PMU_INTEL_FIXED_FIELD(j, field));
+    } else {
+        uint64_t evtsel = config | PMU_INTEL_EVTSEL_EN
+                          | (pmu_intel_has_pmi() ? PMU_INTEL_EVTSEL_INT : 0);
+
+        cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), 0);
+        pmu_intel_write_start(pmc_id);
+        pmu_intel_ack(pmc_id);
+        cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), evtsel);
+    }
+
+    pmu_intel_global_enable(pmc_id, true);
+}
+
+static void
+pmu_intel_stop(unsigned int pmc_id)
+{
+    pmu_intel_global_enable(pmc_id, false);
+
+    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
+        unsigned int j = pmc_id - PMU_INTEL_FIXED_BASE;
+
+        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL,
+                    cpu_get_msr(PMU_INTEL_MSR_FIXED_CTRL)
+                    & ~PMU_INTEL_FIXED_FIELD(j, 0xf));
+    } else {
+        cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), 0);
+    }
+
+    /* An overflow of this use must not be reported to the next one. */
+    pmu_intel_ack(pmc_id);
+}
+
+static uint64_t
+pmu_intel_read(unsigned int pmc_id)
+{
+    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
+        return cpu_get_msr(PMU_INTEL_MSR_FIXED_CTR(pmc_id
+                                                   - PMU_INTEL_FIXED_BASE));
+    }
+
+    return cpu_get_msr(PMU_INTEL_MSR_PMC(pmc_id));
+}
+
+/* GLOBAL_STATUS bits of the counters that exist. */
+static uint64_t
+pmu_intel_counter_bits(void)
+{
+    return ((1ULL << pmu_intel_info.nr_gp) - 1)
+           | ((uint64_t)pmu_intel_info.fixed_mask << PMU_INTEL_FIXED_BASE);
+}
+
+/* Report each counter bit of status to perfmon. */
+static void
+pmu_intel_report(uint64_t status)
+{
+    while (status != 0) {
+        unsigned int bit = __builtin_ctzll(status);
+
+        status &= status - 1;
+
+        if (bit >= PMU_INTEL_FIXED_BASE) {
+            unsigned int j = bit - PMU_INTEL_FIXED_BASE;
+
+            if (pmu_intel_fixed_used & (1U << j)) {
+                perfmon_report_overflow(&pmu_intel_dev,
+                                        pmu_intel_fixed_slot[j]);
+            }
+        } else if (pmu_intel_gp_used & (1U << bit)) {
+            perfmon_report_overflow(&pmu_intel_dev, pmu_intel_gp_slot[bit]);
+        }
+    }
+}
+
+/*
+ * The PMI (version 2 and later): stop counting, acknowledge exactly the
+ * status bits seen, report each overflowed counter, and loop while new
+ * bits appear, then count again and unmask the LVT entry, which the CPU
+ * masks on every PMI (SDM vol. 3A, 11.5.1).
+ */
+static void
+pmu_intel_handle_overflow_intr(void)
+{
+    uint64_t counters = pmu_intel_counter_bits();
+    uint64_t ack_mask = counters | PMU_INTEL_STATUS_OTHER;
+    uint64_t ctrl, status;
+
+    syscnt_inc(cpu_local_ptr(pmu_intel_sc_pmis));
+    ctrl = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL);
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, 0);
+    status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
+
+    if ((status & counters) == 0) {
+        syscnt_inc(cpu_local_ptr(pmu_intel_sc_spurious));
+    }
+
+    for (unsigned int loops = 0; status != 0; loops++) {
+        if (loops == PMU_INTEL_PMI_MAX_LOOPS) {
+            /* Stuck: clear everything rather than loop forever. */
+            cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, ack_mask);
+            break;
+        }
+
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, status);
+        pmu_intel_report(status & counters);
+        status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
+    }
+
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, ctrl);
+    lapic_pmc_unmask();
+}
+
+static const struct perfmon_dev_ops pmu_intel_ops_v1 = {
+    .translate = pmu_intel_translate,
+    .alloc = pmu_intel_alloc,
+    .free = pmu_intel_free,
+    .start = pmu_intel_start,
+    .stop = pmu_intel_stop,
+    .read = pmu_intel_read,
+};
+
+static const struct perfmon_dev_ops pmu_intel_ops_pmi = {
+    .translate = pmu_intel_translate,
+    .alloc = pmu_intel_alloc,
+    .free = pmu_intel_free,
+    .start = pmu_intel_start,
+    .stop = pmu_intel_stop,
+    .read = pmu_intel_read,
+    .handle_overflow_intr = pmu_intel_handle_overflow_intr,
+};
+
+int
+pmu_intel_set_start_gap(uint64_t gap)
+{
+    unsigned int width = pmu_intel_info.gp_width;
+
+    if (pmu_intel_info.fixed_mask != 0) {
+        width = MIN(width, pmu_intel_info.fixed_width);
+    }
+
+    if (gap > pmu_intel_width_mask(width)
+        || (!pmu_intel_info.full_width_writes && gap > (1ULL << 31))) {
+        return EINVAL;
+    }
+
+    pmu_intel_start_gap = gap;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Put the calling CPU's PMU in a known, idle state. */
+static void
+pmu_intel_setup_local(void *arg)
+{
+    (void)arg;
+
+    for (unsigned int i = 0; i < pmu_intel_info.nr_gp; i++) {
+        cpu_set_msr(PMU_INTEL_MSR_EVTSEL(i), 0);
+    }
+
+    if (pmu_intel_has_pmi()) {
+        /* GLOBAL_CTRL may come out of reset with counters enabled. */
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, 0);
+        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, 0);
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF,
+                    pmu_intel_counter_bits() | PMU_INTEL_STATUS_OTHER);
+        lapic_pmc_setup(TRAP_PMI);
+    }
+}
+
+static unsigned int
+pmu_intel_popcount(uint32_t x)
+{
+    unsigned int n = 0;
+
+    for (; x != 0; x &= x - 1) {
+        n++;
+    }
+
+    return n;
+}
+
+static int
+pmu_intel_setup(void)
+{
+    struct pmu_intel_info *info = &pmu_intel_info;
+    char name[SYSCNT_NAME_SIZE];
+    int error;
+
+    pmu_intel_detect(info);
+
+    if (info->version == 0 || (info->nr_gp == 0 && info->fixed_mask == 0)) {
+        log_info("pmu_intel: no architectural PMU (CPUID.0AH version %u): "
+                 "hardware events unavailable, software events only",
+                 info->version);
+        return 0;
+    }
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        snprintf(name, sizeof(name), "pmu_intel_pmis/%u", cpu);
+        syscnt_register(percpu_ptr(pmu_intel_sc_pmis, cpu), name);
+        snprintf(name, sizeof(name), "pmu_intel_spurious/%u", cpu);
+        syscnt_register(percpu_ptr(pmu_intel_sc_spurious, cpu), name);
+    }
+
+    xcall_broadcast(pmu_intel_setup_local, NULL);
+
+    pmu_intel_dev.name = "pmu_intel";
+    pmu_intel_dev.ops = pmu_intel_has_pmi() ? &pmu_intel_ops_pmi
+                                            : &pmu_intel_ops_v1;
+    pmu_intel_dev.nr_pmcs = info->nr_gp + pmu_intel_popcount(info->fixed_mask);
+    pmu_intel_dev.min_width = info->gp_width;
+
+    if (info->fixed_mask != 0) {
+        pmu_intel_dev.min_width = MIN(info->gp_width, info->fixed_width);
+    }
+
+    pmu_intel_dev.sw = false;
+    error = perfmon_register(&pmu_intel_dev);
+
+    if (error) {
+        log_err("pmu_intel: registration failed: %s", errno_name(error));
+        return error;
+    }
+
+    log_info("pmu_intel: version %u, %u general counters of %u bits, fixed "
+             "counters 0x%x of %u bits, events 0x%x, %s writes",
+             info->version, info->nr_gp, info->gp_width, info->fixed_mask,
+             info->fixed_width, info->events_available,
+             info->full_width_writes ? "full-width" : "32-bit");
+    return 0;
+}
+
+INIT_OP_DEFINE(pmu_intel_setup,
+               INIT_OP_DEP(perfmon_setup, true),
+               INIT_OP_DEP(xcall_setup, true));
