@@ -669,6 +669,23 @@ perfmon_cpu_op_detach(void *arg)
 /* Events                                                              */
 /* ------------------------------------------------------------------ */
 
+static const char *const perfmon_generic_names[PERFMON_NR_GENERIC_EVENTS] = {
+    [PERFMON_EV_CYCLE] = "cycles",
+    [PERFMON_EV_REF_CYCLE] = "ref-cycles",
+    [PERFMON_EV_INSTRUCTION] = "instructions",
+    [PERFMON_EV_CACHE_REF] = "cache-references",
+    [PERFMON_EV_CACHE_MISS] = "cache-misses",
+    [PERFMON_EV_BRANCH] = "branches",
+    [PERFMON_EV_BRANCH_MISS] = "branch-misses",
+};
+
+const char *
+perfmon_generic_name(unsigned int id)
+{
+    return (id < PERFMON_NR_GENERIC_EVENTS) ? perfmon_generic_names[id]
+                                            : NULL;
+}
+
 int
 perfmon_event_init(struct perfmon_event *event, unsigned int id,
                    unsigned int flags)
@@ -745,6 +762,29 @@ perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
 
     *devp = dev;
     return 0;
+}
+
+int
+perfmon_event_check(unsigned int id, unsigned int flags)
+{
+    struct perfmon_event event;
+    struct perfmon_dev *dev;
+    uint64_t config;
+    int error;
+
+    error = perfmon_event_init(&event, id, flags);
+
+    if (error) {
+        return error;
+    }
+
+    dev = perfmon_get_dev(flags & PERFMON_EF_SW);
+
+    if (dev == NULL) {
+        return ENODEV;
+    }
+
+    return dev->ops->translate(&config, id, flags);
 }
 
 int

@@ -120,6 +120,16 @@ int perfmon_event_get(struct perfmon_event *event, uint64_t *valuep);
 /* True while the event is attached. Any context. */
 bool perfmon_event_attached(const struct perfmon_event *event);
 
+/*
+ * Tell whether an event can be counted, without attaching anything: return
+ * 0, EINVAL (as perfmon_event_init, or a code the device rejects) or
+ * ENODEV. Thread context.
+ */
+int perfmon_event_check(unsigned int id, unsigned int flags);
+
+/* The name of a generic event ("instructions"), or NULL. Any context. */
+const char *perfmon_generic_name(unsigned int id);
+
 /* ------------------------------------------------------------------ */
 /* Drivers                                                             */
 /* ------------------------------------------------------------------ */
