@@ -2,6 +2,7 @@
  * Panic: report and stop.
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <kern/arg.h>
@@ -18,11 +19,18 @@
 
 volatile int panic_in_progress;
 
+/*
+ * Print one backtrace entry. A return address follows a call that may be
+ * the last instruction of its function (calls to noreturn functions), so
+ * it is looked up one byte earlier; a faulting RIP is looked up as is.
+ */
 static void
-panic_print_addr(unsigned int i, uintptr_t addr)
+panic_print_addr(unsigned int i, uintptr_t addr, bool is_return)
 {
     uintptr_t offset;
-    const char *name = ksym_lookup(addr, &offset);
+    const char *name = ksym_lookup(addr - is_return, &offset);
+
+    offset += is_return;
 
     if (name == NULL) {
         printf("  #%-2u 0x%016lx\n", i, addr);
@@ -54,7 +62,7 @@ panic_walk(uintptr_t fp, unsigned int first)
             break;
         }
 
-        panic_print_addr(i, ret);
+        panic_print_addr(i, ret, true);
         fp = ((const uintptr_t *)fp)[0];
     }
 }
@@ -82,6 +90,52 @@ panic_print_frame(const struct trap_frame *f)
     printf("cr3=0x%016lx\n", cpu_get_cr3());
 }
 
+/*
+ * Snapshot the registers at the panic call, so a panic outside a trap also
+ * reports them (the caller-saved ones hold whatever panic's caller left).
+ */
+static void __attribute__((noinline))
+panic_capture(struct trap_frame *f)
+{
+    __asm__ volatile("movq %%rax, %c[rax](%0)\n"
+                     "movq %%rbx, %c[rbx](%0)\n"
+                     "movq %%rcx, %c[rcx](%0)\n"
+                     "movq %%rdx, %c[rdx](%0)\n"
+                     "movq %%rsi, %c[rsi](%0)\n"
+                     "movq %%r8, %c[r8](%0)\n"
+                     "movq %%r9, %c[r9](%0)\n"
+                     "movq %%r10, %c[r10](%0)\n"
+                     "movq %%r11, %c[r11](%0)\n"
+                     "movq %%r12, %c[r12](%0)\n"
+                     "movq %%r13, %c[r13](%0)\n"
+                     "movq %%r14, %c[r14](%0)\n"
+                     "movq %%r15, %c[r15](%0)\n"
+                     : : "r"(f),
+                         [rax] "i"(__builtin_offsetof(struct trap_frame, rax)),
+                         [rbx] "i"(__builtin_offsetof(struct trap_frame, rbx)),
+                         [rcx] "i"(__builtin_offsetof(struct trap_frame, rcx)),
+                         [rdx] "i"(__builtin_offsetof(struct trap_frame, rdx)),
+                         [rsi] "i"(__builtin_offsetof(struct trap_frame, rsi)),
+                         [r8] "i"(__builtin_offsetof(struct trap_frame, r8)),
+                         [r9] "i"(__builtin_offsetof(struct trap_frame, r9)),
+                         [r10] "i"(__builtin_offsetof(struct trap_frame, r10)),
+                         [r11] "i"(__builtin_offsetof(struct trap_frame, r11)),
+                         [r12] "i"(__builtin_offsetof(struct trap_frame, r12)),
+                         [r13] "i"(__builtin_offsetof(struct trap_frame, r13)),
+                         [r14] "i"(__builtin_offsetof(struct trap_frame, r14)),
+                         [r15] "i"(__builtin_offsetof(struct trap_frame, r15))
+                     : "memory");
+    f->rdi = (uintptr_t)f;
+    f->rbp = *(const uintptr_t *)__builtin_frame_address(0);
+    f->rip = (uintptr_t)__builtin_return_address(0);
+    f->rsp = (uintptr_t)__builtin_frame_address(0) + 16;
+    f->rflags = cpu_get_rflags();
+    __asm__ volatile("movq %%cs, %0" : "=r"(f->cs));
+    f->vector = 0;
+    f->error = 0;
+    f->ss = 0;
+}
+
 static __noreturn void
 panic_common(const struct trap_frame *frame, const void *fp, const char *msg)
 {
@@ -100,9 +154,13 @@ panic_common(const struct trap_frame *frame, const void *fp, const char *msg)
         /* Start at the faulting instruction, then its callers. */
         panic_print_frame(frame);
         printf("backtrace:\n");
-        panic_print_addr(0, frame->rip);
+        panic_print_addr(0, frame->rip, false);
         panic_walk(frame->rbp, 1);
     } else {
+        struct trap_frame regs;
+
+        panic_capture(&regs);
+        panic_print_frame(&regs);
         panic_backtrace(fp);
     }
 
