@@ -50,20 +50,24 @@ clock_nr_ticks(unsigned int cpu)
 }
 
 void
-clock_tick_intr(void)
+clock_account_local(void)
 {
     struct clock_cpu *clock = cpu_local_ptr(clock_cpu);
     uint64_t now = clock_get_time();
     uint64_t elapsed = now - clock->last_tick;
 
-    clock->last_tick = now;
-    clock->nr_ticks += elapsed;
-
     if (elapsed != 0) {
+        clock->last_tick = now;
+        clock->nr_ticks += elapsed;
         pmu_soft_count(PMU_SOFT_EV_TICK, elapsed);
     }
+}
 
-    timer_tick_intr(now);
+void
+clock_tick_intr(void)
+{
+    clock_account_local();
+    timer_tick_intr(clock_get_time());
     thread_tick_intr();
 }
 

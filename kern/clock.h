@@ -39,10 +39,17 @@ uint64_t clock_tsc_per_tick(void);
 void clock_start_local(void);
 
 /*
- * The tick interrupt of the calling CPU: accounts the ticks elapsed since
- * its previous one (an interrupt delayed past a tick boundary accounts
- * for every tick missed), runs expired timers and time slices. Interrupt
- * context.
+ * Account on the calling CPU the ticks elapsed since its last accounting
+ * (a tick interrupt delayed past several tick boundaries accounts for
+ * every one), counting them as software PMU tick events. The tick
+ * interrupt calls it, and so does a read of a tick counter, so counts
+ * are current to the tick. Interrupts disabled.
+ */
+void clock_account_local(void);
+
+/*
+ * The tick interrupt of the calling CPU: accounts ticks, runs expired
+ * timers and time slices. Interrupt context.
  */
 void clock_tick_intr(void);
 

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <kern/arg.h>
+#include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/log.h>
@@ -135,10 +136,25 @@ pmu_soft_free(unsigned int pmc_id)
     (void)pmc_id;
 }
 
+/*
+ * A tick counter counts the clock's ticks as this CPU accounts them: bring
+ * the accounting up to date before it starts or is read, so that ticks
+ * that passed while the tick interrupt was late land on the right side.
+ */
+static void
+pmu_soft_sync_ticks(unsigned int event)
+{
+    if (event == PMU_SOFT_EV_TICK) {
+        clock_account_local();
+    }
+}
+
 static void
 pmu_soft_start(unsigned int pmc_id, uint64_t config)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
+
+    pmu_soft_sync_ticks((unsigned int)config);
 
     cpu->events[pmc_id] = (unsigned int)config;
     cpu->counting[config] |= 1U << pmc_id;
@@ -157,7 +173,10 @@ pmu_soft_stop(unsigned int pmc_id)
 static uint64_t
 pmu_soft_read(unsigned int pmc_id)
 {
-    return cpu_local_ptr(pmu_soft_cpu)->values[pmc_id];
+    struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
+
+    pmu_soft_sync_ticks(cpu->events[pmc_id]);
+    return cpu->values[pmc_id];
 }
 
 /* The emulated PMI: report the counters that wrapped on this CPU. */

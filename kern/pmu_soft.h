@@ -8,7 +8,9 @@
  *                          leaves the CPU, before its counters unload)
  *   PMU_SOFT_EV_MIGRATION  a thread starting to run on a CPU other than the
  *                          one it last ran on (counted after it loads)
- *   PMU_SOFT_EV_TICK       clock ticks accounted by the tick interrupt
+ *   PMU_SOFT_EV_TICK       clock ticks as the CPU accounts them (in its
+ *                          tick interrupt, and brought up to date when the
+ *                          counter starts or is read)
  *   PMU_SOFT_EV_XCALL      cross-CPU calls received through an IPI
  *   PMU_SOFT_EV_EMIT + ch  the n of every pmu_soft_emit_channel(ch, n) on
  *                          the CPU where the counter is loaded (channel 0

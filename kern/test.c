@@ -32,12 +32,6 @@ struct test_ctx {
 static struct test_ctx test_ctx;
 static volatile bool test_any_failed;
 
-bool
-test_failed(void)
-{
-    return test_any_failed;
-}
-
 void
 test_diag(const char *fmt, ...)
 {

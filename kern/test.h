@@ -51,9 +51,6 @@ void test_skip(const char *reason) __noreturn;
 /* Print a KTAP diagnostic line ("# ..."). Any context. */
 void test_diag(const char *fmt, ...) __format_printf(1, 2);
 
-/* True while a test of this run has failed. Any context. */
-bool test_failed(void);
-
 void test_fail_cmp(const char *file, int line, const char *a_str,
                    const char *op, const char *b_str, uint64_t a, uint64_t b)
     __noreturn;

@@ -3,14 +3,16 @@
  * thread and CPU events on random targets, with a seeded PRNG, while the
  * target threads emit, migrate and exit. At the end every slot is free on
  * every tier, every thread reference is dropped, and no assertion fired.
- * test=all runs a bounded number of operations; `make torture` sets
- * torture.ops for a run of minutes.
+ * test=all runs a bounded number of operations (about 6000 in all, so a
+ * 64-CPU run under TCG stays short); `make torture` sets torture.ops (per
+ * CPU) for a run of minutes.
  */
 #include <stdbool.h>
 #include <stdint.h>
 
 #include <kern/arg.h>
 #include <kern/errno.h>
+#include <kern/macros.h>
 #include <kern/perfmon.h>
 #include <kern/pmu_soft.h>
 #include <kern/test.h>
@@ -19,7 +21,8 @@
 
 #include "test_util.h"
 
-#define TORTURE_OPS_DEFAULT     1500
+#define TORTURE_OPS_TOTAL       6000    /* default, spread over the CPUs */
+#define TORTURE_OPS_MIN         200     /* default floor per CPU */
 #define TORTURE_TARGETS_PER_CPU 2
 #define TORTURE_EVENTS          6
 #define TORTURE_MAX_TARGETS     (CPU_MAX * TORTURE_TARGETS_PER_CPU)
@@ -153,7 +156,7 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
     static struct torture_worker workers[CPU_MAX];
     unsigned int alive = thread_nr_alive();
     struct perfmon_dev *soft = perfmon_get_dev(true);
-    uint64_t ops = TORTURE_OPS_DEFAULT;
+    uint64_t ops = MAX(TORTURE_OPS_TOTAL / cpu_count(), TORTURE_OPS_MIN);
     uint64_t seed = 0x5eed;
     uint64_t totals[4] = { 0 };
 

@@ -292,21 +292,27 @@ class Boot:
 
 def check_plan(args):
     boots = []
+    # Many vCPUs share the host's few cores: give big machines more time.
+    def timeout(smp):
+        return 180 + 4 * smp
+
     for smp in args.smp:
-        boots.append(Boot("smp=%d" % smp, "test=all", smp))
+        boots.append(Boot("smp=%d" % smp, "test=all", smp, timeout(smp)))
     # perfmon with narrow software counters: polling, then the emulated
     # overflow interrupt (test=all above runs them at width 64).
     for smp in args.smp:
         boots.append(Boot("smp=%d,w16,poll" % smp,
                           "test=perfmon,pmu_soft,perfmon_torture "
-                          "pmu_soft.width=16 pmu_soft.intr=0", smp))
+                          "pmu_soft.width=16 pmu_soft.intr=0", smp,
+                          timeout(smp)))
         boots.append(Boot("smp=%d,w12,intr" % smp,
                           "test=perfmon,pmu_soft,perfmon_torture "
-                          "pmu_soft.width=12 pmu_soft.intr=1", smp))
+                          "pmu_soft.width=12 pmu_soft.intr=1", smp,
+                          timeout(smp)))
     # The serial shell, driven as a user would: every command answers.
     smp = max(args.smp)
     prompt = r"perfmon> $"
-    boots.append(Boot("shell", "", smp, timeout=60, script=[
+    boots.append(Boot("shell", "", smp, timeout=timeout(smp), script=[
         (prompt, "help\r"),
         (r"^  cpus\s+list the processors$", None),
         (r"^  poweroff\s+stop the machine$", None),
