@@ -115,12 +115,44 @@ iso: $(ISO)
 
 # --- host unit tests --------------------------------------------------------
 
-HOST_TESTS := printf init_order string arg
+HOST_TESTS := printf init_order string arg pmu_model pmu_intel_detect \
+    pmu_intel_v1 pmu_intel_v2 pmu_intel_v5
 
 $(BUILD)/host/test_printf: tests/host/test_printf.c kern/printf.c
 $(BUILD)/host/test_init_order: tests/host/test_init_order.c kern/init_order.c
 $(BUILD)/host/test_string: tests/host/test_string.c kern/string.c
 $(BUILD)/host/test_arg: tests/host/test_arg.c kern/arg.c kern/string.c
+
+# The Intel PMU driver and perfmon, unchanged, over a register model of the
+# PMU and a single-CPU kernel environment. tests/host/model/ shadows the
+# headers that reach the hardware or the rest of the kernel (machine/cpu.h,
+# kern/percpu.h, kern/thread.h), so it comes before -I. and -Iarch/x86.
+# perfmon and the driver register one device per process: one binary per
+# PMU configuration (PMU_TEST_VERSION), plus one for detection alone and
+# one for the model itself. The dependency file keeps only the last
+# source's headers, hence the header lists.
+HOST_PMU_SRCS := tests/host/pmu_model.c tests/host/host_env.c kern/errno.c \
+    arch/x86/machine/pmu_intel.c kern/perfmon.c
+HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu_model.h \
+    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
+    arch/x86/machine/pmu_intel.h
+HOST_PMU_CONFIGS := v1 v2 v5
+
+$(BUILD)/host/test_pmu_model: tests/host/test_pmu_model.c \
+    tests/host/pmu_model.c $(HOST_PMU_HDRS)
+$(BUILD)/host/test_pmu_intel_detect: tests/host/test_pmu_intel_detect.c \
+    $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
+$(addprefix $(BUILD)/host/test_pmu_intel_,$(HOST_PMU_CONFIGS)): \
+    tests/host/test_pmu_intel.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
+
+HOST_INCLUDES_pmu_model := -Itests/host/model
+HOST_INCLUDES_pmu_intel_detect := -Itests/host/model
+HOST_INCLUDES_pmu_intel_v1 := -Itests/host/model
+HOST_INCLUDES_pmu_intel_v2 := -Itests/host/model
+HOST_INCLUDES_pmu_intel_v5 := -Itests/host/model
+HOST_DEFINES_pmu_intel_v1 := -DPMU_TEST_VERSION=1
+HOST_DEFINES_pmu_intel_v2 := -DPMU_TEST_VERSION=2
+HOST_DEFINES_pmu_intel_v5 := -DPMU_TEST_VERSION=5
 
 # The kernel's libc-named functions under test are renamed in both the
 # kernel source and the test, so they do not replace the host C library's.
@@ -134,7 +166,8 @@ HOST_RENAMES_string := -Dmemcpy=kern_memcpy -Dmemmove=kern_memmove \
 $(BUILD)/host/test_%:
 	@mkdir -p $(dir $@)
 	$(call quiet,HOSTCC,$@)
-	$(Q)$(HOSTCC) $(HOST_CFLAGS) $(HOST_RENAMES_$*) -o $@ $(filter %.c,$^)
+	$(Q)$(HOSTCC) $(HOST_INCLUDES_$*) $(HOST_CFLAGS) $(HOST_RENAMES_$*) \
+	    $(HOST_DEFINES_$*) -o $@ $(filter %.c,$^)
 
 host-tests: $(addprefix $(BUILD)/host/test_,$(HOST_TESTS))
 

@@ -147,7 +147,7 @@ perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         } else {
             wrapped = true;
         }
-    } else if (wrapped && dev->ops->handle_overflow_intr != NULL) {
+    } else if (wrapped && dev->overflow_intr) {
         cpmc->wrap_seen = true;
     }
 
@@ -270,7 +270,7 @@ perfmon_overflow_intr(struct trap_frame *frame)
     (void)frame;
 
     for (unsigned int i = 0; i < READ_ONCE(perfmon_nr_devs); i++) {
-        if (perfmon_devs[i]->ops->handle_overflow_intr != NULL) {
+        if (perfmon_devs[i]->overflow_intr) {
             perfmon_devs[i]->ops->handle_overflow_intr();
         }
     }
@@ -932,7 +932,8 @@ perfmon_register(struct perfmon_dev *dev)
     if (dev->nr_pmcs == 0 || dev->nr_pmcs > PERFMON_MAX_PMCS
         || dev->min_width == 0 || dev->min_width > 64 || ops == NULL
         || ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
-        || ops->start == NULL || ops->stop == NULL || ops->read == NULL) {
+        || ops->start == NULL || ops->stop == NULL || ops->read == NULL
+        || (dev->overflow_intr && ops->handle_overflow_intr == NULL)) {
         return EINVAL;
     }
 
@@ -951,7 +952,7 @@ perfmon_register(struct perfmon_dev *dev)
         dev->pmcs[i].nr_refs = 0;
     }
 
-    dev->poll_ticks = (ops->handle_overflow_intr != NULL)
+    dev->poll_ticks = dev->overflow_intr
                       ? 0 : perfmon_poll_period(dev->min_width);
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
@@ -973,8 +974,7 @@ perfmon_register(struct perfmon_dev *dev)
     } else {
         log_info("perfmon: %s: %u counters of %u bits, %s", dev->name,
                  dev->nr_pmcs, dev->min_width,
-                 (ops->handle_overflow_intr != NULL) ? "overflow interrupt"
-                                                     : "never wrap");
+                 dev->overflow_intr ? "overflow interrupt" : "never wrap");
     }
 
     return 0;

@@ -171,9 +171,9 @@ struct perfmon_dev_ops {
     uint64_t (*read)(unsigned int pmc_id);
 
     /*
-     * Local, optional: handle the overflow interrupt, calling
-     * perfmon_report_overflow() for each counter that overflowed. A
-     * device without it gets perfmon's poll timer.
+     * Local, needed when the device sets overflow_intr: handle the
+     * overflow interrupt, calling perfmon_report_overflow() for each
+     * counter that overflowed.
      */
     void (*handle_overflow_intr)(void);
 };
@@ -195,6 +195,7 @@ struct perfmon_dev {
     unsigned int nr_pmcs;       /* slots, at most PERFMON_MAX_PMCS */
     unsigned int min_width;     /* narrowest counter, for the poll period */
     bool sw;                    /* serves PERFMON_EF_SW events */
+    bool overflow_intr;         /* overflows interrupt; else perfmon polls */
 
     unsigned int index;
     uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
@@ -204,7 +205,8 @@ struct perfmon_dev {
 
 /*
  * Register a device. Boot only, after perfmon_setup, thread context.
- * Return 0, EINVAL for a device with no or too many slots or a bad width,
+ * Return 0, EINVAL for a device with no or too many slots, a bad width, a
+ * missing operation (handle_overflow_intr is needed with overflow_intr),
  * EBUSY when a device of the same kind (hardware or software) exists.
  */
 int perfmon_register(struct perfmon_dev *dev);

@@ -200,16 +200,7 @@ pmu_soft_handle_overflow_intr(void)
     }
 }
 
-static const struct perfmon_dev_ops pmu_soft_ops_poll = {
-    .translate = pmu_soft_translate,
-    .alloc = pmu_soft_alloc,
-    .free = pmu_soft_free,
-    .start = pmu_soft_start,
-    .stop = pmu_soft_stop,
-    .read = pmu_soft_read,
-};
-
-static const struct perfmon_dev_ops pmu_soft_ops_intr = {
+static const struct perfmon_dev_ops pmu_soft_ops = {
     .translate = pmu_soft_translate,
     .alloc = pmu_soft_alloc,
     .free = pmu_soft_free,
@@ -251,8 +242,8 @@ pmu_soft_setup(void)
     }
 
     pmu_soft_dev.name = "pmu_soft";
-    pmu_soft_dev.ops = pmu_soft_intr ? &pmu_soft_ops_intr
-                                     : &pmu_soft_ops_poll;
+    pmu_soft_dev.ops = &pmu_soft_ops;
+    pmu_soft_dev.overflow_intr = pmu_soft_intr;
     pmu_soft_dev.nr_pmcs = PMU_SOFT_NR_PMCS;
     pmu_soft_dev.min_width = pmu_soft_nr_bits;
     pmu_soft_dev.sw = true;

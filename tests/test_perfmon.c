@@ -712,6 +712,12 @@ TEST_DEFINE(perfmon, register_rejects_bad_devices)
     dev.ops = NULL;
     TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
 
+    /* An overflow interrupt without its handler. */
+    dev.ops = &test_pm_fake_ops;
+    dev.overflow_intr = true;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    dev.overflow_intr = false;
+
     /* A second software device, or the soft PMU again. */
     dev.ops = &test_pm_fake_ops;
     dev.sw = true;

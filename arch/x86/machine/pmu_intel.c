@@ -526,16 +526,7 @@ pmu_intel_handle_overflow_intr(void)
     lapic_pmc_unmask();
 }
 
-static const struct perfmon_dev_ops pmu_intel_ops_v1 = {
-    .translate = pmu_intel_translate,
-    .alloc = pmu_intel_alloc,
-    .free = pmu_intel_free,
-    .start = pmu_intel_start,
-    .stop = pmu_intel_stop,
-    .read = pmu_intel_read,
-};
-
-static const struct perfmon_dev_ops pmu_intel_ops_pmi = {
+static const struct perfmon_dev_ops pmu_intel_ops = {
     .translate = pmu_intel_translate,
     .alloc = pmu_intel_alloc,
     .free = pmu_intel_free,
@@ -545,14 +536,27 @@ static const struct perfmon_dev_ops pmu_intel_ops_pmi = {
     .handle_overflow_intr = pmu_intel_handle_overflow_intr,
 };
 
-int
-pmu_intel_set_start_gap(uint64_t gap)
+/* The narrowest counter that exists (general or fixed). */
+static unsigned int
+pmu_intel_min_width(void)
 {
-    unsigned int width = pmu_intel_info.gp_width;
+    unsigned int width = 64;
+
+    if (pmu_intel_info.nr_gp != 0) {
+        width = pmu_intel_info.gp_width;
+    }
 
     if (pmu_intel_info.fixed_mask != 0) {
         width = MIN(width, pmu_intel_info.fixed_width);
     }
+
+    return width;
+}
+
+int
+pmu_intel_set_start_gap(uint64_t gap)
+{
+    unsigned int width = pmu_intel_min_width();
 
     if (gap > pmu_intel_width_mask(width)
         || (!pmu_intel_info.full_width_writes && gap > (1ULL << 31))) {
@@ -625,14 +629,10 @@ pmu_intel_setup(void)
     xcall_broadcast(pmu_intel_setup_local, NULL);
 
     pmu_intel_dev.name = "pmu_intel";
-    pmu_intel_dev.ops = pmu_intel_has_pmi() ? &pmu_intel_ops_pmi
-                                            : &pmu_intel_ops_v1;
+    pmu_intel_dev.ops = &pmu_intel_ops;
+    pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
     pmu_intel_dev.nr_pmcs = info->nr_gp + pmu_intel_popcount(info->fixed_mask);
-    pmu_intel_dev.min_width = info->gp_width;
-
-    if (info->fixed_mask != 0) {
-        pmu_intel_dev.min_width = MIN(info->gp_width, info->fixed_width);
-    }
+    pmu_intel_dev.min_width = pmu_intel_min_width();
 
     pmu_intel_dev.sw = false;
     error = perfmon_register(&pmu_intel_dev);

@@ -35,7 +35,7 @@ struct pmu_intel_info {
     unsigned int version;           /* 0: no architectural PMU */
     unsigned int nr_gp;
     unsigned int gp_width;
-    unsigned int nr_fixed;          /* fixed counters this driver uses */
+    unsigned int nr_fixed;          /* fixed counters EDX[4:0] reports */
     unsigned int fixed_width;
     uint32_t fixed_mask;            /* bit j: fixed counter j exists */
     unsigned int ebx_length;        /* length of the CPUID.0AH:EBX vector */

@@ -1,0 +1,447 @@
+/*
+ * A minimal single-CPU kernel environment for the host PMU tests. See
+ * host_env.h.
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/list.h>
+#include <kern/log.h>
+#include <kern/panic.h>
+#include <kern/percpu.h>
+#include <kern/perfmon.h>
+#include <kern/spinlock.h>
+#include <kern/syscnt.h>
+#include <kern/thread.h>
+#include <kern/timer.h>
+#include <kern/xcall.h>
+#include <machine/cpu.h>
+#include <machine/trap.h>
+
+#include "host_env.h"
+
+#define HOST_ENV_TIMER_IDLE     0
+#define HOST_ENV_TIMER_PENDING  1
+#define HOST_ENV_TIMER_RUNNING  2
+
+static bool host_env_intr = true;
+static unsigned int host_env_locks_held;
+static uint64_t host_env_now = HOST_ENV_START_TIME;
+static struct list host_env_timers = LIST_INITIALIZER(host_env_timers);
+static struct list host_env_syscnts = LIST_INITIALIZER(host_env_syscnts);
+static trap_handler_fn_t host_env_traps[TRAP_NR_VECTORS];
+
+/* The init operations perfmon_setup and pmu_intel_setup depend on. */
+const struct init_op init_op_cpu_mp_setup = { .name = "cpu_mp_setup" };
+const struct init_op init_op_syscnt_setup = { .name = "syscnt_setup" };
+const struct init_op init_op_timer_setup = { .name = "timer_setup" };
+const struct init_op init_op_xcall_setup = { .name = "xcall_setup" };
+
+/* ------------------------------------------------------------------ */
+/* CPU                                                                 */
+/* ------------------------------------------------------------------ */
+
+void
+cpu_intr_enable(void)
+{
+    host_env_intr = true;
+}
+
+void
+cpu_intr_disable(void)
+{
+    host_env_intr = false;
+}
+
+bool
+cpu_intr_enabled(void)
+{
+    return host_env_intr;
+}
+
+unsigned long
+cpu_intr_save(void)
+{
+    unsigned long flags = host_env_intr ? CPU_RFLAGS_IF : 0;
+
+    host_env_intr = false;
+    return flags;
+}
+
+void
+cpu_intr_restore(unsigned long flags)
+{
+    if (flags & CPU_RFLAGS_IF) {
+        host_env_intr = true;
+    }
+}
+
+unsigned int
+cpu_count(void)
+{
+    return 1;
+}
+
+bool
+cpu_online(unsigned int cpu)
+{
+    return cpu == 0;
+}
+
+uint64_t
+cpu_get_freq(void)
+{
+    return HOST_ENV_CPU_FREQ;
+}
+
+unsigned int
+host_env_percpu_offset(unsigned int cpu)
+{
+    if (cpu != 0) {
+        panic("host_env: per-CPU access to CPU %u of 1", cpu);
+    }
+
+    return 0;
+}
+
+void
+host_env_recover(void)
+{
+    host_env_intr = true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Spin locks: one CPU, so a lock found held would never be released   */
+/* ------------------------------------------------------------------ */
+
+void
+spinlock_init(struct spinlock *lock)
+{
+    lock->locked = 0;
+    lock->owner = 0;
+}
+
+void
+spinlock_lock(struct spinlock *lock)
+{
+    if (lock->locked) {
+        panic("host_env: spin lock %p taken twice (deadlock)", (void *)lock);
+    }
+
+    lock->locked = 1;
+    lock->owner = 1;
+    host_env_locks_held++;
+}
+
+void
+spinlock_unlock(struct spinlock *lock)
+{
+    if (!lock->locked) {
+        panic("host_env: spin lock %p released while free", (void *)lock);
+    }
+
+    lock->locked = 0;
+    lock->owner = 0;
+    host_env_locks_held--;
+}
+
+void
+spinlock_lock_intr_save(struct spinlock *lock, unsigned long *flags)
+{
+    *flags = cpu_intr_save();
+    spinlock_lock(lock);
+}
+
+void
+spinlock_unlock_intr_restore(struct spinlock *lock, unsigned long flags)
+{
+    spinlock_unlock(lock);
+    cpu_intr_restore(flags);
+}
+
+unsigned int
+host_env_nr_locks_held(void)
+{
+    return host_env_locks_held;
+}
+
+/* ------------------------------------------------------------------ */
+/* Clock and timers                                                    */
+/* ------------------------------------------------------------------ */
+
+uint64_t
+clock_get_time(void)
+{
+    return host_env_now;
+}
+
+void
+timer_init(struct timer *timer, timer_fn_t fn, void *arg, unsigned int cpu)
+{
+    if (cpu != 0 && cpu != TIMER_CPU_ANY) {
+        panic("host_env: timer bound to CPU %u of 1", cpu);
+    }
+
+    list_node_init(&timer->node);
+    timer->expiry = 0;
+    timer->fn = fn;
+    timer->arg = arg;
+    timer->bound_cpu = cpu;
+    timer->cpu = 0;
+    timer->state = HOST_ENV_TIMER_IDLE;
+}
+
+void
+timer_schedule(struct timer *timer, uint64_t expiry)
+{
+    if (timer->fn == NULL) {
+        panic("host_env: timer %p scheduled before timer_init",
+              (void *)timer);
+    }
+
+    if (timer->state == HOST_ENV_TIMER_PENDING) {
+        list_remove(&timer->node);
+    }
+
+    timer->expiry = expiry;
+    timer->state = HOST_ENV_TIMER_PENDING;
+    list_insert_tail(&host_env_timers, &timer->node);
+}
+
+static struct timer *
+host_env_first_timer(void)
+{
+    struct timer *first = NULL;
+    struct list *node;
+
+    list_for_each(&host_env_timers, node) {
+        struct timer *timer = list_entry(node, struct timer, node);
+
+        if (first == NULL || timer->expiry < first->expiry) {
+            first = timer;
+        }
+    }
+
+    return first;
+}
+
+void
+host_env_advance(uint64_t ticks)
+{
+    uint64_t end = host_env_now + ticks;
+    struct timer *timer;
+
+    while ((timer = host_env_first_timer()) != NULL && timer->expiry <= end) {
+        unsigned long flags;
+
+        if (timer->expiry > host_env_now) {
+            host_env_now = timer->expiry;
+        }
+
+        list_remove(&timer->node);
+        list_node_init(&timer->node);
+        timer->state = HOST_ENV_TIMER_RUNNING;
+        flags = cpu_intr_save();
+        timer->fn(timer);
+        cpu_intr_restore(flags);
+
+        if (timer->state == HOST_ENV_TIMER_RUNNING) {
+            timer->state = HOST_ENV_TIMER_IDLE;
+        }
+    }
+
+    host_env_now = end;
+}
+
+unsigned int
+host_env_nr_timers_pending(void)
+{
+    unsigned int n = 0;
+    struct list *node;
+
+    list_for_each(&host_env_timers, node) {
+        n++;
+    }
+
+    return n;
+}
+
+uint64_t
+host_env_next_expiry(void)
+{
+    struct timer *timer = host_env_first_timer();
+
+    return (timer != NULL) ? timer->expiry : UINT64_MAX;
+}
+
+/* ------------------------------------------------------------------ */
+/* Cross-CPU calls: CPU 0 calling itself                               */
+/* ------------------------------------------------------------------ */
+
+int
+xcall_call(unsigned int cpu, xcall_fn_t fn, void *arg)
+{
+    unsigned long flags;
+
+    if (!host_env_intr) {
+        panic("host_env: xcall_call with interrupts disabled");
+    }
+
+    if (!cpu_online(cpu)) {
+        return EINVAL;
+    }
+
+    flags = cpu_intr_save();
+    fn(arg);
+    cpu_intr_restore(flags);
+    return 0;
+}
+
+void
+xcall_broadcast(xcall_fn_t fn, void *arg)
+{
+    xcall_call(0, fn, arg);
+}
+
+/* ------------------------------------------------------------------ */
+/* System counters                                                     */
+/* ------------------------------------------------------------------ */
+
+void
+syscnt_register(struct syscnt *syscnt, const char *name)
+{
+    syscnt->value = 0;
+    snprintf(syscnt->name, sizeof(syscnt->name), "%s", name);
+    list_insert_tail(&host_env_syscnts, &syscnt->node);
+}
+
+int
+syscnt_lookup(const char *name, uint64_t *valuep)
+{
+    struct list *node;
+
+    list_for_each(&host_env_syscnts, node) {
+        struct syscnt *syscnt = list_entry(node, struct syscnt, node);
+
+        if (strcmp(syscnt->name, name) == 0) {
+            *valuep = syscnt_read(syscnt);
+            return 0;
+        }
+    }
+
+    return ENOENT;
+}
+
+/* ------------------------------------------------------------------ */
+/* Traps                                                               */
+/* ------------------------------------------------------------------ */
+
+void
+trap_register(unsigned int vector, trap_handler_fn_t handler)
+{
+    if (vector >= TRAP_NR_VECTORS) {
+        panic("host_env: trap_register of vector %u", vector);
+    }
+
+    host_env_traps[vector] = handler;
+}
+
+void
+host_env_raise_trap(unsigned int vector)
+{
+    struct trap_frame frame = { .vector = vector };
+    unsigned long flags;
+
+    if (vector >= TRAP_NR_VECTORS || host_env_traps[vector] == NULL) {
+        panic("host_env: no handler for vector %u", vector);
+    }
+
+    flags = cpu_intr_save();
+    host_env_traps[vector](&frame);
+    cpu_intr_restore(flags);
+}
+
+/* ------------------------------------------------------------------ */
+/* Threads                                                             */
+/* ------------------------------------------------------------------ */
+
+void
+thread_ref(struct thread *thread)
+{
+    thread->refs++;
+}
+
+void
+thread_unref(struct thread *thread)
+{
+    if (thread->refs == 0) {
+        panic("host_env: thread %p unreferenced below zero", (void *)thread);
+    }
+
+    thread->refs--;
+}
+
+void
+host_env_thread_init(struct thread *thread)
+{
+    perfmon_td_init(&thread->perfmon_td);
+    thread->refs = 1;
+    thread->exited = false;
+}
+
+void
+host_env_switch_in(struct thread *thread)
+{
+    unsigned long flags = cpu_intr_save();
+
+    perfmon_td_load(thread);
+    cpu_intr_restore(flags);
+}
+
+void
+host_env_switch_out(struct thread *thread)
+{
+    unsigned long flags = cpu_intr_save();
+
+    perfmon_td_unload(thread);
+    cpu_intr_restore(flags);
+}
+
+/* ------------------------------------------------------------------ */
+/* Log and panic                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Messages become KTAP diagnostic lines. */
+void
+log_msg(int level, const char *fmt, ...)
+{
+    va_list ap;
+
+    (void)level;
+    printf("# ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+}
+
+void
+panic(const char *fmt, ...)
+{
+    va_list ap;
+
+    printf("# panic: ");
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    abort();
+}

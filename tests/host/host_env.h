@@ -1,0 +1,50 @@
+/*
+ * A minimal single-CPU kernel environment for compiling perfmon and the
+ * Intel PMU driver on the host: CPU 0 only, an interrupt flag, spin locks
+ * that check their use, timers on a model clock, direct cross-CPU calls,
+ * system counters, trap handler registration, logging and panic. Tests
+ * drive it: they advance time, deliver traps and switch threads in and
+ * out as the scheduler would.
+ */
+#ifndef HOST_ENV_H
+#define HOST_ENV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/thread.h>
+#include <kern/timer.h>
+
+#define HOST_ENV_CPU_FREQ       1000000000ULL   /* cpu_get_freq(): 1 GHz */
+#define HOST_ENV_START_TIME     1000            /* clock_get_time() at start */
+
+/*
+ * Advance the clock by ticks, running each timer that falls due in
+ * expiry order, with interrupts disabled, as the tick interrupt does.
+ */
+void host_env_advance(uint64_t ticks);
+
+/* Pending timers and the earliest expiry (UINT64_MAX when none). */
+unsigned int host_env_nr_timers_pending(void);
+uint64_t host_env_next_expiry(void);
+
+/*
+ * Take an interrupt or exception: call the handler registered for vector
+ * with interrupts disabled. Panic when there is none.
+ */
+void host_env_raise_trap(unsigned int vector);
+
+/* A thread off every CPU, with one reference (its creator's). */
+void host_env_thread_init(struct thread *thread);
+
+/* The context switch's perfmon hooks, with interrupts disabled. */
+void host_env_switch_in(struct thread *thread);
+void host_env_switch_out(struct thread *thread);
+
+/* Spin locks held now; nonzero outside kernel code is a leak. */
+unsigned int host_env_nr_locks_held(void);
+
+/* After a failed test: interrupts enabled again. */
+void host_env_recover(void);
+
+#endif /* HOST_ENV_H */

@@ -1,0 +1,49 @@
+/*
+ * Host shadow of arch/x86/machine/cpu.h for the PMU tests: one CPU, index
+ * 0. The interrupt flag lives in the host environment (host_env.c), CPUID
+ * and MSRs in the PMU model (pmu_model.c). Only what perfmon and the Intel
+ * PMU driver use is declared.
+ */
+#ifndef X86_CPU_H
+#define X86_CPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/macros.h>
+
+#define CPU_MAX                 64
+
+#define CPU_RFLAGS_IF           (1UL << 9)
+
+#define CPU_CPUID1_ECX_PDCM     (1U << 15)
+
+void cpu_intr_enable(void);
+void cpu_intr_disable(void);
+bool cpu_intr_enabled(void);
+
+/* Disable interrupts and return the previous flags for cpu_intr_restore. */
+unsigned long cpu_intr_save(void);
+void cpu_intr_restore(unsigned long flags);
+
+static inline void
+cpu_pause(void)
+{
+}
+
+void cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
+               uint32_t *ecx, uint32_t *edx);
+uint64_t cpu_get_msr(uint32_t msr);
+void cpu_set_msr(uint32_t msr, uint64_t value);
+
+static inline unsigned int
+cpu_id(void)
+{
+    return 0;
+}
+
+unsigned int cpu_count(void);
+bool cpu_online(unsigned int cpu);
+uint64_t cpu_get_freq(void);
+
+#endif /* X86_CPU_H */

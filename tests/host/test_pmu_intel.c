@@ -1,0 +1,1639 @@
+/*
+ * Host tests of the Intel PMU driver (arch/x86/machine/pmu_intel.c) through
+ * perfmon (kern/perfmon.c), both compiled unchanged, against the register
+ * model of pmu_model.c in the single-CPU environment of host_env.c.
+ *
+ * perfmon and the driver register one device per process, so each binary
+ * has one PMU, chosen by PMU_TEST_VERSION:
+ *   1  version 1: 2 general counters of 40 bits, no fixed counters, no
+ *      global registers and no PMI (perfmon polls); LLC references
+ *      unavailable.
+ *   2  version 2: 4 general and 3 fixed counters of 40 bits, 32-bit
+ *      counter writes (no PDCM), PMI; an EBX vector of 6, so branch
+ *      misses are unavailable.
+ *   5  version 5: 8 general counters of 48 bits, fixed counters 0 and 2
+ *      only (ECX bitmask) of 40 bits, full-width writes, PMI; LLC misses
+ *      unavailable.
+ *
+ * Every test runs between pmu_test_begin() and pmu_test_end(), which
+ * checks that the model saw no #GP, no PMI is left pending, every counter
+ * and lock is released and the PMU is idle.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/perfmon.h>
+#include <kern/syscnt.h>
+#include <kern/thread.h>
+#include <machine/cpu.h>
+#include <machine/pmu_intel.h>
+#include <machine/trap.h>
+
+#include "host_env.h"
+#include "host_test.h"
+#include "pmu_model.h"
+
+#define PMU_TEST_FIXED(j)   (MODEL_FIXED_BASE + (j))
+
+#if PMU_TEST_VERSION == 1
+
+#define PMU_TEST_NR_GP          2
+#define PMU_TEST_GP_WIDTH       40
+#define PMU_TEST_FIXED_WIDTH    0
+#define PMU_TEST_FIXED_MASK     0x0
+#define PMU_TEST_EVENTS         0x77
+#define PMU_TEST_FULL_WIDTH     false
+#define PMU_TEST_NR_PMCS        2
+/* Half the time 2^40 events take at 100 per cycle at 1 GHz, in ticks. */
+#define PMU_TEST_POLL_TICKS     549
+#define PMU_TEST_UNAVAILABLE    PERFMON_EV_CACHE_REF
+
+static const struct model_config pmu_test_config = {
+    .max_leaf = 0xd,
+    .a_eax = MODEL_CPUID_A_EAX(1, 2, 40, 7),
+    .a_ebx = 1U << 3,
+};
+
+#elif PMU_TEST_VERSION == 2
+
+#define PMU_TEST_NR_GP          4
+#define PMU_TEST_GP_WIDTH       40
+#define PMU_TEST_FIXED_WIDTH    40
+#define PMU_TEST_FIXED_MASK     0x7
+#define PMU_TEST_EVENTS         0x3f
+#define PMU_TEST_FULL_WIDTH     false
+#define PMU_TEST_NR_PMCS        7
+#define PMU_TEST_POLL_TICKS     0
+#define PMU_TEST_UNAVAILABLE    PERFMON_EV_BRANCH_MISS
+
+static const struct model_config pmu_test_config = {
+    .max_leaf = 0xd,
+    .a_eax = MODEL_CPUID_A_EAX(2, 4, 40, 6),
+    .a_edx = MODEL_CPUID_A_EDX(3, 40),
+};
+
+#elif PMU_TEST_VERSION == 5
+
+#define PMU_TEST_NR_GP          8
+#define PMU_TEST_GP_WIDTH       48
+#define PMU_TEST_FIXED_WIDTH    40
+#define PMU_TEST_FIXED_MASK     0x5
+#define PMU_TEST_EVENTS         0xef
+#define PMU_TEST_FULL_WIDTH     true
+#define PMU_TEST_NR_PMCS        10
+#define PMU_TEST_POLL_TICKS     0
+#define PMU_TEST_UNAVAILABLE    PERFMON_EV_CACHE_MISS
+
+static const struct model_config pmu_test_config = {
+    .max_leaf = 0x23,
+    .cpuid1_ecx = MODEL_CPUID1_ECX_PDCM,
+    .a_eax = MODEL_CPUID_A_EAX(5, 8, 48, 8),
+    .a_ebx = 1U << 4,
+    .a_ecx = 0x5,
+    .a_edx = MODEL_CPUID_A_EDX(0, 40),
+    .perf_capabilities = MODEL_PERF_CAP_FW_WRITE,
+};
+
+#else
+#error "PMU_TEST_VERSION must be 1, 2 or 5"
+#endif
+
+#define PMU_TEST_HAS_PMI        (PMU_TEST_VERSION >= 2)
+/* The narrowest counter, the width perfmon's device reports. */
+#define PMU_TEST_MIN_WIDTH      ((PMU_TEST_FIXED_MASK == 0)               \
+                                 ? PMU_TEST_GP_WIDTH                    \
+                                 : MIN(PMU_TEST_GP_WIDTH,               \
+                                       PMU_TEST_FIXED_WIDTH))
+#define PMU_TEST_GP_PERIOD      (1ULL << PMU_TEST_GP_WIDTH)
+
+#define PMU_TEST_MAX_EVENTS     16
+#define PMU_TEST_MAX_THREADS    2
+
+/* The architectural event each fixed counter counts (SDM vol. 3B 21.2.2). */
+static const struct model_event pmu_test_fixed_events[] = {
+    MODEL_EV_INSTRUCTIONS,
+    MODEL_EV_CYCLES,
+    MODEL_EV_REF_CYCLES,
+};
+
+static bool pmu_test_booted;
+static int pmu_test_perfmon_setup_error;
+static int pmu_test_setup_error;
+static unsigned int pmu_test_boot_faults;
+static struct model_regs pmu_test_regs_before_setup;
+static struct model_regs pmu_test_regs_after_setup;
+
+/*
+ * Events and threads come from pools, not from test stacks, so that
+ * pmu_test_begin() can detach and unload what a failed test left behind.
+ */
+static struct perfmon_event pmu_test_events[PMU_TEST_MAX_EVENTS];
+static unsigned int pmu_test_nr_events;
+static struct thread pmu_test_threads[PMU_TEST_MAX_THREADS];
+static unsigned int pmu_test_nr_threads;
+
+/* State a firmware or an earlier kernel could leave in the PMU. */
+static void
+pmu_test_dirty_pmu(void)
+{
+    model_poke(MODEL_MSR_EVTSEL(0), MODEL_EVTSEL_EN | MODEL_EVTSEL_OS
+                                    | MODEL_EVTSEL_INT
+                                    | model_event_code(MODEL_EV_CYCLES));
+    model_poke(MODEL_MSR_EVTSEL(PMU_TEST_NR_GP - 1),
+               MODEL_EVTSEL_EN | MODEL_EVTSEL_USR
+               | model_event_code(MODEL_EV_INSTRUCTIONS));
+    model_poke(MODEL_MSR_PMC(0), 0x1234);
+
+    if (PMU_TEST_HAS_PMI) {
+        model_poke(MODEL_MSR_FIXED_CTRL,
+                   MODEL_FIXED_FIELD(0, MODEL_FIXED_OS | MODEL_FIXED_PMI));
+        model_poke(MODEL_MSR_GLOBAL_STATUS, (1ULL << 0)
+                                            | MODEL_GLOBAL_FIXED(0)
+                                            | MODEL_STATUS_COND_CHGD);
+    }
+}
+
+/* Power up the model and run the two init operations, once. */
+static void
+pmu_test_boot(void)
+{
+    if (pmu_test_booted) {
+        return;
+    }
+
+    pmu_test_booted = true;
+    model_reset(&pmu_test_config);
+    pmu_test_dirty_pmu();
+    model_snapshot(&pmu_test_regs_before_setup);
+    pmu_test_perfmon_setup_error = init_op_perfmon_setup.fn();
+    pmu_test_setup_error = init_op_pmu_intel_setup.fn();
+    model_snapshot(&pmu_test_regs_after_setup);
+    pmu_test_boot_faults = model_nr_faults();
+}
+
+static struct perfmon_dev *
+pmu_test_dev(void)
+{
+    struct perfmon_dev *dev = perfmon_get_dev(false);
+
+    HOST_ASSERT(dev != NULL);
+    return dev;
+}
+
+static void
+pmu_test_assert_no_fault(void)
+{
+    if (model_nr_faults() != 0) {
+        HOST_FAIL("%u #GP, first: %s", model_nr_faults(),
+                  model_first_fault());
+    }
+}
+
+#define pmu_test_assert_regs_eq(a, b)                                   \
+    do {                                                                \
+        const char *diff_ = model_regs_diff(a, b);                      \
+                                                                        \
+        if (diff_ != NULL) {                                            \
+            HOST_FAIL("registers differ: %s", diff_);                   \
+        }                                                               \
+    } while (0)
+
+static void
+pmu_test_begin(void)
+{
+    pmu_test_boot();
+    host_env_recover();
+    model_set_wrmsr_hook(NULL);
+
+    /* The interrupt a failed test left pending, as the CPU would take it. */
+    if (model_pmi_take()) {
+        host_env_raise_trap(TRAP_PMI);
+    }
+
+    for (unsigned int i = 0; i < pmu_test_nr_threads; i++) {
+        struct thread *thread = &pmu_test_threads[i];
+
+        if (thread->perfmon_td.loaded_cpu != PERFMON_CPU_NONE) {
+            host_env_switch_out(thread);
+        }
+    }
+
+    for (unsigned int i = 0; i < pmu_test_nr_events; i++) {
+        if (perfmon_event_attached(&pmu_test_events[i])) {
+            perfmon_event_detach(&pmu_test_events[i]);
+        }
+    }
+
+    pmu_test_nr_events = 0;
+    pmu_test_nr_threads = 0;
+    pmu_intel_set_start_gap(0);
+
+    /* A poll timer with nothing left to poll lapses at its next firing. */
+    host_env_advance(PMU_TEST_POLL_TICKS);
+    model_clear_faults();
+    pmu_test_dev();
+}
+
+static void
+pmu_test_end(void)
+{
+    pmu_test_assert_no_fault();
+    HOST_ASSERT(!model_pmi_pending());
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(host_env_nr_locks_held(), 0);
+    HOST_ASSERT(cpu_intr_enabled());
+
+    for (unsigned int i = 0; i < pmu_test_nr_threads; i++) {
+        struct thread *thread = &pmu_test_threads[i];
+
+        HOST_ASSERT_EQ(thread->perfmon_td.loaded_cpu, PERFMON_CPU_NONE);
+        HOST_ASSERT(perfmon_td_unused(&thread->perfmon_td));
+        HOST_ASSERT_EQ(thread->refs, 1);
+    }
+
+    for (unsigned int i = 0; i < PMU_TEST_NR_GP; i++) {
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(i)), 0);
+    }
+
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_FIXED_CTRL), 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), 0);
+}
+
+static struct perfmon_event *
+pmu_test_event(unsigned int id, unsigned int flags)
+{
+    struct perfmon_event *event;
+
+    HOST_ASSERT(pmu_test_nr_events < PMU_TEST_MAX_EVENTS);
+    event = &pmu_test_events[pmu_test_nr_events++];
+    HOST_ASSERT_EQ(perfmon_event_init(event, id, flags), 0);
+    return event;
+}
+
+static struct perfmon_event *
+pmu_test_attach_cpu(unsigned int id, unsigned int flags)
+{
+    struct perfmon_event *event = pmu_test_event(id, flags);
+
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
+    return event;
+}
+
+static void
+pmu_test_detach_all(void)
+{
+    for (unsigned int i = 0; i < pmu_test_nr_events; i++) {
+        if (perfmon_event_attached(&pmu_test_events[i])) {
+            HOST_ASSERT_EQ(perfmon_event_detach(&pmu_test_events[i]), 0);
+        }
+    }
+}
+
+static struct thread *
+pmu_test_thread(void)
+{
+    struct thread *thread;
+
+    HOST_ASSERT(pmu_test_nr_threads < PMU_TEST_MAX_THREADS);
+    thread = &pmu_test_threads[pmu_test_nr_threads++];
+    host_env_thread_init(thread);
+    return thread;
+}
+
+static uint64_t
+pmu_test_read(struct perfmon_event *event)
+{
+    uint64_t value = ~0ULL;
+
+    HOST_ASSERT_EQ(perfmon_event_get(event, &value), 0);
+    return value;
+}
+
+/* The hardware counter behind an attached event. */
+static unsigned int
+pmu_test_pmc_id(const struct perfmon_event *event)
+{
+    struct perfmon_dev *dev = pmu_test_dev();
+
+    return dev->pmcs[perfmon_event_pmc_index(event)].pmc_id;
+}
+
+/* What the driver must write to PERFEVTSELi for a code and flags. */
+static uint64_t
+pmu_test_evtsel(uint64_t code, unsigned int flags)
+{
+    return code | MODEL_EVTSEL_EN
+           | (PMU_TEST_HAS_PMI ? MODEL_EVTSEL_INT : 0)
+           | ((flags & PERFMON_EF_KERN) ? MODEL_EVTSEL_OS : 0)
+           | ((flags & PERFMON_EF_USER) ? MODEL_EVTSEL_USR : 0);
+}
+
+/* What the driver must write to a fixed counter's FIXED_CTR_CTRL field. */
+static uint64_t
+pmu_test_fixed_field(unsigned int flags)
+{
+    return (PMU_TEST_HAS_PMI ? MODEL_FIXED_PMI : 0)
+           | ((flags & PERFMON_EF_KERN) ? MODEL_FIXED_OS : 0)
+           | ((flags & PERFMON_EF_USER) ? MODEL_FIXED_USR : 0);
+}
+
+static uint64_t
+pmu_test_fixed_ctrl_field(unsigned int j)
+{
+    return (model_msr(MODEL_MSR_FIXED_CTRL) >> (4 * j)) & 0xf;
+}
+
+static bool
+pmu_test_global_enabled(unsigned int pmc_id)
+{
+    return (model_msr(MODEL_MSR_GLOBAL_CTRL) & (1ULL << pmc_id)) != 0;
+}
+
+/* The counter exists, counts code with flags, and is enabled. */
+static void
+pmu_test_assert_programmed(unsigned int pmc_id, uint64_t code,
+                           unsigned int flags)
+{
+    struct perfmon_dev *dev = pmu_test_dev();
+
+    HOST_ASSERT(model_counter_exists(pmc_id));
+
+    if (pmc_id >= MODEL_FIXED_BASE) {
+        unsigned int j = pmc_id - MODEL_FIXED_BASE;
+
+        HOST_ASSERT(j < 3);
+        HOST_ASSERT_EQ(code, model_event_code(pmu_test_fixed_events[j]));
+        HOST_ASSERT_EQ(pmu_test_fixed_ctrl_field(j),
+                       pmu_test_fixed_field(flags));
+    } else {
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(pmc_id)),
+                       pmu_test_evtsel(code, flags));
+    }
+
+    HOST_ASSERT_EQ(pmu_test_global_enabled(pmc_id), PMU_TEST_HAS_PMI);
+
+    for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
+        if (dev->pmcs[i].nr_refs != 0 && dev->pmcs[i].pmc_id == pmc_id) {
+            HOST_ASSERT_EQ(dev->pmcs[i].width, model_counter_width(pmc_id));
+        }
+    }
+}
+
+static void
+pmu_test_assert_disabled(unsigned int pmc_id)
+{
+    if (pmc_id >= MODEL_FIXED_BASE) {
+        HOST_ASSERT_EQ(pmu_test_fixed_ctrl_field(pmc_id - MODEL_FIXED_BASE),
+                       0);
+    } else {
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(pmc_id)), 0);
+    }
+
+    HOST_ASSERT(!pmu_test_global_enabled(pmc_id));
+}
+
+static void
+pmu_test_deliver_pmi(void)
+{
+    HOST_ASSERT(model_pmi_take());
+    host_env_raise_trap(TRAP_PMI);
+}
+
+/*
+ * Let perfmon see the counters, as the hardware would make it: the pending
+ * PMI with an interrupt, the poll timer's next firing without.
+ */
+static void
+pmu_test_catch_up(void)
+{
+    if (PMU_TEST_HAS_PMI) {
+        if (model_pmi_pending()) {
+            pmu_test_deliver_pmi();
+        }
+    } else {
+        host_env_advance(PMU_TEST_POLL_TICKS);
+    }
+}
+
+/* Events from one wrap of counter pmc_id to the next. */
+static uint64_t
+pmu_test_period(unsigned int pmc_id)
+{
+    return 1ULL << model_counter_width(pmc_id);
+}
+
+/* A counter's expected position, to know when it wraps. */
+struct pmu_test_ref {
+    uint64_t period;
+    uint64_t pos;
+    uint64_t wraps;
+};
+
+static void
+pmu_test_ref_init(struct pmu_test_ref *ref, unsigned int pmc_id)
+{
+    ref->period = pmu_test_period(pmc_id);
+    ref->pos = 0;
+    ref->wraps = 0;
+}
+
+/* The counter (re)starts gap events before a wrap. */
+static void
+pmu_test_ref_start(struct pmu_test_ref *ref, uint64_t gap)
+{
+    ref->pos = (ref->period - gap) & (ref->period - 1);
+}
+
+static void
+pmu_test_ref_add(struct pmu_test_ref *ref, uint64_t n)
+{
+    ref->pos += n;
+
+    while (ref->pos >= ref->period) {
+        ref->pos -= ref->period;
+        ref->wraps++;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup                                                               */
+/* ------------------------------------------------------------------ */
+
+HOST_TEST(setup_registers_device_and_idles_pmu)
+{
+    const struct pmu_intel_info *info;
+    struct model_regs expected;
+    struct perfmon_dev *dev;
+    uint64_t value;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_test_perfmon_setup_error, 0);
+    HOST_ASSERT_EQ(pmu_test_setup_error, 0);
+    HOST_ASSERT_EQ(pmu_test_boot_faults, 0);
+
+    info = pmu_intel_get_info();
+    HOST_ASSERT_EQ(info->version, PMU_TEST_VERSION);
+    HOST_ASSERT_EQ(info->nr_gp, PMU_TEST_NR_GP);
+    HOST_ASSERT_EQ(info->gp_width, PMU_TEST_GP_WIDTH);
+    HOST_ASSERT_EQ(info->fixed_mask, PMU_TEST_FIXED_MASK);
+    HOST_ASSERT_EQ(info->fixed_width, PMU_TEST_FIXED_WIDTH);
+    HOST_ASSERT_EQ(info->events_available, PMU_TEST_EVENTS);
+    HOST_ASSERT_EQ(info->full_width_writes, PMU_TEST_FULL_WIDTH);
+
+    dev = pmu_test_dev();
+    HOST_ASSERT_STREQ(dev->name, "pmu_intel");
+    HOST_ASSERT_EQ(dev->sw, false);
+    HOST_ASSERT_EQ(dev->nr_pmcs, PMU_TEST_NR_PMCS);
+    HOST_ASSERT_EQ(dev->min_width, PMU_TEST_MIN_WIDTH);
+    HOST_ASSERT_EQ(dev->poll_ticks, PMU_TEST_POLL_TICKS);
+    HOST_ASSERT_EQ(dev->overflow_intr, PMU_TEST_HAS_PMI);
+    HOST_ASSERT(dev->ops->handle_overflow_intr != NULL);
+
+    /* The statistics are registered system counters. */
+    value = ~0ULL;
+    HOST_ASSERT_EQ(syscnt_lookup("pmu_intel_pmis/0", &value), 0);
+    HOST_ASSERT_EQ(value, pmu_intel_nr_pmis(0));
+    value = ~0ULL;
+    HOST_ASSERT_EQ(syscnt_lookup("pmu_intel_spurious/0", &value), 0);
+    HOST_ASSERT_EQ(value, pmu_intel_nr_spurious(0));
+    value = ~0ULL;
+    HOST_ASSERT_EQ(syscnt_lookup("perfmon_overflows/0", &value), 0);
+    HOST_ASSERT_EQ(value, perfmon_nr_overflows(0));
+
+    /*
+     * Every event select cleared; with global registers, counting off
+     * globally, stale status acknowledged and the PMI vector set up.
+     * Counter values are left alone: starting a counter writes it.
+     */
+    expected = pmu_test_regs_before_setup;
+
+    for (unsigned int i = 0; i < MODEL_MAX_GP; i++) {
+        expected.evtsel[i] = 0;
+    }
+
+    if (PMU_TEST_HAS_PMI) {
+        expected.fixed_ctrl = 0;
+        expected.global_ctrl = 0;
+        expected.global_status = 0;
+        expected.lvt_pmc = TRAP_PMI;
+    }
+
+    pmu_test_assert_regs_eq(&pmu_test_regs_after_setup, &expected);
+    pmu_test_end();
+}
+
+/* ------------------------------------------------------------------ */
+/* Event programming and allocation                                    */
+/* ------------------------------------------------------------------ */
+
+/* A generic event, and where it must go: a counter id, or -errno. */
+struct pmu_test_generic {
+    unsigned int id;
+    struct model_event event;
+    struct model_event decoy;   /* a close event it must not count */
+    int alone;                  /* attached by itself */
+    int together;               /* attached after the rows above */
+};
+
+static const struct pmu_test_generic pmu_test_generics[] = {
+#if PMU_TEST_VERSION == 1
+    { PERFMON_EV_CYCLE, MODEL_EV_CYCLES, MODEL_EV_REF_CYCLES, 0, 0 },
+    { PERFMON_EV_REF_CYCLE, MODEL_EV_REF_CYCLES, MODEL_EV_CYCLES, 0, 1 },
+    { PERFMON_EV_INSTRUCTION, MODEL_EV_INSTRUCTIONS, MODEL_EV_BRANCHES,
+      0, -EAGAIN },
+    { PERFMON_EV_CACHE_REF, MODEL_EV_LLC_REFS, MODEL_EV_LLC_MISSES,
+      -ENODEV, -ENODEV },
+    { PERFMON_EV_CACHE_MISS, MODEL_EV_LLC_MISSES, MODEL_EV_LLC_REFS,
+      0, -EAGAIN },
+    { PERFMON_EV_BRANCH, MODEL_EV_BRANCHES, MODEL_EV_BRANCH_MISSES,
+      0, -EAGAIN },
+    { PERFMON_EV_BRANCH_MISS, MODEL_EV_BRANCH_MISSES, MODEL_EV_BRANCHES,
+      0, -EAGAIN },
+#elif PMU_TEST_VERSION == 2
+    { PERFMON_EV_CYCLE, MODEL_EV_CYCLES, MODEL_EV_REF_CYCLES,
+      PMU_TEST_FIXED(1), PMU_TEST_FIXED(1) },
+    { PERFMON_EV_REF_CYCLE, MODEL_EV_REF_CYCLES, MODEL_EV_CYCLES,
+      PMU_TEST_FIXED(2), PMU_TEST_FIXED(2) },
+    { PERFMON_EV_INSTRUCTION, MODEL_EV_INSTRUCTIONS, MODEL_EV_BRANCHES,
+      PMU_TEST_FIXED(0), PMU_TEST_FIXED(0) },
+    { PERFMON_EV_CACHE_REF, MODEL_EV_LLC_REFS, MODEL_EV_LLC_MISSES, 0, 0 },
+    { PERFMON_EV_CACHE_MISS, MODEL_EV_LLC_MISSES, MODEL_EV_LLC_REFS, 0, 1 },
+    { PERFMON_EV_BRANCH, MODEL_EV_BRANCHES, MODEL_EV_BRANCH_MISSES, 0, 2 },
+    { PERFMON_EV_BRANCH_MISS, MODEL_EV_BRANCH_MISSES, MODEL_EV_BRANCHES,
+      -ENODEV, -ENODEV },
+#elif PMU_TEST_VERSION == 5
+    /* No fixed counter 1: cycles take a general counter. */
+    { PERFMON_EV_CYCLE, MODEL_EV_CYCLES, MODEL_EV_REF_CYCLES, 0, 0 },
+    { PERFMON_EV_REF_CYCLE, MODEL_EV_REF_CYCLES, MODEL_EV_CYCLES,
+      PMU_TEST_FIXED(2), PMU_TEST_FIXED(2) },
+    { PERFMON_EV_INSTRUCTION, MODEL_EV_INSTRUCTIONS, MODEL_EV_BRANCHES,
+      PMU_TEST_FIXED(0), PMU_TEST_FIXED(0) },
+    { PERFMON_EV_CACHE_REF, MODEL_EV_LLC_REFS, MODEL_EV_LLC_MISSES, 0, 1 },
+    { PERFMON_EV_CACHE_MISS, MODEL_EV_LLC_MISSES, MODEL_EV_LLC_REFS,
+      -ENODEV, -ENODEV },
+    { PERFMON_EV_BRANCH, MODEL_EV_BRANCHES, MODEL_EV_BRANCH_MISSES, 0, 2 },
+    { PERFMON_EV_BRANCH_MISS, MODEL_EV_BRANCH_MISSES, MODEL_EV_BRANCHES,
+      0, 3 },
+#endif
+};
+
+HOST_TEST(generic_events_program_documented_codes)
+{
+    pmu_test_begin();
+
+    for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_generics); k++) {
+        const struct pmu_test_generic *row = &pmu_test_generics[k];
+        struct perfmon_event *event;
+        unsigned int pmc_id;
+
+        event = pmu_test_event(row->id, PERFMON_EF_KERN);
+
+        if (row->alone < 0) {
+            HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), -row->alone);
+            continue;
+        }
+
+        HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
+        pmc_id = pmu_test_pmc_id(event);
+        HOST_ASSERT_EQ(pmc_id, row->alone);
+        pmu_test_assert_programmed(pmc_id, model_event_code(row->event),
+                                   PERFMON_EF_KERN);
+
+        /* Counted: the event in the kernel; not: user ring, decoy. */
+        model_retire(row->event, 1000, MODEL_RING_KERN);
+        model_retire(row->event, 50, MODEL_RING_USER);
+        model_retire(row->decoy, 70, MODEL_RING_KERN);
+        HOST_ASSERT_EQ(pmu_test_read(event), 1000);
+
+        HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+        pmu_test_assert_disabled(pmc_id);
+        HOST_ASSERT_EQ(pmu_test_read(event), 1000);
+    }
+
+    pmu_test_end();
+}
+
+HOST_TEST(generic_events_together_get_distinct_counters)
+{
+    struct perfmon_event *events[ARRAY_SIZE(pmu_test_generics)];
+    uint64_t global_ctrl = 0;
+
+    pmu_test_begin();
+
+    for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_generics); k++) {
+        const struct pmu_test_generic *row = &pmu_test_generics[k];
+        unsigned int flags = PERFMON_EF_KERN | PERFMON_EF_USER;
+        struct model_regs before, after;
+
+        events[k] = pmu_test_event(row->id, flags);
+        model_snapshot(&before);
+
+        if (row->together < 0) {
+            HOST_ASSERT_EQ(perfmon_event_attach_cpu(events[k], 0),
+                           -row->together);
+            model_snapshot(&after);
+            pmu_test_assert_regs_eq(&before, &after);
+            continue;
+        }
+
+        HOST_ASSERT_EQ(perfmon_event_attach_cpu(events[k], 0), 0);
+        HOST_ASSERT_EQ(pmu_test_pmc_id(events[k]), row->together);
+        pmu_test_assert_programmed(row->together,
+                                   model_event_code(row->event), flags);
+        global_ctrl |= 1ULL << row->together;
+    }
+
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL),
+                   PMU_TEST_HAS_PMI ? global_ctrl : 0);
+
+    /* Each counter counts its own event, in both rings. */
+    for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_generics); k++) {
+        model_retire(pmu_test_generics[k].event, 100 * (k + 1),
+                     MODEL_RING_KERN);
+        model_retire(pmu_test_generics[k].event, k + 1, MODEL_RING_USER);
+    }
+
+    for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_generics); k++) {
+        if (pmu_test_generics[k].together >= 0) {
+            HOST_ASSERT_EQ(pmu_test_read(events[k]), 101 * (k + 1));
+            HOST_ASSERT_EQ(perfmon_event_detach(events[k]), 0);
+            pmu_test_assert_disabled(pmu_test_generics[k].together);
+        }
+    }
+
+    pmu_test_end();
+}
+
+HOST_TEST(ring_flags_select_os_and_usr)
+{
+    static const unsigned int flag_sets[] = {
+        PERFMON_EF_KERN,
+        PERFMON_EF_USER,
+        PERFMON_EF_KERN | PERFMON_EF_USER,
+    };
+    const uint64_t branches = model_event_code(MODEL_EV_BRANCHES);
+
+    pmu_test_begin();
+
+    for (unsigned int k = 0; k < ARRAY_SIZE(flag_sets); k++) {
+        unsigned int flags = flag_sets[k];
+        struct perfmon_event *insns, *raw;
+        unsigned int insns_id, raw_id;
+        uint64_t expected;
+
+        /* A fixed counter where one exists, and a raw event. */
+        insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, flags);
+        raw = pmu_test_attach_cpu((unsigned int)branches,
+                                  PERFMON_EF_RAW | flags);
+        insns_id = pmu_test_pmc_id(insns);
+        raw_id = pmu_test_pmc_id(raw);
+        HOST_ASSERT_EQ(insns_id, (PMU_TEST_FIXED_MASK & 1)
+                                 ? PMU_TEST_FIXED(0) : 0);
+        HOST_ASSERT_EQ(raw_id, (PMU_TEST_FIXED_MASK & 1) ? 0 : 1);
+        pmu_test_assert_programmed(insns_id,
+                                   model_event_code(MODEL_EV_INSTRUCTIONS),
+                                   flags);
+        pmu_test_assert_programmed(raw_id, branches, flags);
+
+        model_retire(MODEL_EV_INSTRUCTIONS, 100, MODEL_RING_KERN);
+        model_retire(MODEL_EV_INSTRUCTIONS, 7, MODEL_RING_USER);
+        model_retire(MODEL_EV_BRANCHES, 100, MODEL_RING_KERN);
+        model_retire(MODEL_EV_BRANCHES, 7, MODEL_RING_USER);
+        expected = ((flags & PERFMON_EF_KERN) ? 100 : 0)
+                   + ((flags & PERFMON_EF_USER) ? 7 : 0);
+        HOST_ASSERT_EQ(pmu_test_read(insns), expected);
+        HOST_ASSERT_EQ(pmu_test_read(raw), expected);
+
+        HOST_ASSERT_EQ(perfmon_event_detach(insns), 0);
+        HOST_ASSERT_EQ(perfmon_event_detach(raw), 0);
+        pmu_test_assert_disabled(insns_id);
+        pmu_test_assert_disabled(raw_id);
+    }
+
+    pmu_test_end();
+}
+
+#if PMU_TEST_FIXED_MASK & 1
+HOST_TEST(same_code_other_rings_falls_back_to_gp)
+{
+    const uint64_t code = model_event_code(MODEL_EV_INSTRUCTIONS);
+    struct perfmon_event *kern, *user, *both, *kern2;
+
+    pmu_test_begin();
+    kern = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    user = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_USER);
+    both = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION,
+                               PERFMON_EF_KERN | PERFMON_EF_USER);
+    kern2 = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+
+    HOST_ASSERT_EQ(pmu_test_pmc_id(kern), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_pmc_id(user), 0);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(both), 1);
+    HOST_ASSERT_EQ(perfmon_event_pmc_index(kern2),
+                   perfmon_event_pmc_index(kern));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 3);
+    pmu_test_assert_programmed(PMU_TEST_FIXED(0), code, PERFMON_EF_KERN);
+    pmu_test_assert_programmed(0, code, PERFMON_EF_USER);
+    pmu_test_assert_programmed(1, code, PERFMON_EF_KERN | PERFMON_EF_USER);
+
+    model_retire(MODEL_EV_INSTRUCTIONS, 100, MODEL_RING_KERN);
+    model_retire(MODEL_EV_INSTRUCTIONS, 7, MODEL_RING_USER);
+    HOST_ASSERT_EQ(pmu_test_read(kern), 100);
+    HOST_ASSERT_EQ(pmu_test_read(user), 7);
+    HOST_ASSERT_EQ(pmu_test_read(both), 107);
+    HOST_ASSERT_EQ(pmu_test_read(kern2), 100);
+
+    HOST_ASSERT_EQ(perfmon_event_detach(kern), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(user), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(both), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(kern2), 0);
+    pmu_test_end();
+}
+#endif
+
+/* Fixed-counter events after the general counters are full. */
+static const struct {
+    unsigned int id;
+    int result;                 /* counter id, or -errno */
+} pmu_test_fixed_after_full[] = {
+#if PMU_TEST_VERSION == 1
+    { PERFMON_EV_INSTRUCTION, -EAGAIN },
+    { PERFMON_EV_CYCLE, -EAGAIN },
+    { PERFMON_EV_REF_CYCLE, -EAGAIN },
+#elif PMU_TEST_VERSION == 2
+    { PERFMON_EV_INSTRUCTION, PMU_TEST_FIXED(0) },
+    { PERFMON_EV_CYCLE, PMU_TEST_FIXED(1) },
+    { PERFMON_EV_REF_CYCLE, PMU_TEST_FIXED(2) },
+#elif PMU_TEST_VERSION == 5
+    { PERFMON_EV_INSTRUCTION, PMU_TEST_FIXED(0) },
+    { PERFMON_EV_CYCLE, -EAGAIN },      /* no fixed counter 1 */
+    { PERFMON_EV_REF_CYCLE, PMU_TEST_FIXED(2) },
+#endif
+};
+
+/* Attach a distinct raw event that no fixed counter counts. */
+static int
+pmu_test_attach_raw(unsigned int i, struct perfmon_event **eventp)
+{
+    *eventp = pmu_test_event(0x0100 | (0xd0 + i),
+                             PERFMON_EF_RAW | PERFMON_EF_KERN);
+    return perfmon_event_attach_cpu(*eventp, 0);
+}
+
+HOST_TEST(exhausted_counters_give_eagain)
+{
+    struct perfmon_dev *dev;
+    struct perfmon_event *event;
+    struct model_regs before, after;
+    unsigned long accesses;
+    unsigned int i;
+
+    pmu_test_begin();
+    dev = pmu_test_dev();
+
+    for (i = 0; i < PMU_TEST_NR_GP; i++) {
+        HOST_ASSERT_EQ(pmu_test_attach_raw(i, &event), 0);
+        HOST_ASSERT_EQ(pmu_test_pmc_id(event), i);
+        pmu_test_assert_programmed(i, 0x0100 | (0xd0 + i), PERFMON_EF_KERN);
+    }
+
+    /* No general counter left, while perfmon may still have slots. */
+    model_snapshot(&before);
+    accesses = model_nr_accesses();
+    HOST_ASSERT_EQ(pmu_test_attach_raw(i++, &event), EAGAIN);
+    model_snapshot(&after);
+    pmu_test_assert_regs_eq(&before, &after);
+    HOST_ASSERT_EQ(model_nr_accesses(), accesses);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PMU_TEST_NR_GP);
+
+    for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_fixed_after_full); k++) {
+        int result = pmu_test_fixed_after_full[k].result;
+
+        event = pmu_test_event(pmu_test_fixed_after_full[k].id,
+                               PERFMON_EF_KERN);
+
+        if (result < 0) {
+            HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), -result);
+        } else {
+            HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
+            HOST_ASSERT_EQ(pmu_test_pmc_id(event), result);
+            HOST_ASSERT(model_counter_exists(pmu_test_pmc_id(event)));
+        }
+    }
+
+    /* Every slot taken: perfmon refuses before asking the driver. */
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PMU_TEST_NR_PMCS);
+    HOST_ASSERT_EQ(pmu_test_attach_raw(i, &event), EAGAIN);
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
+HOST_TEST(detach_disables_freed_counter)
+{
+    const uint64_t code = model_event_code(MODEL_EV_BRANCHES);
+    struct perfmon_event *insns, *branches, *branches2, *ref = NULL;
+    unsigned int insns_id, branches_id;
+
+    pmu_test_begin();
+    insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    branches2 = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    insns_id = pmu_test_pmc_id(insns);
+    branches_id = pmu_test_pmc_id(branches);
+    HOST_ASSERT_EQ(perfmon_event_pmc_index(branches2),
+                   perfmon_event_pmc_index(branches));
+
+    /* A second fixed counter, which must outlive its neighbour. */
+    if (PMU_TEST_FIXED_MASK & 0x4) {
+        ref = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE,
+                                  PERFMON_EF_KERN | PERFMON_EF_USER);
+        HOST_ASSERT_EQ(pmu_test_pmc_id(ref), PMU_TEST_FIXED(2));
+    }
+
+    model_retire(MODEL_EV_BRANCHES, 40, MODEL_RING_KERN);
+    model_retire(MODEL_EV_INSTRUCTIONS, 30, MODEL_RING_KERN);
+
+    /* A shared counter runs until its last user leaves. */
+    HOST_ASSERT_EQ(perfmon_event_detach(branches2), 0);
+    pmu_test_assert_programmed(branches_id, code, PERFMON_EF_KERN);
+
+    HOST_ASSERT_EQ(perfmon_event_detach(branches), 0);
+    pmu_test_assert_disabled(branches_id);
+    pmu_test_assert_programmed(insns_id,
+                               model_event_code(MODEL_EV_INSTRUCTIONS),
+                               PERFMON_EF_KERN);
+    model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
+
+    HOST_ASSERT_EQ(perfmon_event_detach(insns), 0);
+    pmu_test_assert_disabled(insns_id);
+
+    if (ref != NULL) {
+        pmu_test_assert_programmed(PMU_TEST_FIXED(2),
+                                   model_event_code(MODEL_EV_REF_CYCLES),
+                                   PERFMON_EF_KERN | PERFMON_EF_USER);
+        model_retire(MODEL_EV_REF_CYCLES, 8, MODEL_RING_USER);
+        HOST_ASSERT_EQ(pmu_test_read(ref), 8);
+        HOST_ASSERT_EQ(perfmon_event_detach(ref), 0);
+        pmu_test_assert_disabled(PMU_TEST_FIXED(2));
+    }
+
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(pmu_test_read(branches), 40);
+    HOST_ASSERT_EQ(pmu_test_read(branches2), 40);
+    HOST_ASSERT_EQ(pmu_test_read(insns), 30);
+    pmu_test_end();
+}
+
+/* Raw codes the driver must refuse: reserved or its own bits. */
+static const unsigned int pmu_test_bad_raws[] = {
+    0xc0 | (1U << 16),      /* USR: rings come from the flags */
+    0xc0 | (1U << 17),      /* OS */
+    0xc0 | (1U << 19),      /* PC */
+    0xc0 | (1U << 20),      /* INT */
+    0xc0 | (1U << 21),      /* ANY */
+    0xc0 | (1U << 22),      /* EN */
+    0x4f00,                 /* a unit mask without event select */
+    0xc0 | (1U << 23),      /* invert without a counter mask */
+};
+
+/* Raw codes with the documented modifiers, which must be accepted. */
+static const unsigned int pmu_test_good_raws[] = {
+    0xc0 | (1U << 23) | (1U << 24),     /* invert, counter mask 1 */
+    0xc4 | (1U << 18),                  /* edge detect */
+    0x01c0,                             /* not the fixed counter's code */
+};
+
+/* Both attach paths fail with error and change nothing. */
+static void
+pmu_test_assert_rejected(struct perfmon_event *event, struct thread *thread,
+                         int error)
+{
+    struct model_regs before, after;
+    unsigned long accesses = model_nr_accesses();
+
+    model_snapshot(&before);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), error);
+    HOST_ASSERT_EQ(perfmon_event_attach(event, thread), error);
+    model_snapshot(&after);
+    pmu_test_assert_regs_eq(&before, &after);
+    HOST_ASSERT_EQ(model_nr_accesses(), accesses);
+    HOST_ASSERT(!model_pmi_pending());
+    HOST_ASSERT(!perfmon_event_attached(event));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT(perfmon_td_unused(&thread->perfmon_td));
+    HOST_ASSERT_EQ(thread->refs, 1);
+}
+
+HOST_TEST(rejected_events_touch_nothing)
+{
+    struct perfmon_event *event;
+    struct thread *thread;
+
+    pmu_test_begin();
+    thread = pmu_test_thread();
+    host_env_switch_in(thread);
+
+    for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_bad_raws); k++) {
+        event = pmu_test_event(pmu_test_bad_raws[k],
+                               PERFMON_EF_RAW | PERFMON_EF_KERN);
+        pmu_test_assert_rejected(event, thread, EINVAL);
+        pmu_test_nr_events--;
+    }
+
+    event = pmu_test_event(PMU_TEST_UNAVAILABLE, PERFMON_EF_KERN);
+    pmu_test_assert_rejected(event, thread, ENODEV);
+
+    for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_good_raws); k++) {
+        unsigned int id = pmu_test_good_raws[k];
+
+        event = pmu_test_attach_cpu(id, PERFMON_EF_RAW | PERFMON_EF_KERN);
+        HOST_ASSERT_EQ(pmu_test_pmc_id(event), 0);
+        pmu_test_assert_programmed(0, id, PERFMON_EF_KERN);
+        HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    }
+
+    host_env_switch_out(thread);
+    pmu_test_end();
+}
+
+/* ------------------------------------------------------------------ */
+/* Counting through perfmon                                            */
+/* ------------------------------------------------------------------ */
+
+HOST_TEST(cpu_event_counts_exactly)
+{
+    struct perfmon_event *event;
+    struct thread *thread;
+
+    pmu_test_begin();
+    thread = pmu_test_thread();
+    model_retire(MODEL_EV_BRANCHES, 500, MODEL_RING_KERN);
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+
+    /* Only a device without an overflow interrupt is polled. */
+    HOST_ASSERT_EQ(host_env_nr_timers_pending(), PMU_TEST_HAS_PMI ? 0 : 1);
+    HOST_ASSERT_EQ(pmu_test_read(event), 0);
+
+    model_retire(MODEL_EV_BRANCHES, 1234, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 1234);
+    model_retire(MODEL_EV_BRANCHES, 99, MODEL_RING_USER);
+    HOST_ASSERT_EQ(pmu_test_read(event), 1234);
+
+    /* Whatever thread runs, a CPU event counts. */
+    host_env_switch_in(thread);
+    model_retire(MODEL_EV_BRANCHES, 10, MODEL_RING_KERN);
+    host_env_switch_out(thread);
+    model_retire(MODEL_EV_BRANCHES, 6, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 1250);
+
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    model_retire(MODEL_EV_BRANCHES, 7, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 1250);
+    pmu_test_end();
+}
+
+HOST_TEST(thread_event_counts_only_while_switched_in)
+{
+    const uint64_t code = model_event_code(MODEL_EV_BRANCHES);
+    struct perfmon_event *event;
+    struct thread *thread;
+
+    pmu_test_begin();
+    thread = pmu_test_thread();
+    event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
+    HOST_ASSERT_EQ(thread->refs, 2);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(event), 0);
+
+    /* Off every CPU: the slot is reserved but no counter runs. */
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    pmu_test_assert_disabled(0);
+    model_retire(MODEL_EV_BRANCHES, 1000, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 0);
+
+    host_env_switch_in(thread);
+    pmu_test_assert_programmed(0, code, PERFMON_EF_KERN);
+    model_retire(MODEL_EV_BRANCHES, 300, MODEL_RING_KERN);
+    model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_USER);
+    HOST_ASSERT_EQ(pmu_test_read(event), 300);
+
+    host_env_switch_out(thread);
+    pmu_test_assert_disabled(0);
+    model_retire(MODEL_EV_BRANCHES, 1000, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 300);
+
+    host_env_switch_in(thread);
+    model_retire(MODEL_EV_BRANCHES, 20, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 320);
+
+    /* Detaching a loaded thread's event stops its counter. */
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_assert_disabled(0);
+    HOST_ASSERT_EQ(thread->refs, 1);
+    host_env_switch_out(thread);
+    model_retire(MODEL_EV_BRANCHES, 9, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 320);
+    pmu_test_end();
+}
+
+HOST_TEST(threads_sharing_a_counter_count_their_own)
+{
+    struct perfmon_event *event_a, *event_b;
+    struct thread *a, *b;
+
+    pmu_test_begin();
+    a = pmu_test_thread();
+    b = pmu_test_thread();
+    event_a = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    event_b = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach(event_a, a), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach(event_b, b), 0);
+    HOST_ASSERT_EQ(perfmon_event_pmc_index(event_a),
+                   perfmon_event_pmc_index(event_b));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 1);
+
+    host_env_switch_in(a);
+    model_retire(MODEL_EV_BRANCHES, 10, MODEL_RING_KERN);
+    host_env_switch_out(a);
+    host_env_switch_in(b);
+    model_retire(MODEL_EV_BRANCHES, 20, MODEL_RING_KERN);
+    host_env_switch_out(b);
+    model_retire(MODEL_EV_BRANCHES, 40, MODEL_RING_KERN);
+    host_env_switch_in(a);
+    model_retire(MODEL_EV_BRANCHES, 1, MODEL_RING_KERN);
+    host_env_switch_out(a);
+
+    HOST_ASSERT_EQ(pmu_test_read(event_a), 11);
+    HOST_ASSERT_EQ(pmu_test_read(event_b), 20);
+    HOST_ASSERT_EQ(perfmon_event_detach(event_a), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(event_b), 0);
+    pmu_test_end();
+}
+
+/*
+ * Events to retire between two chances perfmon has to see a counter: less
+ * than a period, so at most one wrap. With an interrupt, over half a
+ * period (a wrap every other chunk); without, the most perfmon's poll
+ * period allows, at 100 events per cycle.
+ */
+static uint64_t
+pmu_test_chunk(unsigned int pmc_id)
+{
+    if (PMU_TEST_HAS_PMI) {
+        return pmu_test_period(pmc_id) / 2 + 777;
+    }
+
+    return PMU_TEST_POLL_TICKS * (HOST_ENV_CPU_FREQ / CLOCK_HZ * 100);
+}
+
+/*
+ * Hundreds of wraps: a CPU event on instructions and a thread event on
+ * branches, the thread switched out and back in every 10 chunks (its
+ * counter restarts gap events before a wrap each time). perfmon sees
+ * every wrap through the PMI taken after the chunk, or the poll timer.
+ */
+static void
+pmu_test_many_wraps(uint64_t gap)
+{
+    const unsigned int nr_chunks = 400;
+    struct pmu_test_ref cpu_ref, td_ref;
+    uint64_t overflows, pmis, spurious, cpu_wraps, td_wraps;
+    uint64_t cpu_chunk, td_chunk, cpu_expected = 0, td_expected = 0;
+    unsigned int cpu_pmc, td_pmc, nr_pmis = 0, expected_pmis = 0;
+    struct perfmon_event *cpu_event, *td_event;
+    struct thread *thread;
+    bool loaded = true;
+
+    thread = pmu_test_thread();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(gap), 0);
+    overflows = perfmon_nr_overflows(0);
+    pmis = pmu_intel_nr_pmis(0);
+    spurious = pmu_intel_nr_spurious(0);
+
+    cpu_event = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    host_env_switch_in(thread);
+    td_event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach(td_event, thread), 0);
+    cpu_pmc = pmu_test_pmc_id(cpu_event);
+    td_pmc = pmu_test_pmc_id(td_event);
+    cpu_chunk = pmu_test_chunk(cpu_pmc);
+    td_chunk = pmu_test_chunk(td_pmc);
+    HOST_ASSERT(cpu_chunk < pmu_test_period(cpu_pmc));
+    HOST_ASSERT(td_chunk < pmu_test_period(td_pmc));
+    cpu_wraps = model_nr_wraps(cpu_pmc);
+    td_wraps = model_nr_wraps(td_pmc);
+    pmu_test_ref_init(&cpu_ref, cpu_pmc);
+    pmu_test_ref_init(&td_ref, td_pmc);
+    pmu_test_ref_start(&cpu_ref, gap);
+    pmu_test_ref_start(&td_ref, gap);
+
+    for (unsigned int i = 0; i < nr_chunks; i++) {
+        uint64_t wraps_before = cpu_ref.wraps + td_ref.wraps;
+
+        model_retire(MODEL_EV_INSTRUCTIONS, cpu_chunk, MODEL_RING_KERN);
+        model_retire(MODEL_EV_BRANCHES, td_chunk, MODEL_RING_KERN);
+        pmu_test_ref_add(&cpu_ref, cpu_chunk);
+        cpu_expected += cpu_chunk;
+
+        if (loaded) {
+            pmu_test_ref_add(&td_ref, td_chunk);
+            td_expected += td_chunk;
+        }
+
+        /* With an interrupt, one PMI for the wraps of a chunk. */
+        if (PMU_TEST_HAS_PMI && cpu_ref.wraps + td_ref.wraps != wraps_before) {
+            expected_pmis++;
+        }
+
+        nr_pmis += model_pmi_pending();
+        pmu_test_catch_up();
+
+        if (i % 10 == 9) {
+            if (loaded) {
+                host_env_switch_out(thread);
+            } else {
+                host_env_switch_in(thread);
+                pmu_test_ref_start(&td_ref, gap);
+            }
+
+            loaded = !loaded;
+        }
+    }
+
+    /* The premise: hundreds of wraps happened. */
+    HOST_ASSERT(cpu_ref.wraps >= 150);
+    HOST_ASSERT(td_ref.wraps >= 100);
+
+    HOST_ASSERT_EQ(pmu_test_read(cpu_event), cpu_expected);
+    HOST_ASSERT_EQ(pmu_test_read(td_event), td_expected);
+    HOST_ASSERT_EQ(model_nr_wraps(cpu_pmc) - cpu_wraps, cpu_ref.wraps);
+    HOST_ASSERT_EQ(model_nr_wraps(td_pmc) - td_wraps, td_ref.wraps);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows,
+                   cpu_ref.wraps + td_ref.wraps);
+    HOST_ASSERT_EQ(nr_pmis, expected_pmis);
+    HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, expected_pmis);
+    HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 0);
+
+    HOST_ASSERT_EQ(perfmon_event_detach(cpu_event), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(td_event), 0);
+
+    if (loaded) {
+        host_env_switch_out(thread);
+    }
+}
+
+#if PMU_TEST_HAS_PMI
+
+HOST_TEST(hundreds_of_wraps_stay_exact_with_pmi)
+{
+    /* With full-width writes, a gap only they can program. */
+    uint64_t gap = PMU_TEST_FULL_WIDTH ? (1ULL << 35) : 1000;
+
+    pmu_test_begin();
+    pmu_test_many_wraps(gap);
+    pmu_test_end();
+}
+
+#else /* PMU_TEST_HAS_PMI */
+
+HOST_TEST(hundreds_of_wraps_stay_exact_with_polling)
+{
+    pmu_test_begin();
+    pmu_test_many_wraps(1000);
+    HOST_ASSERT_EQ(model_nr_pmi_requests(), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(poll_timer_runs_while_counters_are_used)
+{
+    uint64_t now, overflows;
+    struct perfmon_event *event;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(host_env_nr_timers_pending(), 0);
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(100), 0);
+    now = clock_get_time();
+    overflows = perfmon_nr_overflows(0);
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(host_env_nr_timers_pending(), 1);
+    HOST_ASSERT_EQ(host_env_next_expiry(), now + PMU_TEST_POLL_TICKS);
+
+    /* No interrupt: the wrap waits for the poll. */
+    model_retire(MODEL_EV_BRANCHES, 150, MODEL_RING_KERN);
+    HOST_ASSERT(!model_pmi_pending());
+    host_env_advance(PMU_TEST_POLL_TICKS - 1);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    host_env_advance(1);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows + 1);
+    HOST_ASSERT_EQ(host_env_next_expiry(), now + 2 * PMU_TEST_POLL_TICKS);
+    HOST_ASSERT_EQ(pmu_test_read(event), 150);
+
+    /* perfmon never cancels it: the next firing finds nothing, lapses. */
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    HOST_ASSERT_EQ(host_env_nr_timers_pending(), 1);
+    host_env_advance(PMU_TEST_POLL_TICKS);
+    HOST_ASSERT_EQ(host_env_nr_timers_pending(), 0);
+    HOST_ASSERT_EQ(model_nr_pmi_requests(), 0);
+    pmu_test_end();
+}
+
+#endif /* PMU_TEST_HAS_PMI */
+
+HOST_TEST(start_gap_limits_and_start_values)
+{
+    /*
+     * Up to the narrowest counter's period, or without full-width writes
+     * to what a sign-extended 32-bit start value allows.
+     */
+    const uint64_t max_gap = PMU_TEST_FULL_WIDTH
+                             ? (1ULL << PMU_TEST_MIN_WIDTH) - 1
+                             : 1ULL << 31;
+    unsigned long pmc_writes, a_pmc_writes;
+    struct perfmon_event *branches, *insns = NULL;
+    uint64_t overflows;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(max_gap + 1), EINVAL);
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(max_gap), 0);
+    pmc_writes = model_nr_writes(MODEL_MSR_PMC(0));
+    a_pmc_writes = model_nr_writes(MODEL_MSR_A_PMC(0));
+    overflows = perfmon_nr_overflows(0);
+
+    branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(0)), PMU_TEST_GP_PERIOD - max_gap);
+    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_PMC(0)) - pmc_writes,
+                   PMU_TEST_FULL_WIDTH ? 0 : 1);
+    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_A_PMC(0)) - a_pmc_writes,
+                   PMU_TEST_FULL_WIDTH ? 1 : 0);
+
+    if (PMU_TEST_FIXED_MASK & 1) {
+        insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+        HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_FIXED_CTR(0)),
+                       (1ULL << PMU_TEST_FIXED_WIDTH) - max_gap);
+    }
+
+    /* The wrap comes exactly gap events after the start. */
+    model_retire(MODEL_EV_BRANCHES, max_gap - 1, MODEL_RING_KERN);
+    model_retire(MODEL_EV_INSTRUCTIONS, max_gap - 1, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
+    HOST_ASSERT(!model_pmi_pending());
+    HOST_ASSERT_EQ(pmu_test_read(branches), max_gap - 1);
+    model_retire(MODEL_EV_BRANCHES, 1, MODEL_RING_KERN);
+    model_retire(MODEL_EV_INSTRUCTIONS, 1, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(0)), 0);
+    pmu_test_catch_up();
+    HOST_ASSERT_EQ(pmu_test_read(branches), max_gap);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows,
+                   (insns != NULL) ? 2 : 1);
+
+    if (insns != NULL) {
+        HOST_ASSERT_EQ(pmu_test_read(insns), max_gap);
+    }
+
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
+/* ------------------------------------------------------------------ */
+/* Overflow interrupt                                                  */
+/* ------------------------------------------------------------------ */
+
+#if PMU_TEST_HAS_PMI
+
+HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
+{
+    const uint64_t bits = (1ULL << 0) | MODEL_GLOBAL_FIXED(0);
+    uint64_t ctrl, pmis, spurious, overflows;
+    struct perfmon_event *insns, *branches;
+    unsigned long acks[64], eois;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
+    insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+
+    model_retire(MODEL_EV_INSTRUCTIONS, 15, MODEL_RING_KERN);
+    model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), bits);
+    HOST_ASSERT(model_pmi_pending());
+    HOST_ASSERT_EQ(model_lvt_pmc(), TRAP_PMI | MODEL_LVT_MASKED);
+    ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
+    HOST_ASSERT_EQ(ctrl, bits);
+
+    for (unsigned int bit = 0; bit < 64; bit++) {
+        acks[bit] = model_nr_acks(bit);
+    }
+
+    eois = model_nr_eois();
+    pmis = pmu_intel_nr_pmis(0);
+    spurious = pmu_intel_nr_spurious(0);
+    overflows = perfmon_nr_overflows(0);
+    pmu_test_deliver_pmi();
+
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
+    HOST_ASSERT_EQ(model_lvt_pmc(), TRAP_PMI);
+
+    for (unsigned int bit = 0; bit < 64; bit++) {
+        HOST_ASSERT_EQ(model_nr_acks(bit) - acks[bit], (bits >> bit) & 1);
+    }
+
+    HOST_ASSERT_EQ(model_nr_eois() - eois, 1);
+    HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
+    HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 0);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(pmu_test_read(insns), 15);
+    HOST_ASSERT_EQ(pmu_test_read(branches), 12);
+
+    /* Counting goes on after the handler. */
+    model_retire(MODEL_EV_INSTRUCTIONS, 5, MODEL_RING_KERN);
+    model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(insns), 20);
+    HOST_ASSERT_EQ(pmu_test_read(branches), 17);
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
+HOST_TEST(pmi_without_status_is_spurious)
+{
+    uint64_t pmis, spurious;
+    struct model_regs before, after;
+    struct perfmon_event *event;
+    unsigned long eois, acks;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(3), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    model_snapshot(&before);
+    pmis = pmu_intel_nr_pmis(0);
+    spurious = pmu_intel_nr_spurious(0);
+    eois = model_nr_eois();
+    acks = model_nr_writes(MODEL_MSR_GLOBAL_OVF);
+
+    /* Nothing overflowed. */
+    host_env_raise_trap(TRAP_PMI);
+    model_snapshot(&after);
+    pmu_test_assert_regs_eq(&before, &after);
+    HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
+    HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
+    HOST_ASSERT_EQ(model_nr_eois() - eois, 1);
+    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_OVF), acks);
+
+    /* A real one: counted, not spurious. */
+    model_retire(MODEL_EV_BRANCHES, 3, MODEL_RING_KERN);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 2);
+    HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
+    HOST_ASSERT_EQ(pmu_test_read(event), 3);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(read_between_wrap_and_pmi_counts_wrap_once)
+{
+    struct perfmon_event *event;
+    uint64_t overflows;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(100), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    overflows = perfmon_nr_overflows(0);
+    model_retire(MODEL_EV_BRANCHES, 150, MODEL_RING_KERN);
+    HOST_ASSERT(model_pmi_pending());
+
+    /* The read sees the counter go down before the PMI is taken. */
+    HOST_ASSERT_EQ(pmu_test_read(event), 150);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_test_read(event), 150);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+
+    /* The next wrap, a whole period with no read before its PMI. */
+    model_retire(MODEL_EV_BRANCHES, PMU_TEST_GP_PERIOD, MODEL_RING_KERN);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_test_read(event), PMU_TEST_GP_PERIOD + 150);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(full_period_before_pmi_counts_a_wrap)
+{
+    struct perfmon_event *event;
+    uint64_t overflows;
+
+    pmu_test_begin();
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 5);
+    overflows = perfmon_nr_overflows(0);
+
+    /* Back at the value perfmon last read: only the PMI tells. */
+    model_retire(MODEL_EV_BRANCHES, PMU_TEST_GP_PERIOD, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(0)), 5);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_test_read(event), PMU_TEST_GP_PERIOD + 5);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(overflow_pending_at_detach_is_not_reported)
+{
+    struct perfmon_event *event;
+    uint64_t overflows, spurious;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    overflows = perfmon_nr_overflows(0);
+    spurious = pmu_intel_nr_spurious(0);
+    model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << 0);
+
+    /* Stopping acknowledges the overflow; the late PMI finds nothing. */
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
+    pmu_test_assert_disabled(0);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(pmu_test_read(event), 15);
+    pmu_test_end();
+}
+
+HOST_TEST(stray_overflow_bits_are_never_reported)
+{
+    struct perfmon_event *first, *second, *insns, *event;
+    uint64_t overflows, pmis, spurious;
+    unsigned long acks;
+
+    pmu_test_begin();
+
+    /* General counter 0 is left free after serving the slot insns gets. */
+    first = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    second = pmu_test_attach_cpu(0x01d0, PERFMON_EF_RAW | PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(first), 0);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(second), 1);
+    HOST_ASSERT_EQ(perfmon_event_detach(first), 0);
+    insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(perfmon_event_pmc_index(insns),
+                   perfmon_event_pmc_index(first));
+    model_retire(MODEL_EV_INSTRUCTIONS, 20, MODEL_RING_KERN);
+
+    /* An overflow of the free counter: acknowledged, reported to no one. */
+    overflows = perfmon_nr_overflows(0);
+    pmis = pmu_intel_nr_pmis(0);
+    spurious = pmu_intel_nr_spurious(0);
+    acks = model_nr_acks(0);
+    model_poke(MODEL_MSR_GLOBAL_STATUS, 1ULL << 0);
+    host_env_raise_trap(TRAP_PMI);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
+    HOST_ASSERT_EQ(model_nr_acks(0) - acks, 1);
+    HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
+    HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 0);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(pmu_test_read(insns), 20);
+
+    /* Starting the counter again clears an overflow left from before. */
+    model_poke(MODEL_MSR_GLOBAL_STATUS, 1ULL << 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(event), 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
+    host_env_raise_trap(TRAP_PMI);
+    HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(pmu_test_read(event), 0);
+    HOST_ASSERT_EQ(pmu_test_read(insns), 20);
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
+/* What the WRMSR hooks below saw and do. */
+static uint64_t pmu_test_hook_bits;     /* status bits to (re)raise */
+static bool pmu_test_hook_stuck;        /* on every acknowledgment */
+static unsigned int pmu_test_hook_acks;
+static uint64_t pmu_test_hook_ctrl;     /* GLOBAL_CTRL bits at any ack */
+
+/*
+ * On acknowledgments: raise hook_bits in GLOBAL_STATUS, after the first
+ * one only (an overflow that shows up while the handler runs) or after
+ * every one (a stuck status bit).
+ */
+static void
+pmu_test_status_hook(uint32_t msr, uint64_t value)
+{
+    (void)value;
+
+    if (msr != MODEL_MSR_GLOBAL_OVF) {
+        return;
+    }
+
+    pmu_test_hook_ctrl |= model_msr(MODEL_MSR_GLOBAL_CTRL);
+
+    if (pmu_test_hook_acks++ == 0 || pmu_test_hook_stuck) {
+        model_poke(MODEL_MSR_GLOBAL_STATUS,
+                   model_msr(MODEL_MSR_GLOBAL_STATUS) | pmu_test_hook_bits);
+    }
+}
+
+static void
+pmu_test_set_status_hook(uint64_t bits, bool stuck)
+{
+    pmu_test_hook_bits = bits;
+    pmu_test_hook_stuck = stuck;
+    pmu_test_hook_acks = 0;
+    pmu_test_hook_ctrl = 0;
+    model_set_wrmsr_hook(pmu_test_status_hook);
+}
+
+HOST_TEST(pmi_handler_stops_counting_and_rereads_status)
+{
+    struct perfmon_event *insns, *branches;
+    uint64_t ctrl, overflows;
+    unsigned long acks0, acks32;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
+    insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    model_retire(MODEL_EV_INSTRUCTIONS, 15, MODEL_RING_KERN);
+    model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
+    ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
+    overflows = perfmon_nr_overflows(0);
+    acks0 = model_nr_acks(0);
+    acks32 = model_nr_acks(32);
+
+    /* The fixed counter's bit appears only after the first pass's ack. */
+    model_poke(MODEL_MSR_GLOBAL_STATUS, 1ULL << 0);
+    pmu_test_set_status_hook(MODEL_GLOBAL_FIXED(0), false);
+    pmu_test_deliver_pmi();
+    model_set_wrmsr_hook(NULL);
+
+    HOST_ASSERT_EQ(pmu_test_hook_acks, 2);
+    HOST_ASSERT_EQ(pmu_test_hook_ctrl, 0);
+    HOST_ASSERT_EQ(model_nr_acks(0) - acks0, 1);
+    HOST_ASSERT_EQ(model_nr_acks(32) - acks32, 1);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(pmu_test_read(insns), 15);
+    HOST_ASSERT_EQ(pmu_test_read(branches), 12);
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
+/* The driver's bound on handler passes (PMU_INTEL_PMI_MAX_LOOPS). */
+#define PMU_TEST_PMI_MAX_PASSES 16
+
+HOST_TEST(pmi_with_stuck_status_bit_returns)
+{
+    const unsigned int stray = PMU_TEST_NR_GP - 1;  /* a free counter */
+    struct perfmon_event *event;
+    unsigned long acks, acks62, acks63;
+    uint64_t ctrl;
+
+    pmu_test_begin();
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT(pmu_test_pmc_id(event) != stray);
+    ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
+    acks = model_nr_acks(stray);
+    acks62 = model_nr_acks(62);
+    acks63 = model_nr_acks(63);
+
+    model_poke(MODEL_MSR_GLOBAL_STATUS, 1ULL << stray);
+    pmu_test_set_status_hook(1ULL << stray, true);
+    host_env_raise_trap(TRAP_PMI);
+    model_set_wrmsr_hook(NULL);
+
+    /* Each pass acknowledges it, then one acknowledgment of everything. */
+    HOST_ASSERT_EQ(pmu_test_hook_acks, PMU_TEST_PMI_MAX_PASSES + 1);
+    HOST_ASSERT_EQ(model_nr_acks(stray) - acks, PMU_TEST_PMI_MAX_PASSES + 1);
+    HOST_ASSERT_EQ(model_nr_acks(62) - acks62, 1);
+    HOST_ASSERT_EQ(model_nr_acks(63) - acks63, 1);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
+    HOST_ASSERT_EQ(model_lvt_pmc(), TRAP_PMI);
+
+    /* The bit is still stuck in the model; counting goes on. */
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << stray);
+    model_poke(MODEL_MSR_GLOBAL_STATUS, 0);
+    model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 5);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+#endif /* PMU_TEST_HAS_PMI */
+
+HOST_TEST_MAIN()
