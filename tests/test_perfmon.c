@@ -517,40 +517,71 @@ test_pm_require_narrow(void)
 }
 
 /*
+ * A thread event on the test thread and a CPU event on its CPU, both on one
+ * emit channel, for the wrap tests; the thread stays on that CPU.
+ */
+struct test_pm_wraps {
+    struct perfmon_event tev;
+    struct perfmon_event cev;
+    unsigned int channel;
+    unsigned int cpu;
+    uint64_t burst;         /* 2^width - 1: at most one wrap per burst */
+    uint64_t overflows;     /* the CPU's overflow count at the start */
+};
+
+static void
+test_pm_wraps_begin(struct test_pm_wraps *w, unsigned int channel)
+{
+    w->channel = channel;
+    w->burst = (1ULL << pmu_soft_width()) - 1;
+    thread_set_affinity(thread_self(), 1ULL << cpu_id());
+    w->cpu = cpu_id();
+    test_pm_init(&w->tev, PMU_SOFT_EV_EMIT + channel);
+    test_pm_init(&w->cev, PMU_SOFT_EV_EMIT + channel);
+    TEST_ASSERT_EQ(perfmon_event_attach(&w->tev, thread_self()), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&w->cev, w->cpu), 0);
+    w->overflows = perfmon_nr_overflows(w->cpu);
+}
+
+/*
+ * Check both events counted every burst and the CPU's overflow counter grew
+ * once per wrap: a burst of 2^w - 1 wraps unless it starts at 0, which
+ * happens at most once here.
+ */
+static void
+test_pm_wraps_end(struct test_pm_wraps *w, unsigned int bursts)
+{
+    uint64_t overflows;
+
+    TEST_ASSERT_EQ(perfmon_event_read(&w->tev), bursts * w->burst);
+    TEST_ASSERT_EQ(perfmon_event_read(&w->cev), bursts * w->burst);
+    overflows = perfmon_nr_overflows(w->cpu) - w->overflows;
+    TEST_ASSERT_GE(overflows, bursts - 1);
+    TEST_ASSERT_LE(overflows, bursts);
+    TEST_ASSERT_EQ(perfmon_event_detach(&w->tev), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&w->cev), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
  * Thousands of wraps, each burst of 2^width - 1 units followed by a read
- * (which synchronizes): the count stays exact and the CPU's overflow
- * counter grows by one per wrap.
+ * (which synchronizes): the counts stay exact at every step and the CPU's
+ * overflow counter grows by one per wrap.
  */
 TEST_DEFINE(perfmon, exact_through_thousands_of_wraps)
 {
     const unsigned int bursts = 3000;
-    uint64_t burst, overflows;
-    struct perfmon_event tev, cev;
-    unsigned int c;
+    struct test_pm_wraps w;
 
     test_pm_require_narrow();
-    burst = (1ULL << pmu_soft_width()) - 1;
-    thread_set_affinity(thread_self(), 1ULL << cpu_id());
-    c = cpu_id();
-    test_pm_init(&tev, PMU_SOFT_EV_EMIT + 1);
-    test_pm_init(&cev, PMU_SOFT_EV_EMIT + 1);
-    TEST_ASSERT_EQ(perfmon_event_attach(&tev, thread_self()), 0);
-    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&cev, c), 0);
-    overflows = perfmon_nr_overflows(c);
+    test_pm_wraps_begin(&w, 1);
 
     for (unsigned int i = 0; i < bursts; i++) {
-        pmu_soft_emit_channel(1, burst);
-        TEST_ASSERT_EQ(perfmon_event_read(&tev), (i + 1) * burst);
+        pmu_soft_emit_channel(w.channel, w.burst);
+        TEST_ASSERT_EQ(perfmon_event_read(&w.tev), (i + 1) * w.burst);
     }
 
-    TEST_ASSERT_EQ(perfmon_event_read(&cev), bursts * burst);
-
-    /* Each burst of 2^w - 1 wraps unless it starts at 0: at most once. */
-    TEST_ASSERT_GE(perfmon_nr_overflows(c) - overflows, bursts - 1);
-    TEST_ASSERT_LE(perfmon_nr_overflows(c) - overflows, bursts);
-    TEST_ASSERT_EQ(perfmon_event_detach(&tev), 0);
-    TEST_ASSERT_EQ(perfmon_event_detach(&cev), 0);
-    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    test_pm_wraps_end(&w, bursts);
 }
 
 /*
@@ -597,9 +628,7 @@ TEST_DEFINE(perfmon, poll_timer_keeps_cpu_event_exact)
 TEST_DEFINE(perfmon, overflow_interrupt_keeps_counts_exact)
 {
     const unsigned int bursts = 3000;
-    struct perfmon_event tev, cev;
-    uint64_t burst, overflows;
-    unsigned int c;
+    struct test_pm_wraps w;
 
     test_pm_require_narrow();
 
@@ -607,26 +636,13 @@ TEST_DEFINE(perfmon, overflow_interrupt_keeps_counts_exact)
         test_skip("pmu_soft.intr=0: polling only");
     }
 
-    burst = (1ULL << pmu_soft_width()) - 1;
-    thread_set_affinity(thread_self(), 1ULL << cpu_id());
-    c = cpu_id();
-    test_pm_init(&tev, PMU_SOFT_EV_EMIT + 3);
-    test_pm_init(&cev, PMU_SOFT_EV_EMIT + 3);
-    TEST_ASSERT_EQ(perfmon_event_attach(&tev, thread_self()), 0);
-    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&cev, c), 0);
-    overflows = perfmon_nr_overflows(c);
+    test_pm_wraps_begin(&w, 3);
 
     for (unsigned int i = 0; i < bursts; i++) {
-        pmu_soft_emit_channel(3, burst);
+        pmu_soft_emit_channel(w.channel, w.burst);
     }
 
-    TEST_ASSERT_EQ(perfmon_event_read(&tev), bursts * burst);
-    TEST_ASSERT_EQ(perfmon_event_read(&cev), bursts * burst);
-    TEST_ASSERT_GE(perfmon_nr_overflows(c) - overflows, bursts - 1);
-    TEST_ASSERT_LE(perfmon_nr_overflows(c) - overflows, bursts);
-    TEST_ASSERT_EQ(perfmon_event_detach(&tev), 0);
-    TEST_ASSERT_EQ(perfmon_event_detach(&cev), 0);
-    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    test_pm_wraps_end(&w, bursts);
 }
 
 /* ------------------------------------------------------------------ */
