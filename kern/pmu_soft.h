@@ -42,11 +42,12 @@
 
 /*
  * Count n occurrences of an event on the calling CPU. Any context; called
- * by the kernel's own hooks.
+ * by the kernel's own hooks. One call counts at most one wrap of the
+ * counters: n must stay below 2^width for counts to be exact.
  */
 void pmu_soft_count(unsigned int event, uint64_t n);
 
-/* Count n units on emit channel 0. Any context. */
+/* Count n units on emit channel 0 (n below 2^width). Any context. */
 static inline void
 pmu_soft_emit(uint64_t n)
 {

@@ -10,9 +10,12 @@
  * exited thread - is recorded in the run queue and done right after the
  * switch, once the previous thread's context is saved.
  *
- * A thread's cpu field names the run queue that owns it; it changes only
- * under that run queue's lock while the thread is neither queued nor
- * running ("in transit", a short window in wakeup and migration).
+ * A thread's cpu field names the run queue that owns it. A thread leaving
+ * its run queue for another (wakeup on a CPU it may not use, migration,
+ * affinity change) is first marked THREAD_CPU_TRANSIT under the old run
+ * queue's lock, then queued on the new one, under that lock, which sets
+ * cpu again. So holding the lock named by cpu pins a thread, and whoever
+ * finds it in transit waits the few instructions it takes to land.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -56,6 +59,8 @@ struct thread_runq {
     struct syscnt sc_switches;
 };
 
+#define THREAD_CPU_TRANSIT (~0U)
+
 static struct thread_runq thread_runq __percpu;
 static struct thread thread_idle __percpu;
 
@@ -95,8 +100,14 @@ thread_lock_runq(struct thread *thread, unsigned long *flags)
 {
     for (;;) {
         unsigned int cpu = READ_ONCE(thread->cpu);
-        struct thread_runq *rq = thread_runq_of(cpu);
+        struct thread_runq *rq;
 
+        if (cpu == THREAD_CPU_TRANSIT) {
+            cpu_pause();
+            continue;
+        }
+
+        rq = thread_runq_of(cpu);
         spinlock_lock_intr_save(&rq->lock, flags);
 
         if (READ_ONCE(thread->cpu) == cpu) {
@@ -172,14 +183,14 @@ thread_runq_pick(struct thread_runq *rq)
     return next;
 }
 
-/* An allowed online CPU, preferring the thread's current one. */
+/* An allowed online CPU, preferring the one it last ran on. */
 static unsigned int
 thread_pick_cpu(const struct thread *thread)
 {
     uint64_t allowed = READ_ONCE(thread->affinity) & thread_online_mask();
 
-    if (allowed & (1ULL << thread->cpu)) {
-        return thread->cpu;
+    if (allowed & (1ULL << thread->last_cpu)) {
+        return thread->last_cpu;
     }
 
     /* set_affinity guarantees an online CPU; fall back on CPU 0. */
@@ -187,10 +198,11 @@ thread_pick_cpu(const struct thread *thread)
 }
 
 /*
- * Queue a thread in transit (ready, neither queued nor running) on an
- * allowed CPU. The affinity is read under the target's lock, so a
- * concurrent thread_set_affinity either sees the thread queued or is seen
- * here. Interrupts disabled, no run queue lock held.
+ * Queue a thread in transit (THREAD_CPU_TRANSIT, ready, neither queued nor
+ * running) on an allowed CPU. The affinity is read under the target's
+ * lock, after thread_set_affinity wrote it; set_affinity waits for threads
+ * in transit, so it sees the thread queued. Interrupts disabled, no run
+ * queue lock held.
  */
 static void
 thread_enqueue(struct thread *thread)
@@ -227,6 +239,7 @@ thread_put_prev(struct thread_runq *rq, struct thread *prev)
         if (READ_ONCE(prev->affinity) & (1ULL << rq->cpu)) {
             thread_runq_queue(rq, prev);
         } else {
+            WRITE_ONCE(prev->cpu, THREAD_CPU_TRANSIT);
             rq->migrate = prev;
         }
 
@@ -505,10 +518,10 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
              thread_main);
 
     /* Spread new threads over their allowed CPUs. */
-    thread->cpu = __atomic_fetch_add(&thread_next_cpu, 1, __ATOMIC_RELAXED)
-                  % cpu_count();
-    thread->cpu = thread_pick_cpu(thread);
-    thread->last_cpu = thread->cpu;
+    thread->cpu = THREAD_CPU_TRANSIT;
+    thread->last_cpu = __atomic_fetch_add(&thread_next_cpu, 1,
+                                          __ATOMIC_RELAXED) % cpu_count();
+    thread->last_cpu = thread_pick_cpu(thread);
 
     spinlock_lock_intr_save(&thread_list_lock, &flags);
     list_insert_tail(&thread_list, &thread->all_node);
@@ -519,9 +532,12 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
         *threadp = thread;
     }
 
+    /* Preemption off until interrupts are back: it may preempt us. */
+    thread_preempt_disable();
     flags = cpu_intr_save();
     thread_enqueue(thread);
     cpu_intr_restore(flags);
+    thread_preempt_enable();
     return 0;
 }
 
@@ -619,6 +635,7 @@ thread_wakeup(struct thread *thread)
     }
 
     /* Keep preemption off until interrupts are restored. */
+    WRITE_ONCE(thread->cpu, THREAD_CPU_TRANSIT);
     thread_preempt_disable();
     spinlock_unlock(&rq->lock);
     thread_enqueue(thread);
@@ -679,43 +696,29 @@ thread_set_affinity(struct thread *thread, uint64_t mask)
     }
 
     __atomic_store_n(&thread->affinity, mask, __ATOMIC_SEQ_CST);
+    rq = thread_lock_runq(thread, &flags);
 
-    for (;;) {
-        rq = thread_lock_runq(thread, &flags);
-
-        if (mask & (1ULL << rq->cpu)) {
-            break;
-        }
-
-        if (thread->on_rq) {
-            /* Ready: move it now. */
-            thread_runq_remove(rq, thread);
-            thread_preempt_disable();
-            spinlock_unlock(&rq->lock);
-            thread_enqueue(thread);
-            cpu_intr_restore(flags);
-            thread_preempt_enable();
-            rq = NULL;
-            break;
-        }
-
+    if (mask & (1ULL << rq->cpu)) {
+        spinlock_unlock_intr_restore(&rq->lock, flags);
+    } else if (thread->on_rq) {
+        /* Ready: move it now. */
+        thread_runq_remove(rq, thread);
+        WRITE_ONCE(thread->cpu, THREAD_CPU_TRANSIT);
+        thread_preempt_disable();
+        spinlock_unlock(&rq->lock);
+        thread_enqueue(thread);
+        cpu_intr_restore(flags);
+        thread_preempt_enable();
+    } else {
         if (thread->on_cpu) {
             /* Running: its next reschedule migrates it; force one. */
             thread_runq_request_resched(rq);
-            break;
+        } else {
+            /* Sleeping or dead: a wakeup picks an allowed CPU (a ready
+             * thread is queued or running once cpu names a run queue). */
+            assert(thread->state != THREAD_RUNNING);
         }
 
-        if (thread->state != THREAD_RUNNING) {
-            /* Sleeping or dead: a wakeup picks an allowed CPU. */
-            break;
-        }
-
-        /* In transit: its enqueue reads the new mask; wait for it. */
-        spinlock_unlock_intr_restore(&rq->lock, flags);
-        cpu_pause();
-    }
-
-    if (rq != NULL) {
         spinlock_unlock_intr_restore(&rq->lock, flags);
     }
 

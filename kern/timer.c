@@ -3,6 +3,8 @@
  * taken with interrupts disabled. A timer's state says whether it is idle,
  * waiting in a list, or running its handler; its cpu field says which
  * CPU's lock protects it and stays fixed while it is pending or running.
+ * Each CPU also records the timer whose handler it is running, which
+ * stays true while that handler re-arms or cancels its own timer.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -22,6 +24,7 @@
 struct timer_cpu {
     struct spinlock lock;
     struct list timers;     /* pending, by expiry */
+    struct timer *running;  /* whose handler runs now, or NULL */
     bool ready;
 };
 
@@ -86,13 +89,16 @@ timer_schedule(struct timer *timer, uint64_t expiry)
 
     tc = timer_lock(timer, &flags);
 
+    /*
+     * An idle unbound timer moves to the scheduling CPU: the new owner is
+     * written under the old lock, so a concurrent scheduler either sees
+     * the move or is seen pending here. One whose handler still runs
+     * stays, so it never runs on two CPUs at once.
+     */
     if (timer->state == TIMER_INACTIVE && timer->bound_cpu == TIMER_CPU_ANY
-        && timer->cpu != cpu_id()) {
-        /* An idle unbound timer moves to the scheduling CPU. */
-        spinlock_unlock_intr_restore(&tc->lock, flags);
-        flags = cpu_intr_save();
+        && timer->cpu != cpu_id() && tc->running != timer) {
         WRITE_ONCE(timer->cpu, cpu_id());
-        cpu_intr_restore(flags);
+        spinlock_unlock_intr_restore(&tc->lock, flags);
         tc = timer_lock(timer, &flags);
     }
 
@@ -116,16 +122,16 @@ timer_cancel(struct timer *timer)
         tc = timer_lock(timer, &flags);
 
         /*
-         * Running on this CPU means the caller is the handler itself:
-         * handlers run with interrupts disabled, so nothing else can.
+         * A handler running on this CPU is the caller itself (handlers run
+         * with interrupts disabled, so nothing else can): do not wait.
          */
-        if (timer->state != TIMER_RUNNING || timer->cpu == cpu_id()) {
+        if (tc->running != timer || timer->cpu == cpu_id()) {
             break;
         }
 
         spinlock_unlock_intr_restore(&tc->lock, flags);
 
-        while (READ_ONCE(timer->state) == TIMER_RUNNING) {
+        while (READ_ONCE(tc->running) == timer) {
             cpu_pause();
         }
     }
@@ -144,7 +150,10 @@ timer_cancel(struct timer *timer)
 bool
 timer_active(const struct timer *timer)
 {
-    return READ_ONCE(timer->state) != TIMER_INACTIVE;
+    const struct timer_cpu *tc = percpu_ptr(timer_cpu, READ_ONCE(timer->cpu));
+
+    return READ_ONCE(timer->state) != TIMER_INACTIVE
+           || READ_ONCE(tc->running) == timer;
 }
 
 void
@@ -168,6 +177,7 @@ timer_tick_intr(uint64_t now)
 
         list_remove(&timer->node);
         timer->state = TIMER_RUNNING;
+        WRITE_ONCE(tc->running, timer);
         spinlock_unlock(&tc->lock);
 
         timer->fn(timer);
@@ -176,8 +186,11 @@ timer_tick_intr(uint64_t now)
 
         /* The handler may have re-armed (pending) or cancelled it. */
         if (timer->state == TIMER_RUNNING) {
-            WRITE_ONCE(timer->state, TIMER_INACTIVE);
+            timer->state = TIMER_INACTIVE;
         }
+
+        /* Last touch of the timer: its owner may free it after this. */
+        WRITE_ONCE(tc->running, NULL);
     }
 
     spinlock_unlock(&tc->lock);

@@ -194,3 +194,66 @@ TEST_DEFINE(pmu_soft, emit_channels_are_independent)
     TEST_ASSERT(pmu_soft_event_name(PMU_SOFT_EV_CSWITCH) != NULL);
     TEST_ASSERT(pmu_soft_event_name(PMU_SOFT_NR_EVENTS) == NULL);
 }
+
+struct test_soft_pinger {
+    unsigned int rounds;
+    unsigned int *arrived;      /* start barrier shared by the pair */
+    uint64_t counted;
+    uint64_t switched;
+};
+
+static void
+test_soft_pinger_main(void *arg)
+{
+    struct test_soft_pinger *p = arg;
+    struct thread *self = thread_self();
+    struct perfmon_event event;
+    uint64_t switches;
+
+    test_soft_attach_self(&event, PMU_SOFT_EV_CSWITCH);
+    switches = self->nr_switches;
+
+    /* Start together, so that every yield switches to the peer. */
+    __atomic_fetch_add(p->arrived, 1, __ATOMIC_SEQ_CST);
+
+    while (__atomic_load_n(p->arrived, __ATOMIC_SEQ_CST) < 2) {
+        thread_yield();
+    }
+
+    for (unsigned int i = 0; i < p->rounds; i++) {
+        thread_yield();
+    }
+
+    p->counted = perfmon_event_read(&event);
+    p->switched = self->nr_switches - switches;
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+}
+
+/*
+ * Two threads on one CPU count their switches on one shared counter, which
+ * (with narrow counters) wraps inside the context switch itself, with
+ * interrupts disabled, right before the counter is synchronized, stopped
+ * and started again for the other thread: each count stays exact.
+ */
+TEST_DEFINE(pmu_soft, cswitch_exact_when_wrapping_inside_switches)
+{
+    unsigned int arrived = 0;
+    struct test_soft_pinger a = { .rounds = 6000, .arrived = &arrived };
+    struct test_soft_pinger b = { .rounds = 6000, .arrived = &arrived };
+    unsigned int c = cpu_count() - 1;
+    struct thread *ta, *tb;
+    uint64_t overflows = perfmon_nr_overflows(c);
+
+    ta = test_thread_start("pinger-a", 1ULL << c, test_soft_pinger_main, &a);
+    tb = test_thread_start("pinger-b", 1ULL << c, test_soft_pinger_main, &b);
+    thread_join(ta);
+    thread_join(tb);
+    TEST_ASSERT_GE(a.counted, a.rounds / 2);
+    TEST_ASSERT_EQ(a.counted, a.switched);
+    TEST_ASSERT_EQ(b.counted, b.switched);
+
+    if (pmu_soft_width() <= 12) {
+        /* About 2 * 6000 switches on a 4096-wide counter. */
+        TEST_ASSERT_GE(perfmon_nr_overflows(c) - overflows, 2);
+    }
+}

@@ -6,6 +6,7 @@
 
 #include <kern/clock.h>
 #include <kern/errno.h>
+#include <kern/macros.h>
 #include <kern/spinlock.h>
 #include <kern/test.h>
 #include <kern/thread.h>
@@ -323,4 +324,119 @@ TEST_DEFINE(thread, lookup_by_name_takes_a_reference)
     /* Our lookup reference keeps the exited thread's structure. */
     TEST_ASSERT_EQ(found->exited, true);
     thread_unref(found);
+}
+
+struct test_thread_target {
+    volatile bool stop;
+    volatile uint64_t loops;
+};
+
+static void
+test_thread_target_main(void *arg)
+{
+    struct test_thread_target *t = arg;
+
+    for (uint64_t i = 1; !t->stop; i++) {
+        if (i % 1024 == 0) {
+            thread_delay(1);
+        } else {
+            thread_yield();
+        }
+
+        t->loops = i;
+    }
+}
+
+struct test_thread_changer {
+    struct thread *targets[2];
+    uint64_t seed;
+    uint64_t end;           /* clock tick to stop at */
+    uint64_t rounds;
+};
+
+static void
+test_thread_changer_main(void *arg)
+{
+    struct test_thread_changer *c = arg;
+    uint64_t online = (cpu_count() == 64) ? ~0ULL
+                                          : (1ULL << cpu_count()) - 1;
+
+    while (clock_get_time() < c->end) {
+        uint64_t r = test_rand(&c->seed);
+
+        c->rounds++;
+        struct thread *target = c->targets[(r >> 4) % 8 == 0];
+        uint64_t mask = (r >> 8) & online;
+
+        /* Mostly single CPUs: each change is likely a move. */
+        if (mask == 0 || r % 4 != 0) {
+            mask = 1ULL << ((r >> 40) % cpu_count());
+        }
+
+        TEST_ASSERT_EQ(thread_set_affinity(target, mask), 0);
+
+        /* Spurious wakeups are allowed: they race with the moves. */
+        if (r % 5 == 0) {
+            thread_wakeup(target);
+        }
+
+        if (r % 101 == 0) {
+            thread_yield();
+        }
+    }
+}
+
+/*
+ * For two seconds, threads on every CPU change the affinity of two targets
+ * at once, mostly to single CPUs, while the targets yield, sleep and wake:
+ * run queues stay consistent (no assertion, no crash), the targets keep
+ * running, and a final single-CPU mask lands each target on that CPU.
+ */
+TEST_DEFINE(thread, concurrent_affinity_changes_of_other_threads)
+{
+    struct test_thread_target targets[2] = { { 0 }, { 0 } };
+    struct test_thread_changer changers[CPU_MAX];
+    struct thread *target_threads[2], *changer_threads[CPU_MAX];
+    unsigned int last = cpu_count() - 1;
+
+    test_require_cpus(2);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        target_threads[i] = test_thread_start("aff-target", 0,
+                                              test_thread_target_main,
+                                              &targets[i]);
+    }
+
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        changers[c].targets[0] = target_threads[0];
+        changers[c].targets[1] = target_threads[1];
+        changers[c].seed = 0xaff1 + c;
+        changers[c].end = clock_get_time() + 200;
+        changers[c].rounds = 0;
+        changer_threads[c] = test_thread_start("aff-changer", 0,
+                                               test_thread_changer_main,
+                                               &changers[c]);
+    }
+
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        thread_join(changer_threads[c]);
+        TEST_ASSERT_GT(changers[c].rounds, 0);
+    }
+
+    for (unsigned int i = 0; i < 2; i++) {
+        uint64_t loops;
+
+        TEST_ASSERT_EQ(thread_set_affinity(target_threads[i], 1ULL << last),
+                       0);
+        loops = targets[i].loops;
+
+        /* It still runs, and it runs on the CPU its mask leaves it. */
+        while (targets[i].loops < loops + 10) {
+            thread_delay(1);
+        }
+
+        TEST_ASSERT_EQ(thread_cpu(target_threads[i]), last);
+        targets[i].stop = true;
+        thread_join(target_threads[i]);
+    }
 }

@@ -159,10 +159,16 @@ TEST_DEFINE(timer, bound_timer_runs_on_its_cpu)
     }
 }
 
+#define TEST_TIMER_SLOW_PLAIN   0   /* the handler just runs */
+#define TEST_TIMER_SLOW_REARM   1   /* it re-arms itself first */
+#define TEST_TIMER_SLOW_CANCEL  2   /* it cancels itself first */
+
 struct test_timer_slow {
     struct timer timer;
+    unsigned int mode;
     volatile bool started;
     volatile bool done;
+    volatile unsigned int runs;
 };
 
 static void
@@ -170,29 +176,47 @@ test_timer_slow_fn(struct timer *timer)
 {
     struct test_timer_slow *slow = timer_arg(timer);
 
+    if (slow->mode == TEST_TIMER_SLOW_REARM) {
+        timer_schedule(timer, clock_get_time() + 1);
+    } else if (slow->mode == TEST_TIMER_SLOW_CANCEL) {
+        timer_cancel(timer);
+    }
+
+    slow->runs++;
     slow->started = true;
     test_spin_ticks(3);
     slow->done = true;
 }
 
-/* Cancelling a timer whose handler runs elsewhere waits for it. */
+/*
+ * Cancelling a timer whose handler runs on another CPU waits for the
+ * handler to return, also when the handler re-armed or cancelled its own
+ * timer; afterwards the timer is idle and never runs again.
+ */
 TEST_DEFINE(timer, cancel_waits_for_running_handler)
 {
-    struct test_timer_slow slow = { 0 };
-    unsigned int other;
-
     test_require_cpus(2);
     thread_set_affinity(thread_self(), 1ULL << 0);
-    other = 1;
-    timer_init(&slow.timer, test_timer_slow_fn, &slow, other);
-    timer_schedule(&slow.timer, clock_get_time() + 1);
 
-    while (!slow.started) {
-        cpu_pause();
+    for (unsigned int mode = 0; mode < 3; mode++) {
+        struct test_timer_slow slow = { .mode = mode };
+        unsigned int runs;
+
+        timer_init(&slow.timer, test_timer_slow_fn, &slow, 1);
+        timer_schedule(&slow.timer, clock_get_time() + 1);
+
+        while (!slow.started) {
+            cpu_pause();
+        }
+
+        TEST_ASSERT(timer_active(&slow.timer));
+        timer_cancel(&slow.timer);
+        TEST_ASSERT(slow.done);
+        TEST_ASSERT(!timer_active(&slow.timer));
+        runs = slow.runs;
+        thread_delay(3);
+        TEST_ASSERT_EQ(slow.runs, runs);
     }
 
-    timer_cancel(&slow.timer);
-    TEST_ASSERT(slow.done);
-    TEST_ASSERT(!timer_active(&slow.timer));
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }

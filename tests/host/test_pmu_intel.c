@@ -754,6 +754,54 @@ HOST_TEST(same_code_other_rings_falls_back_to_gp)
 }
 #endif
 
+/*
+ * Generic ref-cycles only ever use fixed counter 2 when it exists (the
+ * architectural event on a general counter may count a slower clock): a
+ * second ref-cycles event with other ring bits finds it taken and gets
+ * EAGAIN, touching nothing, while a raw 0x013c code, which asks for the
+ * architectural event itself, takes a general counter.
+ */
+HOST_TEST(ref_cycles_use_only_fixed_counter_2)
+{
+    const uint64_t code = model_event_code(MODEL_EV_REF_CYCLES);
+    struct perfmon_event *kern, *user, *raw;
+    struct model_regs before, after;
+
+    pmu_test_begin();
+    raw = pmu_test_attach_cpu(0x013c, PERFMON_EF_RAW | PERFMON_EF_KERN);
+
+    if (!(PMU_TEST_FIXED_MASK & 0x4)) {
+        /* No fixed counter 2: the generic event is the general one. */
+        HOST_ASSERT_EQ(pmu_test_pmc_id(raw), 0);
+        kern = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE, PERFMON_EF_KERN);
+        HOST_ASSERT_EQ(perfmon_event_pmc_index(kern),
+                       perfmon_event_pmc_index(raw));
+        pmu_test_detach_all();
+        pmu_test_end();
+        return;
+    }
+
+    HOST_ASSERT_EQ(pmu_test_pmc_id(raw), 0);
+    pmu_test_assert_programmed(0, code, PERFMON_EF_KERN);
+    kern = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(kern), PMU_TEST_FIXED(2));
+    HOST_ASSERT(perfmon_event_pmc_index(kern)
+                != perfmon_event_pmc_index(raw));
+
+    model_snapshot(&before);
+    user = pmu_test_event(PERFMON_EV_REF_CYCLE, PERFMON_EF_USER);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(user, 0), EAGAIN);
+    model_snapshot(&after);
+    pmu_test_assert_regs_eq(&before, &after);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 2);
+
+    model_retire(MODEL_EV_REF_CYCLES, 25, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(kern), 25);
+    HOST_ASSERT_EQ(pmu_test_read(raw), 25);
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
 /* Fixed-counter events after the general counters are full. */
 static const struct {
     unsigned int id;

@@ -67,6 +67,15 @@
 #define PMU_INTEL_FIXED_PMI         0x8
 #define PMU_INTEL_FIXED_FIELD(j, v) ((uint64_t)(v) << (4 * (j)))
 
+/*
+ * Configuration bit (above the PERFEVTSEL bits) of the generic ref-cycles
+ * event: only fixed counter 2 serves it. That counter counts at the TSC
+ * rate, while the architectural event on a general counter may count a
+ * slower reference (bus or crystal) clock (SDM 21.2.1.2, table 21-1
+ * notes), so falling back would change the unit behind the caller's back.
+ */
+#define PMU_INTEL_CFG_FIXED_ONLY    (1ULL << 32)
+
 #define PMU_INTEL_STATUS_OTHER      ((1ULL << 62) | (1ULL << 63))
 #define PMU_INTEL_PERF_CAP_FW_WRITE (1ULL << 13)
 
@@ -78,6 +87,9 @@ struct pmu_intel_event {
     uint8_t umask;
     const char *name;
 };
+
+/* Architectural event index of the generic ref-cycles event. */
+#define PMU_INTEL_ARCH_REF_CYCLES   2
 
 /* Architectural events, indexed by their CPUID.0AH:EBX bit (table 21-1). */
 static const struct pmu_intel_event pmu_intel_arch_events[] = {
@@ -93,7 +105,7 @@ static const struct pmu_intel_event pmu_intel_arch_events[] = {
 
 /* The architectural event each fixed counter counts. */
 static const unsigned int pmu_intel_fixed_events[PMU_INTEL_MAX_FIXED] = {
-    1, 0, 2, 7,
+    1, 0, PMU_INTEL_ARCH_REF_CYCLES, 7,
 };
 
 /* perfmon's generic ids, in order, as architectural events. */
@@ -277,19 +289,36 @@ pmu_intel_translate(uint64_t *configp, unsigned int id, unsigned int flags)
     event = &pmu_intel_arch_events[arch];
     *configp = event->select | ((uint64_t)event->umask << 8)
                | pmu_intel_ring_bits(flags);
+
+    if (arch == PMU_INTEL_ARCH_REF_CYCLES
+        && (pmu_intel_info.fixed_mask & (1U << 2))) {
+        *configp |= PMU_INTEL_CFG_FIXED_ONLY;
+    }
+
     return 0;
 }
 
-/* The fixed counter that counts config, or -1. */
+/*
+ * The fixed counter that counts config, or -1. A raw code never gets fixed
+ * counter 2, whose unit differs (see PMU_INTEL_CFG_FIXED_ONLY).
+ */
 static int
 pmu_intel_fixed_for(uint64_t config)
 {
+    if (config & PMU_INTEL_CFG_FIXED_ONLY) {
+        return 2;
+    }
+
     if (config & PMU_INTEL_RAW_MODIFIERS) {
         return -1;
     }
 
     for (unsigned int j = 0; j < PMU_INTEL_MAX_FIXED; j++) {
         const struct pmu_intel_event *event;
+
+        if (pmu_intel_fixed_events[j] == PMU_INTEL_ARCH_REF_CYCLES) {
+            continue;
+        }
 
         event = &pmu_intel_arch_events[pmu_intel_fixed_events[j]];
 
@@ -315,6 +344,10 @@ pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp,
         *pmc_idp = PMU_INTEL_FIXED_BASE + fixed;
         *widthp = pmu_intel_info.fixed_width;
         return 0;
+    }
+
+    if (config & PMU_INTEL_CFG_FIXED_ONLY) {
+        return EAGAIN;
     }
 
     for (unsigned int i = 0; i < pmu_intel_info.nr_gp; i++) {
