@@ -396,22 +396,62 @@ host_env_thread_init(struct thread *thread)
     thread->exited = false;
 }
 
-void
-host_env_switch_in(struct thread *thread)
+/*
+ * The CPU always runs some thread: an idle thread stands for "no test
+ * thread". A switch is what the scheduler does, the unload of the thread
+ * leaving and the load of the next one in one interrupts-off window
+ * (perfmon relies on the pair: the load completes the unload's work).
+ */
+static struct thread host_env_idle;
+static struct thread *host_env_current;
+
+static void
+host_env_switch(struct thread *prev, struct thread *next)
 {
     unsigned long flags = cpu_intr_save();
 
-    perfmon_td_load(thread);
+    perfmon_td_unload(prev);
+    perfmon_td_load(next);
+    host_env_current = next;
     cpu_intr_restore(flags);
+}
+
+static void
+host_env_idle_start(void)
+{
+    unsigned long flags;
+
+    if (host_env_current != NULL) {
+        return;
+    }
+
+    host_env_thread_init(&host_env_idle);
+    flags = cpu_intr_save();
+    perfmon_td_load(&host_env_idle);
+    cpu_intr_restore(flags);
+    host_env_current = &host_env_idle;
+}
+
+void
+host_env_switch_in(struct thread *thread)
+{
+    host_env_idle_start();
+
+    if (host_env_current != &host_env_idle) {
+        panic("host_env: switch in while another thread runs");
+    }
+
+    host_env_switch(&host_env_idle, thread);
 }
 
 void
 host_env_switch_out(struct thread *thread)
 {
-    unsigned long flags = cpu_intr_save();
+    if (host_env_current != thread) {
+        panic("host_env: switch out of a thread that does not run");
+    }
 
-    perfmon_td_unload(thread);
-    cpu_intr_restore(flags);
+    host_env_switch(thread, &host_env_idle);
 }
 
 /* ------------------------------------------------------------------ */

@@ -37,7 +37,12 @@ void host_env_raise_trap(unsigned int vector);
 /* A thread off every CPU, with one reference (its creator's). */
 void host_env_thread_init(struct thread *thread);
 
-/* The context switch's perfmon hooks, with interrupts disabled. */
+/*
+ * Context switches between a test thread and the CPU's idle thread: the
+ * unload of the one leaving and the load of the next, with interrupts
+ * disabled, as the scheduler does. Panics on a switch the CPU could not
+ * make (switching in while a test thread runs, out one that does not).
+ */
 void host_env_switch_in(struct thread *thread);
 void host_env_switch_out(struct thread *thread);
 
