@@ -224,6 +224,24 @@ thread_enqueue(struct thread *thread)
 }
 
 /*
+ * Move a ready thread that is neither queued nor running off rq, whose lock
+ * the caller took with spinlock_lock_intr_save(flags), to an allowed CPU:
+ * mark it in transit, release the lock, queue it there, restore interrupts
+ * (preemption stays off until then, as queuing may preempt the caller).
+ */
+static void
+thread_move(struct thread_runq *rq, struct thread *thread,
+            unsigned long flags)
+{
+    WRITE_ONCE(thread->cpu, THREAD_CPU_TRANSIT);
+    thread_preempt_disable();
+    spinlock_unlock(&rq->lock);
+    thread_enqueue(thread);
+    cpu_intr_restore(flags);
+    thread_preempt_enable();
+}
+
+/*
  * Decide what happens to the running thread when it leaves the CPU. Run
  * queue locked.
  */
@@ -634,13 +652,7 @@ thread_wakeup(struct thread *thread)
         return;
     }
 
-    /* Keep preemption off until interrupts are restored. */
-    WRITE_ONCE(thread->cpu, THREAD_CPU_TRANSIT);
-    thread_preempt_disable();
-    spinlock_unlock(&rq->lock);
-    thread_enqueue(thread);
-    cpu_intr_restore(flags);
-    thread_preempt_enable();
+    thread_move(rq, thread, flags);
 }
 
 struct thread_delay {
@@ -703,12 +715,7 @@ thread_set_affinity(struct thread *thread, uint64_t mask)
     } else if (thread->on_rq) {
         /* Ready: move it now. */
         thread_runq_remove(rq, thread);
-        WRITE_ONCE(thread->cpu, THREAD_CPU_TRANSIT);
-        thread_preempt_disable();
-        spinlock_unlock(&rq->lock);
-        thread_enqueue(thread);
-        cpu_intr_restore(flags);
-        thread_preempt_enable();
+        thread_move(rq, thread, flags);
     } else {
         if (thread->on_cpu) {
             /* Running: its next reschedule migrates it; force one. */
