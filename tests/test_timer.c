@@ -167,6 +167,7 @@ struct test_timer_slow {
     struct timer timer;
     unsigned int mode;
     volatile bool started;
+    volatile bool release;      /* lets the handler return */
     volatile bool done;
     volatile unsigned int runs;
 };
@@ -184,8 +185,23 @@ test_timer_slow_fn(struct timer *timer)
 
     slow->runs++;
     slow->started = true;
-    test_spin_ticks(3);
+
+    /* Hold the handler until the releaser thread says so. */
+    while (!slow->release) {
+        cpu_pause();
+    }
+
     slow->done = true;
+}
+
+/* Releases the handler a little later, while the test waits in cancel. */
+static void
+test_timer_releaser(void *arg)
+{
+    struct test_timer_slow *slow = arg;
+
+    thread_delay(2);
+    slow->release = true;
 }
 
 /*
@@ -200,6 +216,7 @@ TEST_DEFINE(timer, cancel_waits_for_running_handler)
 
     for (unsigned int mode = 0; mode < 3; mode++) {
         struct test_timer_slow slow = { .mode = mode };
+        struct thread *releaser;
         unsigned int runs;
 
         timer_init(&slow.timer, test_timer_slow_fn, &slow, 1);
@@ -210,8 +227,11 @@ TEST_DEFINE(timer, cancel_waits_for_running_handler)
         }
 
         TEST_ASSERT(timer_active(&slow.timer));
+        releaser = test_thread_start("releaser", 1ULL << 0,
+                                     test_timer_releaser, &slow);
         timer_cancel(&slow.timer);
         TEST_ASSERT(slow.done);
+        thread_join(releaser);
         TEST_ASSERT(!timer_active(&slow.timer));
         runs = slow.runs;
         thread_delay(3);
