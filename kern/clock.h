@@ -29,9 +29,6 @@ clock_ms_from_ticks(uint64_t ticks)
     return ticks * 1000 / CLOCK_HZ;
 }
 
-/* TSC cycles per tick. Any context. */
-uint64_t clock_tsc_per_tick(void);
-
 /*
  * Start counting ticks on the calling CPU (its tick interrupt must not
  * report the ticks before this call). Boot and AP bring-up.

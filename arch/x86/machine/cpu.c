@@ -141,12 +141,6 @@ cpu_idt_build(void)
 }
 
 void
-cpu_set_ist(unsigned int cpu, unsigned int ist, void *stack_top)
-{
-    percpu_ptr(cpu_tss, cpu)->ist[ist] = (uintptr_t)stack_top;
-}
-
-void
 cpu_load_tables(unsigned int cpu)
 {
     uint64_t *gdt = *percpu_ptr(cpu_gdt, cpu);

@@ -244,9 +244,6 @@ void cpu_set_online(void);
 /* Return true once the given CPU runs its scheduler. Any context. */
 bool cpu_online(unsigned int cpu);
 
-/* Write a 16-byte TSS descriptor's stack pointers. Boot only. */
-void cpu_set_ist(unsigned int cpu, unsigned int ist, void *stack_top);
-
 #endif /* __ASSEMBLER__ */
 
 #endif /* X86_CPU_H */

@@ -85,7 +85,6 @@
 struct pmu_intel_event {
     uint8_t select;
     uint8_t umask;
-    const char *name;
 };
 
 /* Architectural event index of the generic ref-cycles event. */
@@ -93,14 +92,14 @@ struct pmu_intel_event {
 
 /* Architectural events, indexed by their CPUID.0AH:EBX bit (table 21-1). */
 static const struct pmu_intel_event pmu_intel_arch_events[] = {
-    { 0x3c, 0x00, "cycles" },
-    { 0xc0, 0x00, "instructions" },
-    { 0x3c, 0x01, "ref-cycles" },
-    { 0x2e, 0x4f, "llc-references" },
-    { 0x2e, 0x41, "llc-misses" },
-    { 0xc4, 0x00, "branches" },
-    { 0xc5, 0x00, "branch-misses" },
-    { 0xa4, 0x01, "topdown-slots" },
+    { 0x3c, 0x00 },     /* unhalted core cycles */
+    { 0xc0, 0x00 },     /* instructions retired */
+    { 0x3c, 0x01 },     /* unhalted reference cycles */
+    { 0x2e, 0x4f },     /* last level cache references */
+    { 0x2e, 0x41 },     /* last level cache misses */
+    { 0xc4, 0x00 },     /* branch instructions retired */
+    { 0xc5, 0x00 },     /* branch mispredicts retired */
+    { 0xa4, 0x01 },     /* topdown slots */
 };
 
 /* The architectural event each fixed counter counts. */
@@ -137,16 +136,6 @@ const struct pmu_intel_info *
 pmu_intel_get_info(void)
 {
     return &pmu_intel_info;
-}
-
-const char *
-pmu_intel_event_name(unsigned int arch_event)
-{
-    if (arch_event >= ARRAY_SIZE(pmu_intel_arch_events)) {
-        return NULL;
-    }
-
-    return pmu_intel_arch_events[arch_event].name;
 }
 
 int

@@ -61,9 +61,6 @@ void pmu_intel_detect(struct pmu_intel_info *info);
  */
 int pmu_intel_set_start_gap(uint64_t gap);
 
-/* The name of architectural event i ("instructions"), or NULL. */
-const char *pmu_intel_event_name(unsigned int arch_event);
-
 /* The architectural event a generic perfmon id maps to, or -1. */
 int pmu_intel_generic_to_arch(unsigned int perfmon_id);
 
