@@ -266,6 +266,23 @@ test_pm_emitter_start(struct test_pm_emitter *e, const char *name,
     return e->thread;
 }
 
+/*
+ * Read an event while its emitter runs: the count includes every unit the
+ * emitter published before the read, and at most the burst in flight
+ * beyond what it published after.
+ */
+static void
+test_pm_read_bracketed(struct perfmon_event *event,
+                       const struct test_pm_emitter *e)
+{
+    uint64_t before = READ_ONCE(e->emitted);
+    uint64_t value = perfmon_event_read(event);
+    uint64_t after = READ_ONCE(e->emitted);
+
+    TEST_ASSERT_GE(value, before);
+    TEST_ASSERT_LE(value, after + TEST_PM_BURST_MAX);
+}
+
 /* ------------------------------------------------------------------ */
 /* CPU events                                                          */
 /* ------------------------------------------------------------------ */
@@ -327,13 +344,7 @@ TEST_DEFINE(perfmon, cpu_event_remote_reads_are_current)
     e.go = true;
 
     while (READ_ONCE(e.emitted) < e.total) {
-        uint64_t before = READ_ONCE(e.emitted);
-        uint64_t value = perfmon_event_read(&event);
-        uint64_t after = READ_ONCE(e.emitted);
-
-        /* At most the burst in flight is not published yet. */
-        TEST_ASSERT_GE(value, before);
-        TEST_ASSERT_LE(value, after + TEST_PM_BURST_MAX);
+        test_pm_read_bracketed(&event, &e);
         nr_reads++;
         thread_delay(1);
     }
@@ -385,12 +396,7 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
     }
 
     while (READ_ONCE(target.emitted) < target.total) {
-        uint64_t before = READ_ONCE(target.emitted);
-        uint64_t value = perfmon_event_read(&target_ev);
-        uint64_t after = READ_ONCE(target.emitted);
-
-        TEST_ASSERT_GE(value, before);
-        TEST_ASSERT_LE(value, after + TEST_PM_BURST_MAX);
+        test_pm_read_bracketed(&target_ev, &target);
         nr_remote_reads += (thread_cpu(target.thread) != cpu_id());
         thread_delay(1);
     }
