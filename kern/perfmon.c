@@ -115,29 +115,29 @@ perfmon_cpu_pmc(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
 }
 
 /*
- * Add what the counter counted since the last update. Between two updates
- * a counter must not advance by 2^width or more, or the difference modulo
- * the width loses whole wraps. Polling guarantees that by its period. An
- * overflow interrupt does not by itself: from a last update at raw value
- * p, the counter may advance 2^width - p before it wraps, then more before
- * the interrupt is taken. So the interrupt's update (overflow = true)
- * knows one wrap happened since the previous interrupt and adds it unless
- * an update in between already did (it saw the raw value go down and set
- * wrap_seen). An update in between that saw no decrease while the wrap
- * was pending missed it, and the interrupt's update adds it then.
+ * Add what the counter counted since the last update, given its raw value
+ * now and whether a wrap was reported since the last update. Between two
+ * updates a counter must not wrap twice. Without an overflow interrupt
+ * that means advancing less than 2^width (the poll period ensures it),
+ * and the difference modulo the width is exact. With one, the report
+ * tells that a wrap happened even when the raw value is back at or above
+ * the last one read (from a last value near 0 the counter may advance up
+ * to 2^width before the wrap's interrupt is taken). An update that sees
+ * the raw value go down with no report yet (the counter wrapped after
+ * its report was consumed) adds the wrap and sets wrap_seen, so that the
+ * report still to come adds nothing.
  */
 static struct perfmon_cpu_pmc *
-perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                     unsigned int index, bool overflow)
+perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
+                    unsigned int index, uint64_t raw, bool reported)
 {
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
     const struct perfmon_pmc *pmc = &dev->pmcs[index];
     uint64_t mask = pmc->mask;
-    uint64_t raw = dev->ops->read(pmc->pmc_id) & mask;
     uint64_t delta = (raw - cpmc->prev) & mask;
     bool wrapped = raw < cpmc->prev;
 
-    if (overflow && pmc->width < 64) {
+    if (reported && pmc->width < 64) {
         if (cpmc->wrap_seen) {
             /* Already added; a decrease now would be a new wrap. */
             cpmc->wrap_seen = false;
@@ -160,11 +160,27 @@ perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     return cpmc;
 }
 
+/*
+ * Bring a slot up to date, interrupts disabled. A wrap whose interrupt is
+ * pending behind the disabled interrupts is consumed here and counted as
+ * the interrupt would have; consumed before the read, so that a wrap
+ * between the two shows as a decrease (wrap_seen) rather than being
+ * counted twice.
+ */
 static struct perfmon_cpu_pmc *
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                        unsigned int index)
 {
-    return perfmon_cpu_pmc_sync(cpu, dev, index, false);
+    const struct perfmon_pmc *pmc = &dev->pmcs[index];
+    bool reported = false;
+    uint64_t raw;
+
+    if (dev->overflow_intr) {
+        reported = dev->ops->overflow_consume(pmc->pmc_id);
+    }
+
+    raw = dev->ops->read(pmc->pmc_id) & pmc->mask;
+    return perfmon_cpu_pmc_add(cpu, dev, index, raw, reported);
 }
 
 static void
@@ -189,8 +205,8 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     if (cpmc->nr_refs == 0) {
         const struct perfmon_pmc *pmc = &dev->pmcs[index];
 
-        dev->ops->start(pmc->pmc_id, pmc->config);
-        cpmc->prev = dev->ops->read(pmc->pmc_id) & pmc->mask;
+        cpmc->prev = dev->ops->start(pmc->pmc_id, pmc->config)
+                     & pmc->mask;
         cpmc->wrap_seen = false;
         cpu->used[dev->index] |= 1U << index;
         perfmon_poll_arm(cpu, dev);
@@ -260,7 +276,10 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index)
     /* A counter stopped since it overflowed has nothing left to add. */
     if (pmc_index < dev->nr_pmcs
         && (cpu->used[dev->index] & (1U << pmc_index))) {
-        perfmon_cpu_pmc_sync(cpu, dev, pmc_index, true);
+        const struct perfmon_pmc *pmc = &dev->pmcs[pmc_index];
+
+        perfmon_cpu_pmc_add(cpu, dev, pmc_index,
+                            dev->ops->read(pmc->pmc_id) & pmc->mask, true);
     }
 }
 
@@ -933,7 +952,8 @@ perfmon_register(struct perfmon_dev *dev)
         || dev->min_width == 0 || dev->min_width > 64 || ops == NULL
         || ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
         || ops->start == NULL || ops->stop == NULL || ops->read == NULL
-        || (dev->overflow_intr && ops->handle_overflow_intr == NULL)) {
+        || (dev->overflow_intr && (ops->handle_overflow_intr == NULL
+                                   || ops->overflow_consume == NULL))) {
         return EINVAL;
     }
 

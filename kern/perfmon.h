@@ -160,15 +160,29 @@ struct perfmon_dev_ops {
 
     /*
      * Local: program and enable the counter, with no overflow pending
-     * (an overflow from an earlier use must not be reported).
+     * (an overflow from an earlier use must not be reported), and return
+     * the raw value it was programmed with. perfmon counts from that
+     * value, not from one read afterwards: a running counter may have
+     * advanced, even wrapped, by the time it is read.
      */
-    void (*start)(unsigned int pmc_id, uint64_t config);
+    uint64_t (*start)(unsigned int pmc_id, uint64_t config);
 
     /* Local: disable the counter and forget a pending overflow. */
     void (*stop)(unsigned int pmc_id);
 
     /* Local: the counter's raw value. */
     uint64_t (*read)(unsigned int pmc_id);
+
+    /*
+     * Local, needed when the device sets overflow_intr: if the counter
+     * has an overflow that its interrupt has not reported yet, clear it
+     * (so the interrupt will not report it) and return true. perfmon
+     * calls it before each read of a counter it brings up to date with
+     * interrupts disabled, so a wrap whose interrupt is held back by
+     * those disabled interrupts is counted there, and not lost when the
+     * counter stops or credited to the next thread.
+     */
+    bool (*overflow_consume)(unsigned int pmc_id);
 
     /*
      * Local, needed when the device sets overflow_intr: handle the
@@ -206,7 +220,8 @@ struct perfmon_dev {
 /*
  * Register a device. Boot only, after perfmon_setup, thread context.
  * Return 0, EINVAL for a device with no or too many slots, a bad width, a
- * missing operation (handle_overflow_intr is needed with overflow_intr),
+ * missing operation (handle_overflow_intr and overflow_consume are needed
+ * with overflow_intr),
  * EBUSY when a device of the same kind (hardware or software) exists.
  */
 int perfmon_register(struct perfmon_dev *dev);

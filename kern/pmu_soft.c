@@ -149,7 +149,7 @@ pmu_soft_sync_ticks(unsigned int event)
     }
 }
 
-static void
+static uint64_t
 pmu_soft_start(unsigned int pmc_id, uint64_t config)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
@@ -159,6 +159,7 @@ pmu_soft_start(unsigned int pmc_id, uint64_t config)
     cpu->events[pmc_id] = (unsigned int)config;
     cpu->counting[config] |= 1U << pmc_id;
     cpu->overflowed &= ~(1U << pmc_id);
+    return cpu->values[pmc_id];
 }
 
 static void
@@ -177,6 +178,21 @@ pmu_soft_read(unsigned int pmc_id)
 
     pmu_soft_sync_ticks(cpu->events[pmc_id]);
     return cpu->values[pmc_id];
+}
+
+/* Take back a wrap the emulated interrupt has not reported yet. */
+static bool
+pmu_soft_overflow_consume(unsigned int pmc_id)
+{
+    struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
+    uint32_t bit = 1U << pmc_id;
+
+    if (!(cpu->overflowed & bit)) {
+        return false;
+    }
+
+    cpu->overflowed &= ~bit;
+    return true;
 }
 
 /* The emulated PMI: report the counters that wrapped on this CPU. */
@@ -207,6 +223,7 @@ static const struct perfmon_dev_ops pmu_soft_ops = {
     .start = pmu_soft_start,
     .stop = pmu_soft_stop,
     .read = pmu_soft_read,
+    .overflow_consume = pmu_soft_overflow_consume,
     .handle_overflow_intr = pmu_soft_handle_overflow_intr,
 };
 

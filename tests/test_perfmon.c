@@ -679,11 +679,12 @@ test_pm_fake_free(unsigned int pmc_id)
     (void)pmc_id;
 }
 
-static void
+static uint64_t
 test_pm_fake_start(unsigned int pmc_id, uint64_t config)
 {
     (void)pmc_id;
     (void)config;
+    return 0;
 }
 
 static uint64_t
@@ -710,6 +711,21 @@ static const struct perfmon_dev_ops test_pm_fake_ops_no_read = {
     .stop = test_pm_fake_free,
 };
 
+static void
+test_pm_fake_intr(void)
+{
+}
+
+static const struct perfmon_dev_ops test_pm_fake_ops_intr_no_consume = {
+    .translate = test_pm_fake_translate,
+    .alloc = test_pm_fake_alloc,
+    .free = test_pm_fake_free,
+    .start = test_pm_fake_start,
+    .stop = test_pm_fake_free,
+    .read = test_pm_fake_read,
+    .handle_overflow_intr = test_pm_fake_intr,
+};
+
 /* Bad devices are refused and nothing is registered. */
 TEST_DEFINE(perfmon, register_rejects_bad_devices)
 {
@@ -734,9 +750,11 @@ TEST_DEFINE(perfmon, register_rejects_bad_devices)
     dev.ops = NULL;
     TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
 
-    /* An overflow interrupt without its handler. */
+    /* An overflow interrupt without its handler, or without consume. */
     dev.ops = &test_pm_fake_ops;
     dev.overflow_intr = true;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    dev.ops = &test_pm_fake_ops_intr_no_consume;
     TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
     dev.overflow_intr = false;
 

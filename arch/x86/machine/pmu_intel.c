@@ -397,8 +397,11 @@ pmu_intel_ack(unsigned int pmc_id)
     }
 }
 
-/* Write the starting value: zero, or start_gap events before overflow. */
-static void
+/*
+ * Write the starting value: zero, or start_gap events before overflow.
+ * Return the value the counter now holds, as a read would see it.
+ */
+static uint64_t
 pmu_intel_write_start(unsigned int pmc_id)
 {
     uint64_t value;
@@ -408,20 +411,30 @@ pmu_intel_write_start(unsigned int pmc_id)
                 & pmu_intel_width_mask(pmu_intel_info.fixed_width);
         cpu_set_msr(PMU_INTEL_MSR_FIXED_CTR(pmc_id - PMU_INTEL_FIXED_BASE),
                     value);
-    } else if (pmu_intel_info.full_width_writes) {
-        value = -pmu_intel_start_gap
-                & pmu_intel_width_mask(pmu_intel_info.gp_width);
+        return value;
+    }
+
+    value = -pmu_intel_start_gap
+            & pmu_intel_width_mask(pmu_intel_info.gp_width);
+
+    if (pmu_intel_info.full_width_writes) {
         cpu_set_msr(PMU_INTEL_MSR_A_PMC(pmc_id), value);
     } else {
-        /* Bits 31:0 only; the CPU sign-extends bit 31 (SDM 21.2.6). */
-        value = -pmu_intel_start_gap & 0xffffffffULL;
-        cpu_set_msr(PMU_INTEL_MSR_PMC(pmc_id), value);
+        /*
+         * Bits 31:0 only; the CPU sign-extends bit 31 (SDM 21.2.6), which
+         * the gap limit (at most 2^31) makes equal to the full value.
+         */
+        cpu_set_msr(PMU_INTEL_MSR_PMC(pmc_id), value & 0xffffffffULL);
     }
+
+    return value;
 }
 
-static void
+static uint64_t
 pmu_intel_start(unsigned int pmc_id, uint64_t config)
 {
+    uint64_t value;
+
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
         unsigned int j = pmc_id - PMU_INTEL_FIXED_BASE;
         uint64_t ctrl = cpu_get_msr(PMU_INTEL_MSR_FIXED_CTRL)
@@ -433,7 +446,7 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
         field |= pmu_intel_has_pmi() ? PMU_INTEL_FIXED_PMI : 0;
 
         cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, ctrl);
-        pmu_intel_write_start(pmc_id);
+        value = pmu_intel_write_start(pmc_id);
         pmu_intel_ack(pmc_id);
         cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL,
                     ctrl | PMU_INTEL_FIXED_FIELD(j, field));
@@ -442,12 +455,13 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
                           | (pmu_intel_has_pmi() ? PMU_INTEL_EVTSEL_INT : 0);
 
         cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), 0);
-        pmu_intel_write_start(pmc_id);
+        value = pmu_intel_write_start(pmc_id);
         pmu_intel_ack(pmc_id);
         cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), evtsel);
     }
 
     pmu_intel_global_enable(pmc_id, true);
+    return value;
 }
 
 static void
@@ -478,6 +492,20 @@ pmu_intel_read(unsigned int pmc_id)
     }
 
     return cpu_get_msr(PMU_INTEL_MSR_PMC(pmc_id));
+}
+
+/* Take back an overflow the PMI has not reported yet. */
+static bool
+pmu_intel_overflow_consume(unsigned int pmc_id)
+{
+    uint64_t bit = pmu_intel_global_bit(pmc_id);
+
+    if (!(cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & bit)) {
+        return false;
+    }
+
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, bit);
+    return true;
 }
 
 /* GLOBAL_STATUS bits of the counters that exist. */
@@ -555,6 +583,7 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
     .start = pmu_intel_start,
     .stop = pmu_intel_stop,
     .read = pmu_intel_read,
+    .overflow_consume = pmu_intel_overflow_consume,
     .handle_overflow_intr = pmu_intel_handle_overflow_intr,
 };
 
