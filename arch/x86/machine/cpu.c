@@ -4,6 +4,7 @@
  * descriptor in 64-bit mode) and 6.14.1 (64-bit IDT gates).
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <kern/assert.h>
@@ -53,6 +54,25 @@ static unsigned int cpu_apic_ids[CPU_MAX];
 static unsigned int cpu_nr_cpus = 1;
 static volatile bool cpu_is_online[CPU_MAX];
 static uint64_t cpu_freq;
+
+/* The fixup table, from kernel.lds. */
+extern const struct cpu_fixup cpu_fixups_start[];
+extern const struct cpu_fixup cpu_fixups_end[];
+
+uintptr_t
+cpu_fixup_find(uintptr_t rip)
+{
+    size_t n = ((uintptr_t)cpu_fixups_end - (uintptr_t)cpu_fixups_start)
+               / sizeof(cpu_fixups_start[0]);
+
+    for (size_t i = 0; i < n; i++) {
+        if (cpu_fixups_start[i].insn == rip) {
+            return cpu_fixups_start[i].resume;
+        }
+    }
+
+    return 0;
+}
 
 unsigned int
 cpu_count(void)

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/errno.h>
 #include <kern/macros.h>
 
 #define CPU_RFLAGS_IF           (1UL << 9)
@@ -130,6 +131,83 @@ cpu_set_msr(uint32_t msr, uint64_t value)
                      : : "c"(msr), "a"((uint32_t)value),
                          "d"((uint32_t)(value >> 32))
                      : "memory");
+}
+
+/*
+ * Exception recovery for single instructions that may fault. An entry of
+ * the fixup table (section .cpu_fixups, collected by kernel.lds) pairs
+ * the address of such an instruction with the address of its recovery
+ * code; the #GP handler (trap.c) resumes there instead of panicking. The
+ * recovery code sets the caller's error and jumps back after the
+ * instruction. A table, rather than a per-CPU "fault expected" flag,
+ * needs no state and no setup, so it works in any context (an NMI that
+ * faults inside another recovery included).
+ */
+struct cpu_fixup {
+    uintptr_t insn;             /* the instruction that may fault */
+    uintptr_t resume;           /* its recovery code */
+};
+
+/* The table entry of the preceding instruction labeled 1, recovery 3. */
+#define CPU_FIXUP_ENTRY                                                 \
+    "   .pushsection .cpu_fixups, \"a\"\n"                              \
+    "   .balign 8\n"                                                    \
+    "   .quad 1b, 3f\n"                                                 \
+    "   .popsection\n"
+
+/*
+ * Return the recovery address of the instruction at rip, or 0 when it is
+ * not in the fixup table. Any context.
+ */
+uintptr_t cpu_fixup_find(uintptr_t rip);
+
+/*
+ * RDMSR and WRMSR that survive a #GP (an MSR the processor or hypervisor
+ * does not implement, a reserved bit, a value it refuses; SDM vol. 2B,
+ * RDMSR and WRMSR, protected-mode exceptions): return 0, or EIO when the
+ * instruction faulted, in which case a read stores 0. Any context.
+ */
+static inline int
+cpu_get_msr_safe(uint32_t msr, uint64_t *valuep)
+{
+    uint32_t low, high;
+    int error;
+
+    __asm__ volatile("1: rdmsr\n"
+                     "   xorl %2, %2\n"
+                     "2:\n"
+                     CPU_FIXUP_ENTRY
+                     "   .pushsection .text.cpu_fixup, \"ax\"\n"
+                     "3: movl %3, %2\n"
+                     "   xorl %0, %0\n"
+                     "   xorl %1, %1\n"
+                     "   jmp 2b\n"
+                     "   .popsection\n"
+                     : "=a"(low), "=d"(high), "=&r"(error)
+                     : "i"(EIO), "c"(msr)
+                     : "cc", "memory");
+    *valuep = ((uint64_t)high << 32) | low;
+    return error;
+}
+
+static inline int
+cpu_set_msr_safe(uint32_t msr, uint64_t value)
+{
+    int error;
+
+    __asm__ volatile("1: wrmsr\n"
+                     "   xorl %0, %0\n"
+                     "2:\n"
+                     CPU_FIXUP_ENTRY
+                     "   .pushsection .text.cpu_fixup, \"ax\"\n"
+                     "3: movl %1, %0\n"
+                     "   jmp 2b\n"
+                     "   .popsection\n"
+                     : "=&r"(error)
+                     : "i"(EIO), "c"(msr), "a"((uint32_t)value),
+                       "d"((uint32_t)(value >> 32))
+                     : "cc", "memory");
+    return error;
 }
 
 static inline uint64_t

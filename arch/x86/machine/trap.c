@@ -92,6 +92,18 @@ trap_setup(void)
 static void
 trap_exception(struct trap_frame *frame, trap_handler_fn_t handler)
 {
+    uintptr_t resume;
+
+    /* A #GP the faulting instruction expects: resume at its recovery. */
+    if (frame->vector == TRAP_GP) {
+        resume = cpu_fixup_find(frame->rip);
+
+        if (resume != 0) {
+            frame->rip = resume;
+            return;
+        }
+    }
+
     if (handler != NULL) {
         handler(frame);
         return;

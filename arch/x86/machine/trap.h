@@ -63,7 +63,9 @@ extern void *const trap_stubs[TRAP_NR_VECTORS];
 /*
  * Install a handler for a vector, or remove it with NULL. Interrupt
  * handlers (vectors 32 and up) run with interrupts disabled and must send
- * their own EOI. An exception without a handler panics. Any context.
+ * their own EOI. An exception without a handler panics, except a #GP of
+ * an instruction in the fixup table (machine/cpu.h), which resumes at its
+ * recovery code before any handler is asked. Any context.
  */
 void trap_register(unsigned int vector, trap_handler_fn_t handler);
 
