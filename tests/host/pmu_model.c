@@ -8,12 +8,21 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <kern/errno.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
 
 #include "pmu_model.h"
 
 #define MODEL_MSR_SPACE     0x500   /* every modelled MSR is below */
+#define MODEL_NR_COUNTERS   (MODEL_FIXED_BASE + MODEL_MAX_FIXED)
+
+/*
+ * IA32_DEBUGCTL bits any modelled CPU takes (SDM vol. 4, table 2-2): LBR,
+ * BTF, TR, BTS, BTINT, BTS_OFF_OS, BTS_OFF_USR. The freeze bits need PDCM
+ * and version 2; the others are reserved here.
+ */
+#define MODEL_DEBUGCTL_BASE_BITS    (0x3ULL | (0x1fULL << 6))
 
 /* The fixed counters' architectural events (SDM vol. 3B, 21.2.2). */
 static const struct model_event model_fixed_events[MODEL_MAX_FIXED] = {
@@ -38,7 +47,14 @@ struct model {
     struct model_regs regs;
     bool pmi_pending;
 
-    uint64_t wraps[MODEL_FIXED_BASE + MODEL_MAX_FIXED];
+    uint64_t drift;
+    uint64_t stuck_status;
+    uint64_t debugctl_sticky;
+
+    uint64_t wraps[MODEL_NR_COUNTERS];
+    uint64_t counted[MODEL_NR_COUNTERS];
+    uint64_t counted_at_read[MODEL_NR_COUNTERS];
+    uint64_t counted_at_write[MODEL_NR_COUNTERS];
     unsigned long reads[MODEL_MSR_SPACE];
     unsigned long writes[MODEL_MSR_SPACE];
     unsigned long accesses;
@@ -47,6 +63,9 @@ struct model {
     unsigned long eois;
     unsigned int faults;
     char first_fault[128];
+    bool safe_access;           /* in cpu_get/set_msr_safe */
+    bool safe_faulted;
+    unsigned int handled_faults;
     void (*wrmsr_hook)(uint32_t msr, uint64_t value);
 };
 
@@ -142,10 +161,53 @@ model_nr_wraps(unsigned int id)
     return model_counter_exists(id) ? model.wraps[id] : 0;
 }
 
+uint64_t
+model_nr_counted(unsigned int id)
+{
+    return model_counter_exists(id) ? model.counted[id] : 0;
+}
+
+uint64_t
+model_counted_at_read(unsigned int id)
+{
+    return model_counter_exists(id) ? model.counted_at_read[id] : 0;
+}
+
+uint64_t
+model_counted_at_write(unsigned int id)
+{
+    return model_counter_exists(id) ? model.counted_at_write[id] : 0;
+}
+
+void
+model_set_drift(uint64_t events)
+{
+    model.drift = events;
+}
+
+void
+model_set_stuck_status(uint64_t bits)
+{
+    model.stuck_status = bits;
+}
+
+void
+model_set_debugctl_sticky(uint64_t bits)
+{
+    model.debugctl_sticky = bits;
+}
+
 static void __format_printf(1, 2)
 model_fault(const char *fmt, ...)
 {
     va_list ap;
+
+    /* The kernel's fixup recovers a safe accessor's #GP. */
+    if (model.safe_access) {
+        model.safe_faulted = true;
+        model.handled_faults++;
+        return;
+    }
 
     if (model.faults++ == 0) {
         va_start(ap, fmt);
@@ -171,6 +233,12 @@ model_clear_faults(void)
 {
     model.faults = 0;
     model.first_fault[0] = '\0';
+}
+
+unsigned int
+model_nr_handled_faults(void)
+{
+    return model.handled_faults;
 }
 
 /* ------------------------------------------------------------------ */
@@ -282,6 +350,9 @@ model_lookup(uint32_t msr, uint64_t **regp, int *counterp)
     }
 
     switch (msr) {
+    case MODEL_MSR_DEBUGCTL:
+        *regp = &model.regs.debugctl;
+        return true;
     case MODEL_MSR_FIXED_CTRL:
         *regp = &model.regs.fixed_ctrl;
         return globals;
@@ -310,17 +381,53 @@ model_count_access(uint32_t msr, unsigned long *counts)
     }
 }
 
+static void model_drift(void);
+
+/*
+ * The register a driver access reaches, as model_lookup, but with the
+ * configured misbehaviour of the PMU MSRs: with MODEL_PMU_MSRS_FAULT
+ * none exists.
+ */
+static bool
+model_lookup_access(uint32_t msr, uint64_t **regp, int *counterp)
+{
+    bool exists = model_lookup(msr, regp, counterp);
+
+    if (msr != MODEL_MSR_DEBUGCTL
+        && model.config.pmu_msrs == MODEL_PMU_MSRS_FAULT) {
+        return false;
+    }
+
+    return exists;
+}
+
+static bool
+model_pmu_msrs_ignored(uint32_t msr)
+{
+    return msr != MODEL_MSR_DEBUGCTL
+           && model.config.pmu_msrs == MODEL_PMU_MSRS_IGNORED;
+}
+
 uint64_t
 cpu_get_msr(uint32_t msr)
 {
     uint64_t *reg;
     int counter;
 
+    model_drift();
     model_count_access(msr, model.reads);
 
-    if (!model_lookup(msr, &reg, &counter)) {
+    if (!model_lookup_access(msr, &reg, &counter)) {
         model_fault("#GP: rdmsr 0x%x", msr);
         return 0;
+    }
+
+    if (model_pmu_msrs_ignored(msr)) {
+        return 0;
+    }
+
+    if (counter >= 0) {
+        model.counted_at_read[counter] = model.counted[counter];
     }
 
     if (msr == MODEL_MSR_PERF_CAP) {
@@ -340,16 +447,15 @@ model_write_counter(uint32_t msr, uint64_t *reg, unsigned int id,
     if (msr >= MODEL_MSR_PMC(0) && msr < MODEL_MSR_PMC(MODEL_MAX_GP)) {
         /* Bits 31:0, bit 31 sign-extended (SDM vol. 3B, 21.2.6). */
         *reg = (uint64_t)(int64_t)(int32_t)(uint32_t)value & mask;
-        return;
-    }
-
-    if (value & ~mask) {
+    } else if (value & ~mask) {
         model_fault("#GP: wrmsr 0x%x <- 0x%llx: wider than %u bits", msr,
                     (unsigned long long)value, model_counter_width(id));
         return;
+    } else {
+        *reg = value;
     }
 
-    *reg = value;
+    model.counted_at_write[id] = model.counted[id];
 }
 
 static bool
@@ -365,15 +471,46 @@ model_check_reserved(uint32_t msr, uint64_t value, uint64_t allowed)
     return true;
 }
 
+/* Bits IA32_DEBUGCTL takes on this CPU. */
+static uint64_t
+model_debugctl_bits(void)
+{
+    uint64_t bits = MODEL_DEBUGCTL_BASE_BITS;
+
+    if (model.has_perf_cap && model.version >= 2) {
+        bits |= MODEL_DEBUGCTL_FREEZE_LBRS | MODEL_DEBUGCTL_FREEZE_PERFMON;
+    }
+
+    return bits;
+}
+
+/* Bits IA32_PERF_GLOBAL_OVF_CTRL (STATUS_RESET) clears on this CPU. */
+static uint64_t
+model_status_reset_bits(void)
+{
+    uint64_t bits = model_counter_bits() | MODEL_STATUS_OVF_BUF
+                    | MODEL_STATUS_COND_CHGD;
+
+    if (model.version >= 4) {
+        bits |= MODEL_STATUS_LBR_FRZ | MODEL_STATUS_CTR_FRZ;
+    }
+
+    return bits;
+}
+
 static void
 model_wrmsr(uint32_t msr, uint64_t value)
 {
     uint64_t *reg;
     int counter;
 
-    if (!model_lookup(msr, &reg, &counter)) {
+    if (!model_lookup_access(msr, &reg, &counter)) {
         model_fault("#GP: wrmsr 0x%x <- 0x%llx: no such register", msr,
                     (unsigned long long)value);
+        return;
+    }
+
+    if (model_pmu_msrs_ignored(msr)) {
         return;
     }
 
@@ -383,6 +520,12 @@ model_wrmsr(uint32_t msr, uint64_t value)
     }
 
     switch (msr) {
+    case MODEL_MSR_DEBUGCTL:
+        if (model_check_reserved(msr, value, model_debugctl_bits())) {
+            *reg = value | (*reg & model.debugctl_sticky);
+        }
+
+        break;
     case MODEL_MSR_FIXED_CTRL:
         if (model_check_reserved(msr, value, model_fixed_ctrl_bits())) {
             *reg = value;
@@ -396,9 +539,7 @@ model_wrmsr(uint32_t msr, uint64_t value)
 
         break;
     case MODEL_MSR_GLOBAL_OVF:
-        if (!model_check_reserved(msr, value, model_counter_bits()
-                                  | MODEL_STATUS_OVF_BUF
-                                  | MODEL_STATUS_COND_CHGD)) {
+        if (!model_check_reserved(msr, value, model_status_reset_bits())) {
             break;
         }
 
@@ -408,7 +549,7 @@ model_wrmsr(uint32_t msr, uint64_t value)
             }
         }
 
-        model.regs.global_status &= ~value;
+        model.regs.global_status &= ~(value & ~model.stuck_status);
         break;
     case MODEL_MSR_GLOBAL_STATUS:
     case MODEL_MSR_PERF_CAP:
@@ -428,14 +569,45 @@ model_wrmsr(uint32_t msr, uint64_t value)
 void
 cpu_set_msr(uint32_t msr, uint64_t value)
 {
-    unsigned int faults = model.faults;
+    unsigned int faults = model.faults + model.handled_faults;
 
+    model_drift();
     model_count_access(msr, model.writes);
     model_wrmsr(msr, value);
 
-    if (model.wrmsr_hook != NULL && model.faults == faults) {
+    if (model.wrmsr_hook != NULL
+        && model.faults + model.handled_faults == faults) {
         model.wrmsr_hook(msr, value);
     }
+}
+
+int
+cpu_get_msr_safe(uint32_t msr, uint64_t *valuep)
+{
+    uint64_t value;
+
+    model.safe_access = true;
+    model.safe_faulted = false;
+    value = cpu_get_msr(msr);
+    model.safe_access = false;
+
+    if (model.safe_faulted) {
+        *valuep = 0;
+        return EIO;
+    }
+
+    *valuep = value;
+    return 0;
+}
+
+int
+cpu_set_msr_safe(uint32_t msr, uint64_t value)
+{
+    model.safe_access = true;
+    model.safe_faulted = false;
+    cpu_set_msr(msr, value);
+    model.safe_access = false;
+    return model.safe_faulted ? EIO : 0;
 }
 
 uint64_t
@@ -546,6 +718,10 @@ model_regs_diff(const struct model_regs *a, const struct model_regs *b)
                               b->global_status);
     }
 
+    if (a->debugctl != b->debugctl) {
+        return model_diff_u64("debugctl", -1, a->debugctl, b->debugctl);
+    }
+
     if (a->lvt_pmc != b->lvt_pmc) {
         return model_diff_u64("lvt_pmc", -1, a->lvt_pmc, b->lvt_pmc);
     }
@@ -557,10 +733,34 @@ model_regs_diff(const struct model_regs *a, const struct model_regs *b)
 /* Counting and overflow                                               */
 /* ------------------------------------------------------------------ */
 
+/*
+ * A counter with INT (or its PMI bit) overflowed: request a PMI. The
+ * freeze bits of IA32_DEBUGCTL act on the request itself, masked LVT
+ * entry or not.
+ */
 static void
 model_request_pmi(void)
 {
+    uint64_t debugctl = model.regs.debugctl;
+    bool streamlined = model.version >= 4;
+
     model.pmi_requests++;
+
+    if (debugctl & MODEL_DEBUGCTL_FREEZE_PERFMON) {
+        if (streamlined) {
+            model.regs.global_status |= MODEL_STATUS_CTR_FRZ;
+        } else {
+            model.regs.global_ctrl = 0;
+        }
+    }
+
+    if (debugctl & MODEL_DEBUGCTL_FREEZE_LBRS) {
+        if (streamlined) {
+            model.regs.global_status |= MODEL_STATUS_LBR_FRZ;
+        } else {
+            model.regs.debugctl &= ~MODEL_DEBUGCTL_LBR;
+        }
+    }
 
     /* A masked entry generates nothing; generating one masks it. */
     if (!(model.regs.lvt_pmc & MODEL_LVT_MASKED)) {
@@ -569,13 +769,26 @@ model_request_pmi(void)
     }
 }
 
+static uint64_t *
+model_counter_reg(unsigned int id)
+{
+    if (id >= MODEL_FIXED_BASE) {
+        return &model.regs.fixed_ctr[id - MODEL_FIXED_BASE];
+    }
+
+    return &model.regs.pmc[id];
+}
+
 /* Add n to counter id; on a wrap set its status bit and maybe a PMI. */
 static void
-model_count(unsigned int id, uint64_t *reg, uint64_t n, bool intr)
+model_count(unsigned int id, uint64_t n, bool intr)
 {
+    uint64_t *reg = model_counter_reg(id);
     uint64_t mask = model_mask(model_counter_width(id));
     uint64_t room = mask - *reg;
     uint64_t wraps;
+
+    model.counted[id] += n;
 
     if (n <= room) {
         *reg += n;
@@ -601,41 +814,124 @@ model_count(unsigned int id, uint64_t *reg, uint64_t n, bool intr)
     }
 }
 
+/* Global enable, and no freeze (SDM vol. 3B, 21.2.2 and 21.2.4.1). */
 static bool
 model_global_enabled(unsigned int id)
 {
-    return model.version < 2 || (model.regs.global_ctrl & (1ULL << id));
+    if (model.version < 2) {
+        return true;
+    }
+
+    if (model.version >= 4
+        && (model.regs.global_status & MODEL_STATUS_CTR_FRZ)) {
+        return false;
+    }
+
+    return (model.regs.global_ctrl & (1ULL << id)) != 0;
+}
+
+/*
+ * Whether counter id counts an event (any event when event is NULL) at a
+ * ring now, and whether its overflow requests a PMI.
+ */
+static bool
+model_counter_counts(unsigned int id, const struct model_event *event,
+                     enum model_ring ring, bool *intrp)
+{
+    bool kern = (ring == MODEL_RING_KERN);
+    uint64_t code;
+
+    if (!model_counter_exists(id) || !model_global_enabled(id)) {
+        return false;
+    }
+
+    if (id >= MODEL_FIXED_BASE) {
+        unsigned int j = id - MODEL_FIXED_BASE;
+        unsigned int field = (model.regs.fixed_ctrl >> (4 * j)) & 0xf;
+
+        code = model_event_code(model_fixed_events[j]);
+        *intrp = (field & MODEL_FIXED_PMI) != 0;
+
+        if (!(field & (kern ? MODEL_FIXED_OS : MODEL_FIXED_USR))) {
+            return false;
+        }
+    } else {
+        uint64_t evtsel = model.regs.evtsel[id];
+
+        code = evtsel & 0xffff;
+        *intrp = (evtsel & MODEL_EVTSEL_INT) != 0;
+
+        if (!(evtsel & MODEL_EVTSEL_EN)
+            || !(evtsel & (kern ? MODEL_EVTSEL_OS : MODEL_EVTSEL_USR))) {
+            return false;
+        }
+    }
+
+    return event == NULL || code == model_event_code(*event);
+}
+
+/*
+ * n occurrences of event (NULL: of every event) at a ring. With the
+ * perfmon freeze armed, the events are counted in steps that end at the
+ * next overflow requesting a PMI, since the freeze stops every counter
+ * there and the rest of the events go uncounted.
+ */
+static void
+model_advance(const struct model_event *event, uint64_t n,
+              enum model_ring ring)
+{
+    bool freeze = model.version >= 2
+                  && (model.regs.debugctl & MODEL_DEBUGCTL_FREEZE_PERFMON);
+
+    while (n != 0) {
+        uint64_t step = n, counting = 0, intrs = 0;
+        bool intr;
+
+        /* Who counts is decided before any of them can freeze the rest. */
+        for (unsigned int id = 0; id < MODEL_NR_COUNTERS; id++) {
+            if (!model_counter_counts(id, event, ring, &intr)) {
+                continue;
+            }
+
+            counting |= 1ULL << id;
+            intrs |= intr ? 1ULL << id : 0;
+
+            if (freeze && intr) {
+                uint64_t room = model_mask(model_counter_width(id))
+                                - *model_counter_reg(id);
+
+                if (room != ~0ULL) {
+                    step = MIN(step, room + 1);
+                }
+            }
+        }
+
+        if (counting == 0) {
+            return;
+        }
+
+        for (unsigned int id = 0; id < MODEL_NR_COUNTERS; id++) {
+            if (counting & (1ULL << id)) {
+                model_count(id, step, (intrs & (1ULL << id)) != 0);
+            }
+        }
+
+        n -= step;
+    }
 }
 
 void
 model_retire(struct model_event event, uint64_t n, enum model_ring ring)
 {
-    uint64_t code = model_event_code(event);
+    model_advance(&event, n, ring);
+}
 
-    for (unsigned int i = 0; i < model.nr_gp; i++) {
-        uint64_t evtsel = model.regs.evtsel[i];
-        uint64_t ring_bit = (ring == MODEL_RING_KERN) ? MODEL_EVTSEL_OS
-                                                      : MODEL_EVTSEL_USR;
-
-        if ((evtsel & MODEL_EVTSEL_EN) && (evtsel & 0xffff) == code
-            && (evtsel & ring_bit) && model_global_enabled(i)) {
-            model_count(i, &model.regs.pmc[i], n,
-                        (evtsel & MODEL_EVTSEL_INT) != 0);
-        }
-    }
-
-    for (unsigned int j = 0; j < MODEL_MAX_FIXED; j++) {
-        unsigned int id = MODEL_FIXED_BASE + j;
-        unsigned int field = (model.regs.fixed_ctrl >> (4 * j)) & 0xf;
-        unsigned int ring_bit = (ring == MODEL_RING_KERN) ? MODEL_FIXED_OS
-                                                          : MODEL_FIXED_USR;
-
-        if (model_counter_exists(id)
-            && code == model_event_code(model_fixed_events[j])
-            && (field & ring_bit) && model_global_enabled(id)) {
-            model_count(id, &model.regs.fixed_ctr[j], n,
-                        (field & MODEL_FIXED_PMI) != 0);
-        }
+/* The driver's own instructions, counted before each of its accesses. */
+static void
+model_drift(void)
+{
+    if (model.drift != 0) {
+        model_advance(NULL, model.drift, MODEL_RING_KERN);
     }
 }
 

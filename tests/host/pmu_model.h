@@ -27,13 +27,43 @@
  *   IA32_PERF_CAPABILITIES bit 13 is set, and a write wider than the
  *   counter raises #GP. IA32_PERF_CAPABILITIES exists when CPUID.1:ECX
  *   bit 15 (PDCM) is set.
+ * - vol. 3B, 21.2.4 (version 4): IA32_PERF_GLOBAL_STATUS bits 58
+ *   (LBR_Frz) and 59 (CTR_Frz); a counter counts only while CTR_Frz is
+ *   clear (21.2.4.1); MSR 390H becomes IA32_PERF_GLOBAL_STATUS_RESET,
+ *   which also clears bits 58 and 59 (21.2.4.2).
+ * - vol. 3B, IA32_DEBUGCTL (MSR 1D9H) and "Freezing LBR and Performance
+ *   Counters on PMI": with FREEZE_PERFMON_ON_PMI (bit 12) set, a PMI
+ *   request clears every enable bit of IA32_PERF_GLOBAL_CTRL (versions 2
+ *   and 3) or sets CTR_Frz (version 4 on, "streamlined" freeze); with
+ *   FREEZE_LBRS_ON_PMI (bit 11), it clears DEBUGCTL.LBR (bit 0) or sets
+ *   LBR_Frz. Both bits exist with CPUID.1:ECX.PDCM and version 2 on (vol.
+ *   4, table 2-2). The freeze comes with the request, at the overflow,
+ *   whether or not the LVT entry lets the interrupt through, so events
+ *   after the overflow are lost until software unfreezes.
  * - vol. 3A, 11.5.1: the LVT performance counter entry is masked at reset
  *   and the CPU sets its mask bit (16) when it generates a PMI.
+ * - vol. 2B, RDMSR/WRMSR: an access to an MSR that does not exist, or a
+ *   write of a reserved bit, raises #GP(0).
  * - vol. 4, table 2-2: the MSR addresses.
+ *
+ * Inconvenient things real hardware (or a hypervisor) does, on demand:
+ * - Drift: counters keep counting while the driver runs. With
+ *   model_set_drift(n), every RDMSR and WRMSR the driver executes is
+ *   preceded by n events that every counter enabled for ring 0 counts,
+ *   whatever its event (the driver's own instructions, cycles,
+ *   branches...), with overflow, PMI and freeze as for retired events.
+ * - Stuck status bits (model_set_stuck_status): bits of
+ *   IA32_PERF_GLOBAL_STATUS that an acknowledgment does not clear.
+ * - A DEBUGCTL whose bits a write cannot clear (model_set_debugctl_sticky),
+ *   as under a hypervisor that ignores the write.
+ * - PMU MSRs that #GP or ignore writes (model_config.pmu_msrs), as under a
+ *   hypervisor that advertises CPUID leaf 0AH without emulating them.
  *
  * Choices of the model: an access to a register the configured PMU lacks,
  * or a write of a reserved bit, is a #GP; the model records it (the tests
- * assert none happened) and the access does nothing (a read gives 0).
+ * assert none happened) and the access does nothing (a read gives 0). A
+ * #GP in cpu_get_msr_safe/cpu_set_msr_safe is handled instead: it is
+ * counted apart and the accessor returns EIO, as the kernel's fixup does.
  * Reserved bits: 63:32 of IA32_PERFEVTSELi, counter bits above the width
  * (full-width aliases and fixed counters), fields of missing fixed
  * counters, GLOBAL_CTRL and OVF_CTRL bits of missing counters. Edge,
@@ -60,7 +90,8 @@
 #define MODEL_MSR_FIXED_CTRL    0x38d
 #define MODEL_MSR_GLOBAL_STATUS 0x38e
 #define MODEL_MSR_GLOBAL_CTRL   0x38f
-#define MODEL_MSR_GLOBAL_OVF    0x390
+#define MODEL_MSR_GLOBAL_OVF    0x390   /* _STATUS_RESET from version 4 */
+#define MODEL_MSR_DEBUGCTL      0x1d9
 
 #define MODEL_EVTSEL_USR        (1ULL << 16)
 #define MODEL_EVTSEL_OS         (1ULL << 17)
@@ -79,8 +110,14 @@
 #define MODEL_FIXED_FIELD(j, v) ((uint64_t)(v) << (4 * (j)))
 
 #define MODEL_GLOBAL_FIXED(j)   (1ULL << (MODEL_FIXED_BASE + (j)))
+#define MODEL_STATUS_LBR_FRZ    (1ULL << 58)
+#define MODEL_STATUS_CTR_FRZ    (1ULL << 59)
 #define MODEL_STATUS_OVF_BUF    (1ULL << 62)
 #define MODEL_STATUS_COND_CHGD  (1ULL << 63)
+
+#define MODEL_DEBUGCTL_LBR              (1ULL << 0)
+#define MODEL_DEBUGCTL_FREEZE_LBRS      (1ULL << 11)
+#define MODEL_DEBUGCTL_FREEZE_PERFMON   (1ULL << 12)
 
 #define MODEL_PERF_CAP_FW_WRITE (1ULL << 13)
 #define MODEL_CPUID1_ECX_PDCM   (1U << 15)
@@ -94,6 +131,13 @@
 #define MODEL_CPUID_A_EDX(nr_fixed, width)                              \
     ((uint32_t)(nr_fixed) | ((uint32_t)(width) << 5))
 
+/* How the PMU MSRs behave (every one but IA32_DEBUGCTL). */
+enum model_pmu_msrs {
+    MODEL_PMU_MSRS_WORK,        /* as the SDM describes */
+    MODEL_PMU_MSRS_FAULT,       /* every access raises #GP */
+    MODEL_PMU_MSRS_IGNORED,     /* writes are dropped, reads give 0 */
+};
+
 /* What the modelled CPU reports; the registers follow from it. */
 struct model_config {
     uint32_t max_leaf;          /* CPUID.0:EAX */
@@ -103,6 +147,7 @@ struct model_config {
     uint32_t a_ecx;
     uint32_t a_edx;
     uint64_t perf_capabilities; /* IA32_PERF_CAPABILITIES, with PDCM */
+    enum model_pmu_msrs pmu_msrs;
 };
 
 /* An event by event select and unit mask. */
@@ -141,6 +186,7 @@ struct model_regs {
     uint64_t fixed_ctrl;
     uint64_t global_ctrl;
     uint64_t global_status;
+    uint64_t debugctl;
     uint64_t lvt_pmc;
 };
 
@@ -163,6 +209,24 @@ unsigned int model_counter_width(unsigned int id);
 uint64_t model_nr_wraps(unsigned int id);
 
 /*
+ * Events counter id counted since reset: in all, and as of the last RDMSR
+ * and the last WRMSR of the counter itself. What a correct perfmon
+ * reports follows from them, drift included.
+ */
+uint64_t model_nr_counted(unsigned int id);
+uint64_t model_counted_at_read(unsigned int id);
+uint64_t model_counted_at_write(unsigned int id);
+
+/* Events every ring-0 counter counts before each driver RDMSR/WRMSR. */
+void model_set_drift(uint64_t events);
+
+/* IA32_PERF_GLOBAL_STATUS bits that acknowledgments do not clear. */
+void model_set_stuck_status(uint64_t bits);
+
+/* IA32_DEBUGCTL bits that, once set, writes do not clear. */
+void model_set_debugctl_sticky(uint64_t bits);
+
+/*
  * Direct access for tests, with no #GP, no side effect and no statistics:
  * model_msr reads a modelled register (0 for one that is not modelled),
  * model_poke sets one (e.g. state left by firmware, or GLOBAL_STATUS).
@@ -176,10 +240,16 @@ void model_snapshot(struct model_regs *regs);
 const char *model_regs_diff(const struct model_regs *a,
                             const struct model_regs *b);
 
-/* #GPs since reset (or model_clear_faults) and the first one, as text. */
+/*
+ * Unhandled #GPs since reset (or model_clear_faults) and the first one,
+ * as text: in the kernel each would be a panic.
+ */
 unsigned int model_nr_faults(void);
 const char *model_first_fault(void);
 void model_clear_faults(void);
+
+/* #GPs the safe accessors handled since reset. */
+unsigned int model_nr_handled_faults(void);
 
 /* RDMSR and WRMSR executed on one address, and on all, since reset. */
 unsigned long model_nr_reads(uint32_t msr);

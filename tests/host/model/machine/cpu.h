@@ -1,8 +1,8 @@
 /*
  * Host shadow of arch/x86/machine/cpu.h for the PMU tests: one CPU, index
  * 0. The interrupt flag lives in the host environment (host_env.c), CPUID
- * and MSRs in the PMU model (pmu_model.c). Only what perfmon and the Intel
- * PMU driver use is declared.
+ * and MSRs in the PMU model (pmu_model.c), safe accessors included. Only
+ * what perfmon and the Intel PMU driver use is declared.
  */
 #ifndef X86_CPU_H
 #define X86_CPU_H
@@ -35,6 +35,13 @@ void cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
                uint32_t *ecx, uint32_t *edx);
 uint64_t cpu_get_msr(uint32_t msr);
 void cpu_set_msr(uint32_t msr, uint64_t value);
+
+/*
+ * As the kernel's: a #GP (the model's fault) returns EIO instead of being
+ * an unhandled fault, and a failed read stores 0.
+ */
+int cpu_get_msr_safe(uint32_t msr, uint64_t *valuep);
+int cpu_set_msr_safe(uint32_t msr, uint64_t value);
 
 static inline unsigned int
 cpu_id(void)
