@@ -206,6 +206,9 @@ pmu_test_begin(void)
     pmu_test_boot();
     host_env_recover();
     model_set_wrmsr_hook(NULL);
+    model_set_drift(0);
+    model_set_stuck_status(0);
+    model_set_debugctl_sticky(0);
 
     /* The interrupt a failed test left pending, as the CPU would take it. */
     if (model_pmi_take()) {
@@ -1346,6 +1349,124 @@ HOST_TEST(start_gap_limits_and_start_values)
 
     pmu_test_detach_all();
     pmu_test_end();
+}
+
+HOST_TEST(start_gap_below_minimum_is_refused)
+{
+    pmu_test_begin();
+    HOST_ASSERT(PMU_INTEL_START_GAP_MIN >= 2);
+
+    for (uint64_t gap = 1; gap < PMU_INTEL_START_GAP_MIN; gap++) {
+        HOST_ASSERT_EQ(pmu_intel_set_start_gap(gap), EINVAL);
+    }
+
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(PMU_INTEL_START_GAP_MIN), 0);
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(0), 0);
+    pmu_test_end();
+}
+
+/* ------------------------------------------------------------------ */
+/* Counters that keep counting while the driver runs                   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * With drift, every driver access counts events on the running counters.
+ * A counter started a few events before its wrap wraps before perfmon's
+ * first read of it: perfmon must count from the value start programmed,
+ * not from a read after it, so what it reports is what the counter
+ * counted from its programming (model_counted_at_write) to perfmon's
+ * read (model_counted_at_read).
+ */
+HOST_TEST(thread_counts_exactly_when_counter_wraps_before_first_read)
+{
+    /* Driver accesses in perfmon's first sync: a status check, a read. */
+    const uint64_t first_sync_accesses = PMU_TEST_HAS_PMI ? 2 : 1;
+    struct perfmon_event *event;
+    struct thread *thread;
+    uint64_t expected = 0;
+    unsigned int pmc_id;
+
+    pmu_test_begin();
+    thread = pmu_test_thread();
+    event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
+    pmc_id = pmu_test_pmc_id(event);
+
+    for (uint64_t drift = 2; drift <= 6; drift++) {
+        /* Wraps at the status check, or between it and the read. */
+        const uint64_t gaps[] = {
+            PMU_INTEL_START_GAP_MIN, drift, first_sync_accesses * drift,
+        };
+
+        for (unsigned int k = 0; k < ARRAY_SIZE(gaps); k++) {
+            uint64_t wraps, start;
+
+            HOST_ASSERT_EQ(pmu_intel_set_start_gap(gaps[k]), 0);
+            model_set_drift(drift);
+            wraps = model_nr_wraps(pmc_id);
+            host_env_switch_in(thread);
+            start = model_counted_at_write(pmc_id);
+
+            /* The premise: the wrap comes by perfmon's first sync. */
+            pmu_test_read(event);
+            HOST_ASSERT_EQ(model_nr_wraps(pmc_id) - wraps, 1);
+            pmu_test_catch_up();
+
+            model_retire(MODEL_EV_BRANCHES, 100 + drift, MODEL_RING_KERN);
+            pmu_test_catch_up();
+            host_env_switch_out(thread);
+            pmu_test_catch_up();
+            expected += model_counted_at_read(pmc_id) - start;
+            model_set_drift(0);
+            HOST_ASSERT_EQ(pmu_test_read(event), expected);
+        }
+    }
+
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+/* CPU events: counted from perfmon's read at attach, drift and all. */
+HOST_TEST(cpu_events_count_exactly_when_counters_wrap_at_attach)
+{
+    for (uint64_t drift = 1; drift <= 6; drift++) {
+        struct perfmon_event *insns, *branches;
+        uint64_t insns_start, branches_start;
+        uint64_t insns_wraps, branches_wraps;
+        unsigned int insns_id, branches_id;
+
+        pmu_test_begin();
+        HOST_ASSERT_EQ(pmu_intel_set_start_gap(PMU_INTEL_START_GAP_MIN), 0);
+        model_set_drift(drift);
+        insns = pmu_test_event(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+        branches = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+        insns_id = (PMU_TEST_FIXED_MASK & 1) ? PMU_TEST_FIXED(0) : 0;
+        branches_id = (PMU_TEST_FIXED_MASK & 1) ? 0 : 1;
+        insns_wraps = model_nr_wraps(insns_id);
+        branches_wraps = model_nr_wraps(branches_id);
+
+        HOST_ASSERT_EQ(perfmon_event_attach_cpu(insns, 0), 0);
+        HOST_ASSERT_EQ(pmu_test_pmc_id(insns), insns_id);
+        insns_start = model_counted_at_read(insns_id);
+        HOST_ASSERT_EQ(perfmon_event_attach_cpu(branches, 0), 0);
+        HOST_ASSERT_EQ(pmu_test_pmc_id(branches), branches_id);
+        branches_start = model_counted_at_read(branches_id);
+        pmu_test_catch_up();
+        HOST_ASSERT_EQ(model_nr_wraps(insns_id) - insns_wraps, 1);
+        HOST_ASSERT_EQ(model_nr_wraps(branches_id) - branches_wraps, 1);
+
+        model_retire(MODEL_EV_BRANCHES, 1000, MODEL_RING_KERN);
+        model_retire(MODEL_EV_INSTRUCTIONS, 2000, MODEL_RING_KERN);
+        pmu_test_catch_up();
+        HOST_ASSERT_EQ(pmu_test_read(insns),
+                       model_counted_at_read(insns_id) - insns_start);
+        HOST_ASSERT_EQ(pmu_test_read(branches),
+                       model_counted_at_read(branches_id) - branches_start);
+        pmu_test_catch_up();
+        model_set_drift(0);
+        pmu_test_detach_all();
+        pmu_test_end();
+    }
 }
 
 /* ------------------------------------------------------------------ */

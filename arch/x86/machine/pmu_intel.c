@@ -398,13 +398,16 @@ pmu_intel_ack(unsigned int pmc_id)
 }
 
 /*
- * Write the starting value: zero, or start_gap events before overflow.
- * Return the value the counter now holds, as a read would see it.
+ * Write the starting value, zero or start_gap events before the wrap, and
+ * return the value the counter holds from then on, which perfmon counts
+ * from. Through IA32_PMCx the CPU keeps bits 31:0 and sign-extends bit 31
+ * (SDM vol. 3B, 21.2.6): the return is that result, computed the way the
+ * CPU does, not the value meant (the gap limit of 2^31 makes them equal).
  */
 static uint64_t
 pmu_intel_write_start(unsigned int pmc_id)
 {
-    uint64_t value;
+    uint64_t value, mask;
 
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
         value = -pmu_intel_start_gap
@@ -414,20 +417,16 @@ pmu_intel_write_start(unsigned int pmc_id)
         return value;
     }
 
-    value = -pmu_intel_start_gap
-            & pmu_intel_width_mask(pmu_intel_info.gp_width);
+    mask = pmu_intel_width_mask(pmu_intel_info.gp_width);
+    value = -pmu_intel_start_gap & mask;
 
     if (pmu_intel_info.full_width_writes) {
         cpu_set_msr(PMU_INTEL_MSR_A_PMC(pmc_id), value);
-    } else {
-        /*
-         * Bits 31:0 only; the CPU sign-extends bit 31 (SDM 21.2.6), which
-         * the gap limit (at most 2^31) makes equal to the full value.
-         */
-        cpu_set_msr(PMU_INTEL_MSR_PMC(pmc_id), value & 0xffffffffULL);
+        return value;
     }
 
-    return value;
+    cpu_set_msr(PMU_INTEL_MSR_PMC(pmc_id), value & 0xffffffffULL);
+    return (uint64_t)(int64_t)(int32_t)(uint32_t)value & mask;
 }
 
 static uint64_t
@@ -609,7 +608,8 @@ pmu_intel_set_start_gap(uint64_t gap)
 {
     unsigned int width = pmu_intel_min_width();
 
-    if (gap > pmu_intel_width_mask(width)
+    if ((gap != 0 && gap < PMU_INTEL_START_GAP_MIN)
+        || gap > pmu_intel_width_mask(width)
         || (!pmu_intel_info.full_width_writes && gap > (1ULL << 31))) {
         return EINVAL;
     }
