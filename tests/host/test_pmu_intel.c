@@ -1803,6 +1803,70 @@ HOST_TEST(pmi_with_stuck_status_bit_returns)
     pmu_test_end();
 }
 
+/*
+ * Counting is off while the handler runs, so a status bit that stays set
+ * or comes back during one PMI is still the overflow it already saw: a
+ * counter in use gets one report, 2^width once, and the forced clear of
+ * the give-up path reports nothing.
+ */
+HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
+{
+    struct perfmon_event *event;
+    unsigned int pmc_id;
+    uint64_t overflows;
+    unsigned long acks;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    pmc_id = pmu_test_pmc_id(event);
+    model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << pmc_id);
+    overflows = perfmon_nr_overflows(0);
+    acks = model_nr_acks(pmc_id);
+
+    /* No acknowledgment clears it during this PMI. */
+    model_set_stuck_status(1ULL << pmc_id);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(model_nr_acks(pmc_id) - acks, PMU_TEST_PMI_MAX_PASSES + 1);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+
+    /* Then the bit lets go; the count holds one wrap, no more. */
+    model_set_stuck_status(0);
+    model_poke(MODEL_MSR_GLOBAL_STATUS, 0);
+    HOST_ASSERT_EQ(pmu_test_read(event), 15);
+    model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 20);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(pmi_reports_a_reappearing_bit_once)
+{
+    struct perfmon_event *event;
+    unsigned int pmc_id;
+    uint64_t overflows;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    pmc_id = pmu_test_pmc_id(event);
+    model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
+    overflows = perfmon_nr_overflows(0);
+
+    /* Set again after the first acknowledgment, once. */
+    pmu_test_set_status_hook(1ULL << pmc_id, false);
+    pmu_test_deliver_pmi();
+    model_set_wrmsr_hook(NULL);
+    HOST_ASSERT_EQ(pmu_test_hook_acks, 2);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(pmu_test_read(event), 15);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
 #endif /* PMU_TEST_HAS_PMI */
 
 HOST_TEST_MAIN()

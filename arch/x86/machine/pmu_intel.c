@@ -542,13 +542,20 @@ pmu_intel_report(uint64_t status)
  * status bits seen, report each overflowed counter, and loop while new
  * bits appear, then count again and unmask the LVT entry, which the CPU
  * masks on every PMI (SDM vol. 3A, 11.5.1).
+ *
+ * Nothing counts once GLOBAL_CTRL is zero, so a counter overflows at most
+ * once per PMI: a bit that stays set after its acknowledgment, or shows up
+ * again, is the same overflow (a stuck bit, a hypervisor replaying it),
+ * and reporting it again would add 2^width each pass. Each counter is
+ * reported once per PMI; bits still there after the last pass are forced
+ * clear and reported to no one.
  */
 static void
 pmu_intel_handle_overflow_intr(void)
 {
     uint64_t counters = pmu_intel_counter_bits();
     uint64_t ack_mask = counters | PMU_INTEL_STATUS_OTHER;
-    uint64_t ctrl, status;
+    uint64_t ctrl, status, reported = 0;
 
     syscnt_inc(cpu_local_ptr(pmu_intel_sc_pmis));
     ctrl = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL);
@@ -567,7 +574,8 @@ pmu_intel_handle_overflow_intr(void)
         }
 
         cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, status);
-        pmu_intel_report(status & counters);
+        pmu_intel_report(status & counters & ~reported);
+        reported |= status & counters;
         status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
     }
 
