@@ -503,6 +503,9 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     HOST_ASSERT_EQ(syscnt_lookup("pmu_intel_spurious/0", &value), 0);
     HOST_ASSERT_EQ(value, pmu_intel_nr_spurious(0));
     value = ~0ULL;
+    HOST_ASSERT_EQ(syscnt_lookup("pmu_intel_pmi_giveup/0", &value), 0);
+    HOST_ASSERT_EQ(value, pmu_intel_nr_pmi_giveups(0));
+    value = ~0ULL;
     HOST_ASSERT_EQ(syscnt_lookup("perfmon_overflows/0", &value), 0);
     HOST_ASSERT_EQ(value, perfmon_nr_overflows(0));
 
@@ -1766,17 +1769,30 @@ HOST_TEST(pmi_handler_stops_counting_and_rereads_status)
 /* The driver's bound on handler passes (PMU_INTEL_PMI_MAX_LOOPS). */
 #define PMU_TEST_PMI_MAX_PASSES 16
 
+/* PMIs whose handler gave up on a stuck status, as the syscnt says. */
+static uint64_t
+pmu_test_nr_giveups(void)
+{
+    uint64_t value = ~0ULL;
+
+    HOST_ASSERT_EQ(syscnt_lookup("pmu_intel_pmi_giveup/0", &value), 0);
+    HOST_ASSERT_EQ(value, pmu_intel_nr_pmi_giveups(0));
+    return value;
+}
+
 HOST_TEST(pmi_with_stuck_status_bit_returns)
 {
     const unsigned int stray = PMU_TEST_NR_GP - 1;  /* a free counter */
     struct perfmon_event *event;
     unsigned long acks, acks62, acks63;
-    uint64_t ctrl;
+    uint64_t ctrl, giveups, pmis;
 
     pmu_test_begin();
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT(pmu_test_pmc_id(event) != stray);
     ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
+    giveups = pmu_test_nr_giveups();
+    pmis = pmu_intel_nr_pmis(0);
     acks = model_nr_acks(stray);
     acks62 = model_nr_acks(62);
     acks63 = model_nr_acks(63);
@@ -1793,6 +1809,8 @@ HOST_TEST(pmi_with_stuck_status_bit_returns)
     HOST_ASSERT_EQ(model_nr_acks(63) - acks63, 1);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
     HOST_ASSERT_EQ(model_lvt_pmc(), TRAP_PMI);
+    HOST_ASSERT_EQ(pmu_test_nr_giveups() - giveups, 1);
+    HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
 
     /* The bit is still stuck in the model; counting goes on. */
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << stray);
@@ -1812,8 +1830,8 @@ HOST_TEST(pmi_with_stuck_status_bit_returns)
 HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
 {
     struct perfmon_event *event;
+    uint64_t overflows, giveups;
     unsigned int pmc_id;
-    uint64_t overflows;
     unsigned long acks;
 
     pmu_test_begin();
@@ -1826,10 +1844,12 @@ HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
     acks = model_nr_acks(pmc_id);
 
     /* No acknowledgment clears it during this PMI. */
+    giveups = pmu_test_nr_giveups();
     model_set_stuck_status(1ULL << pmc_id);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(model_nr_acks(pmc_id) - acks, PMU_TEST_PMI_MAX_PASSES + 1);
     HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(pmu_test_nr_giveups() - giveups, 1);
 
     /* Then the bit lets go; the count holds one wrap, no more. */
     model_set_stuck_status(0);
@@ -1845,8 +1865,8 @@ HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
 HOST_TEST(pmi_reports_a_reappearing_bit_once)
 {
     struct perfmon_event *event;
+    uint64_t overflows, giveups;
     unsigned int pmc_id;
-    uint64_t overflows;
 
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
@@ -1855,11 +1875,13 @@ HOST_TEST(pmi_reports_a_reappearing_bit_once)
     model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
     overflows = perfmon_nr_overflows(0);
 
-    /* Set again after the first acknowledgment, once. */
+    /* Set again after the first acknowledgment, once: no give-up. */
+    giveups = pmu_test_nr_giveups();
     pmu_test_set_status_hook(1ULL << pmc_id, false);
     pmu_test_deliver_pmi();
     model_set_wrmsr_hook(NULL);
     HOST_ASSERT_EQ(pmu_test_hook_acks, 2);
+    HOST_ASSERT_EQ(pmu_test_nr_giveups(), giveups);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(pmu_test_read(event), 15);

@@ -131,6 +131,7 @@ static uint64_t pmu_intel_start_gap;
 
 static struct syscnt pmu_intel_sc_pmis __percpu;
 static struct syscnt pmu_intel_sc_spurious __percpu;
+static struct syscnt pmu_intel_sc_giveups __percpu;
 
 const struct pmu_intel_info *
 pmu_intel_get_info(void)
@@ -158,6 +159,12 @@ uint64_t
 pmu_intel_nr_spurious(unsigned int cpu)
 {
     return syscnt_read(percpu_ptr(pmu_intel_sc_spurious, cpu));
+}
+
+uint64_t
+pmu_intel_nr_pmi_giveups(unsigned int cpu)
+{
+    return syscnt_read(percpu_ptr(pmu_intel_sc_giveups, cpu));
 }
 
 static uint64_t
@@ -568,8 +575,13 @@ pmu_intel_handle_overflow_intr(void)
 
     for (unsigned int loops = 0; status != 0; loops++) {
         if (loops == PMU_INTEL_PMI_MAX_LOOPS) {
-            /* Stuck: clear everything rather than loop forever. */
+            /*
+             * Stuck: clear everything rather than loop forever. A
+             * first overflow among these bits goes unreported: count
+             * the give-ups so that they show.
+             */
             cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, ack_mask);
+            syscnt_inc(cpu_local_ptr(pmu_intel_sc_giveups));
             break;
         }
 
@@ -683,6 +695,8 @@ pmu_intel_setup(void)
         syscnt_register(percpu_ptr(pmu_intel_sc_pmis, cpu), name);
         snprintf(name, sizeof(name), "pmu_intel_spurious/%u", cpu);
         syscnt_register(percpu_ptr(pmu_intel_sc_spurious, cpu), name);
+        snprintf(name, sizeof(name), "pmu_intel_pmi_giveup/%u", cpu);
+        syscnt_register(percpu_ptr(pmu_intel_sc_giveups, cpu), name);
     }
 
     xcall_broadcast(pmu_intel_setup_local, NULL);

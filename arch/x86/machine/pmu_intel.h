@@ -76,9 +76,15 @@ int pmu_intel_set_start_gap(uint64_t gap);
 /* The architectural event a generic perfmon id maps to, or -1. */
 int pmu_intel_generic_to_arch(unsigned int perfmon_id);
 
-/* PMIs taken and spurious PMIs (status zero) on a CPU. Any context. */
+/*
+ * On a CPU: PMIs taken, spurious PMIs (no counter bit in the status), and
+ * PMIs whose handler gave up after its 16 passes, forcing the status
+ * clear without reporting what remained (syscnts pmu_intel_pmis/<cpu>,
+ * pmu_intel_spurious/<cpu>, pmu_intel_pmi_giveup/<cpu>). Any context.
+ */
 uint64_t pmu_intel_nr_pmis(unsigned int cpu);
 uint64_t pmu_intel_nr_spurious(unsigned int cpu);
+uint64_t pmu_intel_nr_pmi_giveups(unsigned int cpu);
 
 INIT_OP_DECLARE(pmu_intel_setup);
 
