@@ -9,11 +9,11 @@
  *      global registers and no PMI (perfmon polls); LLC references
  *      unavailable.
  *   2  version 2: 4 general and 3 fixed counters of 40 bits, 32-bit
- *      counter writes (no PDCM), PMI; an EBX vector of 6, so branch
- *      misses are unavailable.
+ *      counter writes (PDCM, but no FW_WRITE), PMI, the legacy freeze
+ *      on PMI; an EBX vector of 6, so branch misses are unavailable.
  *   5  version 5: 8 general counters of 48 bits, fixed counters 0 and 2
- *      only (ECX bitmask) of 40 bits, full-width writes, PMI; LLC misses
- *      unavailable.
+ *      only (ECX bitmask) of 40 bits, full-width writes, PMI, the
+ *      streamlined (version 4) freeze on PMI; LLC misses unavailable.
  *
  * Every test runs between pmu_test_begin() and pmu_test_end(), which
  * checks that the model saw no #GP, no PMI is left pending, every counter
@@ -70,6 +70,7 @@ static const struct model_config pmu_test_config = {
 
 static const struct model_config pmu_test_config = {
     .max_leaf = 0xd,
+    .cpuid1_ecx = MODEL_CPUID1_ECX_PDCM,
     .a_eax = MODEL_CPUID_A_EAX(2, 4, 40, 6),
     .a_edx = MODEL_CPUID_A_EDX(3, 40),
 };
@@ -153,6 +154,13 @@ pmu_test_dirty_pmu(void)
                                             | MODEL_GLOBAL_FIXED(0)
                                             | MODEL_STATUS_COND_CHGD);
     }
+
+    /* Counters frozen by a PMI firmware left behind (version 4 on). */
+    if (PMU_TEST_VERSION >= 4) {
+        model_poke(MODEL_MSR_GLOBAL_STATUS,
+                   model_msr(MODEL_MSR_GLOBAL_STATUS) | MODEL_STATUS_CTR_FRZ
+                   | MODEL_STATUS_LBR_FRZ);
+    }
 }
 
 /* Power up the model and run the two init operations, once. */
@@ -209,6 +217,7 @@ pmu_test_begin(void)
     model_set_drift(0);
     model_set_stuck_status(0);
     model_set_debugctl_sticky(0);
+    model_poke(MODEL_MSR_DEBUGCTL, pmu_test_regs_after_setup.debugctl);
 
     /* The interrupt a failed test left pending, as the CPU would take it. */
     if (model_pmi_take()) {
@@ -1818,6 +1827,113 @@ HOST_TEST(pmi_with_stuck_status_bit_returns)
     model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(event), 5);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+/*
+ * The driver keeps what GLOBAL_CTRL and FIXED_CTR_CTRL should hold and
+ * only ever writes them: starting, stopping and the PMI never read them
+ * back (a freeze clears GLOBAL_CTRL behind the driver's back).
+ */
+HOST_TEST(control_registers_are_written_never_read_back)
+{
+    unsigned long global_reads, fixed_reads;
+    struct perfmon_event *insns, *branches, *ref = NULL;
+    struct thread *thread;
+
+    pmu_test_begin();
+    global_reads = model_nr_reads(MODEL_MSR_GLOBAL_CTRL);
+    fixed_reads = model_nr_reads(MODEL_MSR_FIXED_CTRL);
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
+    thread = pmu_test_thread();
+    insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    branches = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach(branches, thread), 0);
+
+    if (PMU_TEST_FIXED_MASK & 0x4) {
+        ref = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE, PERFMON_EF_USER);
+    }
+
+    for (unsigned int i = 0; i < 3; i++) {
+        host_env_switch_in(thread);
+        model_retire(MODEL_EV_BRANCHES, 20, MODEL_RING_KERN);
+        model_retire(MODEL_EV_INSTRUCTIONS, 30, MODEL_RING_KERN);
+        model_retire(MODEL_EV_REF_CYCLES, 40, MODEL_RING_USER);
+        pmu_test_catch_up();
+        host_env_switch_out(thread);
+    }
+
+    HOST_ASSERT_EQ(pmu_test_read(branches), 60);
+    HOST_ASSERT_EQ(pmu_test_read(insns), 90);
+
+    if (ref != NULL) {
+        HOST_ASSERT_EQ(pmu_test_read(ref), 120);
+    }
+
+    pmu_test_detach_all();
+    HOST_ASSERT_EQ(model_nr_reads(MODEL_MSR_GLOBAL_CTRL), global_reads);
+    HOST_ASSERT_EQ(model_nr_reads(MODEL_MSR_FIXED_CTRL), fixed_reads);
+    pmu_test_end();
+}
+
+/*
+ * FREEZE_PERFMON_ON_PMI left on where the driver cannot clear it (a
+ * hypervisor ignoring the DEBUGCTL write): every PMI request freezes the
+ * counters (version 2 clears GLOBAL_CTRL, version 4 on sets CTR_Frz), and
+ * each PMI must start them again, from the driver's copy of GLOBAL_CTRL
+ * and by acknowledging CTR_Frz. Each batch of events ends exactly at a
+ * wrap, so the freeze loses none and the counts stay exact over many PMIs.
+ */
+HOST_TEST(freeze_left_on_does_not_stop_counting)
+{
+    const uint64_t gap = 1000;
+    const uint64_t fixed_period = 1ULL << PMU_TEST_FIXED_WIDTH;
+    struct perfmon_event *insns, *branches;
+    uint64_t pmis, overflows, counted;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(gap), 0);
+    model_poke(MODEL_MSR_DEBUGCTL, MODEL_DEBUGCTL_FREEZE_PERFMON);
+    model_set_debugctl_sticky(MODEL_DEBUGCTL_FREEZE_PERFMON);
+    insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    pmis = pmu_intel_nr_pmis(0);
+    overflows = perfmon_nr_overflows(0);
+
+    /* The premise: the first wrap freezes every counter. */
+    model_retire(MODEL_EV_BRANCHES, gap, MODEL_RING_KERN);
+    HOST_ASSERT(model_pmi_pending());
+
+    if (PMU_TEST_VERSION >= 4) {
+        HOST_ASSERT(model_msr(MODEL_MSR_GLOBAL_STATUS)
+                    & MODEL_STATUS_CTR_FRZ);
+    } else {
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), 0);
+    }
+
+    counted = model_nr_counted(PMU_TEST_FIXED(0));
+    model_retire(MODEL_EV_INSTRUCTIONS, 5, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(model_nr_counted(PMU_TEST_FIXED(0)), counted);
+    pmu_test_deliver_pmi();
+    model_retire(MODEL_EV_INSTRUCTIONS, gap, MODEL_RING_KERN);
+    pmu_test_deliver_pmi();
+
+    for (unsigned int i = 0; i < 50; i++) {
+        model_retire(MODEL_EV_BRANCHES, PMU_TEST_GP_PERIOD, MODEL_RING_KERN);
+        pmu_test_deliver_pmi();
+        model_retire(MODEL_EV_INSTRUCTIONS, fixed_period, MODEL_RING_KERN);
+        pmu_test_deliver_pmi();
+    }
+
+    HOST_ASSERT_EQ(pmu_test_read(branches), gap + 50 * PMU_TEST_GP_PERIOD);
+    HOST_ASSERT_EQ(pmu_test_read(insns), gap + 50 * fixed_period);
+    HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 102);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 102);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_DEBUGCTL),
+                   MODEL_DEBUGCTL_FREEZE_PERFMON);
+    pmu_test_detach_all();
     pmu_test_end();
 }
 

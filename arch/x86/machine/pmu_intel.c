@@ -77,6 +77,7 @@
 #define PMU_INTEL_CFG_FIXED_ONLY    (1ULL << 32)
 
 #define PMU_INTEL_STATUS_OTHER      ((1ULL << 62) | (1ULL << 63))
+#define PMU_INTEL_STATUS_FROZEN     ((1ULL << 58) | (1ULL << 59))
 #define PMU_INTEL_PERF_CAP_FW_WRITE (1ULL << 13)
 
 /* PMI handler passes before the status is forced clear. */
@@ -128,6 +129,23 @@ static unsigned int pmu_intel_gp_slot[PMU_INTEL_MAX_GP];
 static unsigned int pmu_intel_fixed_slot[PMU_INTEL_MAX_FIXED];
 
 static uint64_t pmu_intel_start_gap;
+
+/*
+ * What this CPU's IA32_PERF_GLOBAL_CTRL and IA32_FIXED_CTR_CTRL should
+ * hold. The driver writes them from here and never reads them back: with
+ * FREEZE_PERFMON_ON_PMI set (firmware may leave it, a hypervisor may
+ * ignore clearing it) a PMI request clears GLOBAL_CTRL behind the
+ * driver's back (SDM vol. 3B, "Freezing LBR and Performance Counters on
+ * PMI"), so a handler restoring what it read would leave counting off for
+ * good; and a read-modify-write costs a RDMSR per start and stop. Local:
+ * start, stop and the PMI run with interrupts disabled.
+ */
+struct pmu_intel_cpu {
+    uint64_t global_ctrl;
+    uint64_t fixed_ctrl;
+};
+
+static struct pmu_intel_cpu pmu_intel_cpu __percpu;
 
 static struct syscnt pmu_intel_sc_pmis __percpu;
 static struct syscnt pmu_intel_sc_spurious __percpu;
@@ -377,23 +395,40 @@ pmu_intel_global_bit(unsigned int pmc_id)
 }
 
 static void
-pmu_intel_global_enable(unsigned int pmc_id, bool enable)
+pmu_intel_global_enable(unsigned int pmc_id)
 {
-    uint64_t ctrl;
+    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
 
     if (!pmu_intel_has_pmi()) {
         return;     /* version 1 has no global registers */
     }
 
-    ctrl = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL);
+    cpu->global_ctrl |= pmu_intel_global_bit(pmc_id);
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
+}
 
-    if (enable) {
-        ctrl |= pmu_intel_global_bit(pmc_id);
-    } else {
-        ctrl &= ~pmu_intel_global_bit(pmc_id);
+static void
+pmu_intel_global_disable(unsigned int pmc_id)
+{
+    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+
+    if (!pmu_intel_has_pmi()) {
+        return;
     }
 
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, ctrl);
+    cpu->global_ctrl &= ~pmu_intel_global_bit(pmc_id);
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
+}
+
+/* Set the 4-bit IA32_FIXED_CTR_CTRL field of fixed counter j. */
+static void
+pmu_intel_fixed_ctrl_set(unsigned int j, unsigned int field)
+{
+    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+
+    cpu->fixed_ctrl = (cpu->fixed_ctrl & ~PMU_INTEL_FIXED_FIELD(j, 0xf))
+                      | PMU_INTEL_FIXED_FIELD(j, field);
+    cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, cpu->fixed_ctrl);
 }
 
 static void
@@ -443,19 +478,16 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
 
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
         unsigned int j = pmc_id - PMU_INTEL_FIXED_BASE;
-        uint64_t ctrl = cpu_get_msr(PMU_INTEL_MSR_FIXED_CTRL)
-                        & ~PMU_INTEL_FIXED_FIELD(j, 0xf);
         unsigned int field = 0;
 
         field |= (config & PMU_INTEL_EVTSEL_OS) ? PMU_INTEL_FIXED_OS : 0;
         field |= (config & PMU_INTEL_EVTSEL_USR) ? PMU_INTEL_FIXED_USR : 0;
         field |= pmu_intel_has_pmi() ? PMU_INTEL_FIXED_PMI : 0;
 
-        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, ctrl);
+        pmu_intel_fixed_ctrl_set(j, 0);
         value = pmu_intel_write_start(pmc_id);
         pmu_intel_ack(pmc_id);
-        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL,
-                    ctrl | PMU_INTEL_FIXED_FIELD(j, field));
+        pmu_intel_fixed_ctrl_set(j, field);
     } else {
         uint64_t evtsel = config | PMU_INTEL_EVTSEL_EN
                           | (pmu_intel_has_pmi() ? PMU_INTEL_EVTSEL_INT : 0);
@@ -466,21 +498,17 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
         cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), evtsel);
     }
 
-    pmu_intel_global_enable(pmc_id, true);
+    pmu_intel_global_enable(pmc_id);
     return value;
 }
 
 static void
 pmu_intel_stop(unsigned int pmc_id)
 {
-    pmu_intel_global_enable(pmc_id, false);
+    pmu_intel_global_disable(pmc_id);
 
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
-        unsigned int j = pmc_id - PMU_INTEL_FIXED_BASE;
-
-        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL,
-                    cpu_get_msr(PMU_INTEL_MSR_FIXED_CTRL)
-                    & ~PMU_INTEL_FIXED_FIELD(j, 0xf));
+        pmu_intel_fixed_ctrl_set(pmc_id - PMU_INTEL_FIXED_BASE, 0);
     } else {
         cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), 0);
     }
@@ -522,6 +550,21 @@ pmu_intel_counter_bits(void)
            | ((uint64_t)pmu_intel_info.fixed_mask << PMU_INTEL_FIXED_BASE);
 }
 
+/*
+ * GLOBAL_STATUS bits besides the counters' that the driver acknowledges:
+ * CondChgd and OvfBuf and, from version 4, CTR_Frz and LBR_Frz, which a
+ * PMI request sets with the freeze bits of DEBUGCTL and which stop
+ * counting until IA32_PERF_GLOBAL_STATUS_RESET (the OVF_CTRL address)
+ * clears them (SDM vol. 3B, 21.2.4.1 and 21.2.4.2). Earlier versions
+ * reserve those bits.
+ */
+static uint64_t
+pmu_intel_status_other(void)
+{
+    return PMU_INTEL_STATUS_OTHER
+           | ((pmu_intel_info.version >= 4) ? PMU_INTEL_STATUS_FROZEN : 0);
+}
+
 /* Report each counter bit of status to perfmon. */
 static void
 pmu_intel_report(uint64_t status)
@@ -561,11 +604,10 @@ static void
 pmu_intel_handle_overflow_intr(void)
 {
     uint64_t counters = pmu_intel_counter_bits();
-    uint64_t ack_mask = counters | PMU_INTEL_STATUS_OTHER;
-    uint64_t ctrl, status, reported = 0;
+    uint64_t ack_mask = counters | pmu_intel_status_other();
+    uint64_t status, reported = 0;
 
     syscnt_inc(cpu_local_ptr(pmu_intel_sc_pmis));
-    ctrl = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL);
     cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, 0);
     status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
 
@@ -591,7 +633,9 @@ pmu_intel_handle_overflow_intr(void)
         status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
     }
 
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, ctrl);
+    /* From the copy: a freeze may have cleared the register itself. */
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL,
+                cpu_local_var(pmu_intel_cpu).global_ctrl);
     lapic_pmc_unmask();
 }
 
@@ -646,6 +690,8 @@ pmu_intel_set_start_gap(uint64_t gap)
 static void
 pmu_intel_setup_local(void *arg)
 {
+    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+
     (void)arg;
 
     for (unsigned int i = 0; i < pmu_intel_info.nr_gp; i++) {
@@ -654,10 +700,14 @@ pmu_intel_setup_local(void *arg)
 
     if (pmu_intel_has_pmi()) {
         /* GLOBAL_CTRL may come out of reset with counters enabled. */
-        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, 0);
-        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, 0);
+        cpu->global_ctrl = 0;
+        cpu->fixed_ctrl = 0;
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
+        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, cpu->fixed_ctrl);
+
+        /* Stale overflows, and counters a firmware PMI left frozen. */
         cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF,
-                    pmu_intel_counter_bits() | PMU_INTEL_STATUS_OTHER);
+                    pmu_intel_counter_bits() | pmu_intel_status_other());
         lapic_pmc_setup(TRAP_PMI);
     }
 }
