@@ -155,6 +155,12 @@ pmu_test_dirty_pmu(void)
                                             | MODEL_STATUS_COND_CHGD);
     }
 
+    /* Freeze on PMI (PDCM and version 2 on), LBRs on. */
+    if (PMU_TEST_HAS_PMI) {
+        model_poke(MODEL_MSR_DEBUGCTL, MODEL_DEBUGCTL_FREEZE_PERFMON
+                                       | MODEL_DEBUGCTL_LBR);
+    }
+
     /* Counters frozen by a PMI firmware left behind (version 4 on). */
     if (PMU_TEST_VERSION >= 4) {
         model_poke(MODEL_MSR_GLOBAL_STATUS,
@@ -520,8 +526,9 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
 
     /*
      * Every event select cleared; with global registers, counting off
-     * globally, stale status acknowledged and the PMI vector set up.
-     * Counter values are left alone: starting a counter writes it.
+     * globally, stale status acknowledged, the PMI vector set up and the
+     * freeze on PMI off (other DEBUGCTL bits left as they were). Counter
+     * values are left alone: starting a counter writes it.
      */
     expected = pmu_test_regs_before_setup;
 
@@ -534,6 +541,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
         expected.global_ctrl = 0;
         expected.global_status = 0;
         expected.lvt_pmc = TRAP_PMI;
+        expected.debugctl &= ~MODEL_DEBUGCTL_FREEZE_PERFMON;
     }
 
     pmu_test_assert_regs_eq(&pmu_test_regs_after_setup, &expected);
@@ -1250,6 +1258,22 @@ pmu_test_many_wraps(uint64_t gap)
 }
 
 #if PMU_TEST_HAS_PMI
+
+/*
+ * Firmware left FREEZE_PERFMON_ON_PMI set: setup clears it, or every PMI
+ * request would stop all counters until the handler runs, and the events
+ * of each chunk after its wrap would go uncounted.
+ */
+HOST_TEST(firmware_freeze_on_pmi_is_cleared_at_setup)
+{
+    pmu_test_begin();
+    HOST_ASSERT(pmu_test_regs_before_setup.debugctl
+                & MODEL_DEBUGCTL_FREEZE_PERFMON);
+    HOST_ASSERT(!(model_msr(MODEL_MSR_DEBUGCTL)
+                  & MODEL_DEBUGCTL_FREEZE_PERFMON));
+    pmu_test_many_wraps(1000);
+    pmu_test_end();
+}
 
 HOST_TEST(hundreds_of_wraps_stay_exact_with_pmi)
 {

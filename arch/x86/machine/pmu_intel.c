@@ -43,6 +43,9 @@
 #define PMU_INTEL_MSR_GLOBAL_STATUS 0x38e
 #define PMU_INTEL_MSR_GLOBAL_CTRL   0x38f
 #define PMU_INTEL_MSR_GLOBAL_OVF    0x390
+#define PMU_INTEL_MSR_DEBUGCTL      0x1d9
+
+#define PMU_INTEL_DEBUGCTL_FREEZE_PERFMON   (1ULL << 12)
 
 #define PMU_INTEL_EVTSEL_USR        (1ULL << 16)
 #define PMU_INTEL_EVTSEL_OS         (1ULL << 17)
@@ -687,6 +690,27 @@ pmu_intel_set_start_gap(uint64_t gap)
 /* ------------------------------------------------------------------ */
 
 /* Put the calling CPU's PMU in a known, idle state. */
+/*
+ * Firmware may leave IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI set: every PMI
+ * request would then stop all counters until the handler restarts them,
+ * and whatever happens in between would go uncounted (SDM vol. 3B,
+ * "Freezing LBR and Performance Counters on PMI"). The bit exists with
+ * PDCM and version 2; the safe accessors cover a hypervisor that does not
+ * emulate DEBUGCTL, and one that ignores the write leaves the handler's
+ * restart (from pmu_intel_cpu, and CTR_Frz acknowledged) to cope.
+ */
+static void
+pmu_intel_freeze_disable(void)
+{
+    uint64_t debugctl;
+
+    if (cpu_get_msr_safe(PMU_INTEL_MSR_DEBUGCTL, &debugctl) == 0
+        && (debugctl & PMU_INTEL_DEBUGCTL_FREEZE_PERFMON)) {
+        cpu_set_msr_safe(PMU_INTEL_MSR_DEBUGCTL,
+                         debugctl & ~PMU_INTEL_DEBUGCTL_FREEZE_PERFMON);
+    }
+}
+
 static void
 pmu_intel_setup_local(void *arg)
 {
@@ -699,6 +723,8 @@ pmu_intel_setup_local(void *arg)
     }
 
     if (pmu_intel_has_pmi()) {
+        pmu_intel_freeze_disable();
+
         /* GLOBAL_CTRL may come out of reset with counters enabled. */
         cpu->global_ctrl = 0;
         cpu->fixed_ctrl = 0;
