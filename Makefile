@@ -116,7 +116,7 @@ iso: $(ISO)
 # --- host unit tests --------------------------------------------------------
 
 HOST_TESTS := printf init_order string arg pmu_model pmu_intel_detect \
-    pmu_intel_v1 pmu_intel_v2 pmu_intel_v5
+    pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5
 
 $(BUILD)/host/test_printf: tests/host/test_printf.c kern/printf.c
 $(BUILD)/host/test_init_order: tests/host/test_init_order.c kern/init_order.c
@@ -128,8 +128,9 @@ $(BUILD)/host/test_arg: tests/host/test_arg.c kern/arg.c kern/string.c
 # headers that reach the hardware or the rest of the kernel (machine/cpu.h,
 # kern/percpu.h, kern/thread.h), so it comes before -I. and -Iarch/x86.
 # perfmon and the driver register one device per process: one binary per
-# PMU configuration (PMU_TEST_VERSION), plus one for detection alone and
-# one for the model itself. The dependency file keeps only the last
+# PMU configuration (PMU_TEST_VERSION), plus one for detection alone, one
+# for setup on PMUs whose MSRs misbehave (which never registers but once,
+# last) and one for the model itself. The dependency file keeps only the last
 # source's headers, hence the header lists.
 HOST_PMU_SRCS := tests/host/pmu_model.c tests/host/host_env.c kern/errno.c \
     arch/x86/machine/pmu_intel.c kern/perfmon.c
@@ -142,11 +143,14 @@ $(BUILD)/host/test_pmu_model: tests/host/test_pmu_model.c \
     tests/host/pmu_model.c $(HOST_PMU_HDRS)
 $(BUILD)/host/test_pmu_intel_detect: tests/host/test_pmu_intel_detect.c \
     $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
+$(BUILD)/host/test_pmu_intel_probe: tests/host/test_pmu_intel_probe.c \
+    $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
 $(addprefix $(BUILD)/host/test_pmu_intel_,$(HOST_PMU_CONFIGS)): \
     tests/host/test_pmu_intel.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
 
 HOST_INCLUDES_pmu_model := -Itests/host/model
 HOST_INCLUDES_pmu_intel_detect := -Itests/host/model
+HOST_INCLUDES_pmu_intel_probe := -Itests/host/model
 HOST_INCLUDES_pmu_intel_v1 := -Itests/host/model
 HOST_INCLUDES_pmu_intel_v2 := -Itests/host/model
 HOST_INCLUDES_pmu_intel_v5 := -Itests/host/model

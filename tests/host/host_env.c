@@ -458,6 +458,8 @@ host_env_switch_out(struct thread *thread)
 /* Log and panic                                                       */
 /* ------------------------------------------------------------------ */
 
+static unsigned int host_env_log_lines;
+
 /* Messages become KTAP diagnostic lines. */
 void
 log_msg(int level, const char *fmt, ...)
@@ -465,11 +467,18 @@ log_msg(int level, const char *fmt, ...)
     va_list ap;
 
     (void)level;
+    host_env_log_lines++;
     printf("# ");
     va_start(ap, fmt);
     vprintf(fmt, ap);
     va_end(ap);
     printf("\n");
+}
+
+unsigned int
+host_env_nr_log_lines(void)
+{
+    return host_env_log_lines;
 }
 
 void

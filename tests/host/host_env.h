@@ -46,6 +46,9 @@ void host_env_thread_init(struct thread *thread);
 void host_env_switch_in(struct thread *thread);
 void host_env_switch_out(struct thread *thread);
 
+/* Lines logged (log_msg) since the start. */
+unsigned int host_env_nr_log_lines(void);
+
 /* Spin locks held now; nonzero outside kernel code is a leak. */
 unsigned int host_env_nr_locks_held(void);
 

@@ -527,10 +527,16 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     /*
      * Every event select cleared; with global registers, counting off
      * globally, stale status acknowledged, the PMI vector set up and the
-     * freeze on PMI off (other DEBUGCTL bits left as they were). Counter
-     * values are left alone: starting a counter writes it.
+     * freeze on PMI off (other DEBUGCTL bits left as they were). The
+     * probe leaves the first general and fixed counters at zero; other
+     * counter values are left alone: starting a counter writes it.
      */
     expected = pmu_test_regs_before_setup;
+    expected.pmc[0] = 0;
+
+    if (PMU_TEST_FIXED_MASK != 0) {
+        expected.fixed_ctr[__builtin_ctz(PMU_TEST_FIXED_MASK)] = 0;
+    }
 
     for (unsigned int i = 0; i < MODEL_MAX_GP; i++) {
         expected.evtsel[i] = 0;

@@ -83,6 +83,14 @@
 #define PMU_INTEL_STATUS_FROZEN     ((1ULL << 58) | (1ULL << 59))
 #define PMU_INTEL_PERF_CAP_FW_WRITE (1ULL << 13)
 
+/*
+ * What the probe writes: a code with EN clear (nothing counts), and a
+ * counter value with bit 31 clear, which a 32-bit write keeps as is.
+ */
+#define PMU_INTEL_PROBE_EVTSEL      (0xc0 | PMU_INTEL_EVTSEL_OS         \
+                                     | PMU_INTEL_EVTSEL_USR)
+#define PMU_INTEL_PROBE_COUNT       0x5a5a5a5aULL
+
 /* PMI handler passes before the status is forced clear. */
 #define PMU_INTEL_PMI_MAX_LOOPS     16
 
@@ -202,6 +210,7 @@ void
 pmu_intel_detect(struct pmu_intel_info *info)
 {
     uint32_t eax, ebx, ecx, edx, max_leaf, mask;
+    uint64_t perf_cap;
 
     *info = (struct pmu_intel_info){ 0 };
     cpu_cpuid(0, 0, &max_leaf, &ebx, &ecx, &edx);
@@ -250,8 +259,10 @@ pmu_intel_detect(struct pmu_intel_info *info)
 
     cpu_cpuid(1, 0, &eax, &ebx, &ecx, &edx);
 
-    if (ecx & CPU_CPUID1_ECX_PDCM) {
-        info->full_width_writes = (cpu_get_msr(PMU_INTEL_MSR_PERF_CAP)
+    /* A hypervisor may advertise PDCM yet fault on the MSR. */
+    if ((ecx & CPU_CPUID1_ECX_PDCM)
+        && cpu_get_msr_safe(PMU_INTEL_MSR_PERF_CAP, &perf_cap) == 0) {
+        info->full_width_writes = (perf_cap
                                    & PMU_INTEL_PERF_CAP_FW_WRITE) != 0;
     }
 }
@@ -689,6 +700,108 @@ pmu_intel_set_start_gap(uint64_t gap)
 /* Setup                                                               */
 /* ------------------------------------------------------------------ */
 
+/* A write the probe makes and checks by reading it back. */
+struct pmu_intel_probe_write {
+    uint32_t msr;
+    uint64_t value;
+};
+
+/* Write value to msr and read it back; on error, name msr in *msrp. */
+static int
+pmu_intel_probe_msr(uint32_t msr, uint64_t value, uint32_t *msrp)
+{
+    uint64_t readback;
+    int error;
+
+    *msrp = msr;
+    error = cpu_set_msr_safe(msr, value);
+
+    if (error) {
+        return error;
+    }
+
+    error = cpu_get_msr_safe(msr, &readback);
+
+    if (error) {
+        return error;
+    }
+
+    return (readback == value) ? 0 : ENODEV;
+}
+
+/*
+ * Check that the MSRs CPUID leaf 0AH promises work before trusting them:
+ * a hypervisor may advertise the leaf yet raise #GP on the MSRs, or drop
+ * the writes. Through the safe accessors, write and read back the global
+ * control (version 2 on), the first general counter's event select and
+ * counter (at the address start writes), the fixed counter control and
+ * the first fixed counter, then read the status and acknowledge nothing.
+ * Counting stays off throughout, so a counter reads back what was
+ * written; the probed counters are left at zero. Return 0, or EIO (an
+ * access faulted) or ENODEV (a value did not stick) with the MSR in
+ * *msrp. Boot CPU, before any other access but detection's.
+ */
+static int
+pmu_intel_probe(uint32_t *msrp)
+{
+    const struct pmu_intel_info *info = &pmu_intel_info;
+    struct pmu_intel_probe_write writes[8];
+    unsigned int nr_writes = 0;
+    uint64_t status;
+    uint32_t msr;
+    int error;
+
+    if (pmu_intel_has_pmi()) {
+        writes[nr_writes++] = (struct pmu_intel_probe_write){
+            PMU_INTEL_MSR_GLOBAL_CTRL, 0 };
+    }
+
+    if (info->nr_gp != 0) {
+        msr = info->full_width_writes ? PMU_INTEL_MSR_A_PMC(0)
+                                      : PMU_INTEL_MSR_PMC(0);
+        writes[nr_writes++] = (struct pmu_intel_probe_write){
+            PMU_INTEL_MSR_EVTSEL(0), PMU_INTEL_PROBE_EVTSEL };
+        writes[nr_writes++] = (struct pmu_intel_probe_write){
+            PMU_INTEL_MSR_EVTSEL(0), 0 };
+        writes[nr_writes++] = (struct pmu_intel_probe_write){
+            msr, PMU_INTEL_PROBE_COUNT
+                 & pmu_intel_width_mask(info->gp_width) };
+        writes[nr_writes++] = (struct pmu_intel_probe_write){ msr, 0 };
+    }
+
+    if (info->fixed_mask != 0) {
+        msr = PMU_INTEL_MSR_FIXED_CTR(__builtin_ctz(info->fixed_mask));
+        writes[nr_writes++] = (struct pmu_intel_probe_write){
+            PMU_INTEL_MSR_FIXED_CTRL, 0 };
+        writes[nr_writes++] = (struct pmu_intel_probe_write){
+            msr, PMU_INTEL_PROBE_COUNT
+                 & pmu_intel_width_mask(info->fixed_width) };
+        writes[nr_writes++] = (struct pmu_intel_probe_write){ msr, 0 };
+    }
+
+    for (unsigned int i = 0; i < nr_writes; i++) {
+        error = pmu_intel_probe_msr(writes[i].msr, writes[i].value, msrp);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    if (!pmu_intel_has_pmi()) {
+        return 0;
+    }
+
+    *msrp = PMU_INTEL_MSR_GLOBAL_STATUS;
+    error = cpu_get_msr_safe(PMU_INTEL_MSR_GLOBAL_STATUS, &status);
+
+    if (error) {
+        return error;
+    }
+
+    *msrp = PMU_INTEL_MSR_GLOBAL_OVF;
+    return cpu_set_msr_safe(PMU_INTEL_MSR_GLOBAL_OVF, 0);
+}
+
 /* Put the calling CPU's PMU in a known, idle state. */
 /*
  * Firmware may leave IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI set: every PMI
@@ -755,6 +868,7 @@ pmu_intel_setup(void)
 {
     struct pmu_intel_info *info = &pmu_intel_info;
     char name[SYSCNT_NAME_SIZE];
+    uint32_t msr;
     int error;
 
     pmu_intel_detect(info);
@@ -763,6 +877,16 @@ pmu_intel_setup(void)
         log_info("pmu_intel: no architectural PMU (CPUID.0AH version %u): "
                  "hardware events unavailable, software events only",
                  info->version);
+        return 0;
+    }
+
+    error = pmu_intel_probe(&msr);
+
+    if (error) {
+        log_warning("pmu_intel: CPUID.0AH reports version %u but MSR 0x%x "
+                    "%s: hardware events unavailable, software events "
+                    "only", info->version, msr,
+                    (error == EIO) ? "faults" : "ignores writes");
         return 0;
     }
 
