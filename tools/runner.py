@@ -298,17 +298,16 @@ def check_plan(args):
 
     for smp in args.smp:
         boots.append(Boot("smp=%d" % smp, "test=all", smp, timeout(smp)))
-    # perfmon with narrow software counters: polling, then the emulated
-    # overflow interrupt (test=all above runs them at width 64).
+    # perfmon with narrow software counters, polled and with the emulated
+    # overflow interrupt (test=all above runs them at width 64); width 8
+    # makes nearly every operation race a wrap.
     for smp in args.smp:
-        boots.append(Boot("smp=%d,w16,poll" % smp,
-                          "test=perfmon,pmu_soft,perfmon_torture "
-                          "pmu_soft.width=16 pmu_soft.intr=0", smp,
-                          timeout(smp)))
-        boots.append(Boot("smp=%d,w12,intr" % smp,
-                          "test=perfmon,pmu_soft,perfmon_torture "
-                          "pmu_soft.width=12 pmu_soft.intr=1", smp,
-                          timeout(smp)))
+        for width, intr in ((16, 0), (12, 1), (8, 0), (8, 1)):
+            boots.append(Boot("smp=%d,w%d,%s" % (smp, width,
+                                                 "intr" if intr else "poll"),
+                              "test=perfmon,pmu_soft,perfmon_torture "
+                              "pmu_soft.width=%d pmu_soft.intr=%d"
+                              % (width, intr), smp, timeout(smp)))
     # The serial shell, driven as a user would: every command answers.
     smp = max(args.smp)
     prompt = r"perfmon> $"

@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/log.h>
@@ -78,6 +79,13 @@
 
 #define PMU_INTEL_STATUS_OTHER      ((1ULL << 62) | (1ULL << 63))
 #define PMU_INTEL_PERF_CAP_FW_WRITE (1ULL << 13)
+
+/*
+ * A bound on the events one counter counts per cycle, for the poll period
+ * of version 1 (no PMI): events such as uops or cycles with a counter mask
+ * count a few per cycle; 100 leaves a wide margin.
+ */
+#define PMU_INTEL_MAX_EVENTS_PER_CYCLE  100
 
 /* PMI handler passes before the status is forced clear. */
 #define PMU_INTEL_PMI_MAX_LOOPS     16
@@ -684,6 +692,8 @@ pmu_intel_setup(void)
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
     pmu_intel_dev.nr_pmcs = info->nr_gp + pmu_intel_popcount(info->fixed_mask);
     pmu_intel_dev.min_width = pmu_intel_min_width();
+    pmu_intel_dev.max_rate = cpu_get_freq() / CLOCK_HZ
+                             * PMU_INTEL_MAX_EVENTS_PER_CYCLE;
 
     pmu_intel_dev.sw = false;
     error = perfmon_register(&pmu_intel_dev);
