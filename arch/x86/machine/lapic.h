@@ -39,6 +39,12 @@ void lapic_pmc_setup(unsigned int vector);
  * sets on every PMI. Processor-local, interrupts disabled. */
 void lapic_pmc_unmask(void);
 
+/*
+ * True when the performance counter LVT entry is masked (tests check that
+ * the PMI handler unmasked it). Processor-local.
+ */
+bool lapic_pmc_masked(void);
+
 /* Return the local APIC id of the calling CPU. */
 unsigned int lapic_get_id(void);
 
