@@ -131,8 +131,12 @@ $(BUILD)/host/test_arg: tests/host/test_arg.c kern/arg.c kern/string.c
 # PMU configuration (PMU_TEST_VERSION), plus one for detection alone and
 # one for the model itself. The dependency file keeps only the last
 # source's headers, hence the header lists.
+# The driver reads a boot argument, so kern/arg.c links too, with the
+# kernel's string functions renamed (below), and so does fw_cfg, which only
+# arg_setup calls and no host test does (the command line stays empty).
 HOST_PMU_SRCS := tests/host/pmu_model.c tests/host/host_env.c kern/errno.c \
-    arch/x86/machine/pmu_intel.c kern/perfmon.c
+    arch/x86/machine/pmu_intel.c kern/perfmon.c kern/arg.c kern/string.c \
+    arch/x86/machine/fwcfg.c
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu_model.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
     arch/x86/machine/pmu_intel.h
@@ -158,6 +162,10 @@ HOST_DEFINES_pmu_intel_v5 := -DPMU_TEST_VERSION=5
 # kernel source and the test, so they do not replace the host C library's.
 HOST_RENAMES_printf := -Dvsnprintf=kern_vsnprintf -Dsnprintf=kern_snprintf
 HOST_RENAMES_arg = $(HOST_RENAMES_string)
+HOST_RENAMES_pmu_intel_detect = $(HOST_RENAMES_string)
+HOST_RENAMES_pmu_intel_v1 = $(HOST_RENAMES_string)
+HOST_RENAMES_pmu_intel_v2 = $(HOST_RENAMES_string)
+HOST_RENAMES_pmu_intel_v5 = $(HOST_RENAMES_string)
 HOST_RENAMES_string := -Dmemcpy=kern_memcpy -Dmemmove=kern_memmove \
     -Dmemset=kern_memset -Dmemcmp=kern_memcmp -Dstrlen=kern_strlen \
     -Dstrcmp=kern_strcmp -Dstrncmp=kern_strncmp -Dstrchr=kern_strchr \
