@@ -163,6 +163,12 @@ lapic_pmc_unmask(void)
                 lapic_read(LAPIC_REG_LVT_PMC) & ~LAPIC_LVT_MASKED);
 }
 
+bool
+lapic_pmc_masked(void)
+{
+    return (lapic_read(LAPIC_REG_LVT_PMC) & LAPIC_LVT_MASKED) != 0;
+}
+
 static void
 lapic_spurious_intr(struct trap_frame *frame)
 {

@@ -46,6 +46,12 @@ void lapic_pmc_unmask(void);
  */
 bool lapic_intr_requested(unsigned int vector);
 
+/*
+ * True when the performance counter LVT entry is masked (tests check that
+ * the PMI handler unmasked it). Processor-local.
+ */
+bool lapic_pmc_masked(void);
+
 /* Return the local APIC id of the calling CPU. */
 unsigned int lapic_get_id(void);
 

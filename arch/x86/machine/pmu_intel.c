@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/arg.h>
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
@@ -670,6 +671,11 @@ pmu_intel_setup(void)
     int error;
 
     pmu_intel_detect(info);
+
+    /* Boot argument: write through IA32_PMCx anyway, to test that path. */
+    if (arg_is_set("pmu_intel.full_width", "0")) {
+        info->full_width_writes = false;
+    }
 
     if (info->version == 0 || (info->nr_gp == 0 && info->fixed_mask == 0)) {
         log_info("pmu_intel: no architectural PMU (CPUID.0AH version %u): "
