@@ -18,7 +18,7 @@ test_thread_start(const char *name, uint64_t affinity,
     struct thread_attr attr = { .name = name, .affinity = affinity };
     struct thread *thread = NULL;
 
-    TEST_ASSERT_EQ(thread_create(&thread, &attr, fn, arg), 0);
+    TEST_ASSERT_EQ(test_helper_start(&thread, &attr, fn, arg), 0);
     return thread;
 }
 

@@ -220,13 +220,14 @@ class Boot:
     """
 
     def __init__(self, name, cmdline, smp, timeout=180, expect="pass",
-                 output=(), script=(), icount=False, pmu=False):
+                 output=(), script=(), icount=False, pmu=False, absent=()):
         self.name = name
         self.cmdline = cmdline
         self.smp = smp
         self.timeout = timeout
         self.expect = expect
         self.output = output
+        self.absent = absent
         self.script = script
         self.icount = icount
         self.pmu = pmu
@@ -296,6 +297,9 @@ class Boot:
         for pattern in self.output:
             if not re.search(pattern, text, re.M):
                 detail.append("output lacks /%s/" % pattern)
+        for pattern in self.absent:
+            if re.search(pattern, text, re.M):
+                detail.append("output has /%s/" % pattern)
         if detail:
             result.add("fail", "reports-" + self.expect,
                        detail + ["output:"] + text.splitlines()[-30:])
@@ -365,6 +369,16 @@ def check_plan(args):
                               r"^  #0  0x[0-9a-f]+ test_fn_crash_page_fault\+",
                               r"^  #1  0x[0-9a-f]+ test_run_(one|all)\+",
                               r"^rax=0x"]))
+    # A failed test whose helper thread still runs ends the run there: the
+    # next test must not run.
+    boots.append(Boot("harness", "test=selftest.failure_with_running_helper,"
+                      "selftest.after_an_aborted_run", 2, timeout=60,
+                      expect="fail",
+                      output=[r"^not ok 1 selftest\.failure_with_running_"
+                              r"helper$",
+                              r"^# aborting the run: the failed test left "
+                              r"its helper thread 'scribbler' running$"],
+                      absent=[r"^(not )?ok 2 ", r"^panic"]))
     boots.append(Boot("harness", "test=selftest.hang", 1, timeout=8,
                       expect="timeout", output=[r"^# hanging on purpose$"]))
     return boots
