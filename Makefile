@@ -117,13 +117,15 @@ iso: $(ISO)
 
 # --- host unit tests --------------------------------------------------------
 
-HOST_TESTS := printf init_order string arg pmu_model pmu_intel_detect \
-    pmu_intel_v1 pmu_intel_v2 pmu_intel_v5
+HOST_TESTS := printf init_order string arg clock_calib pmu_model \
+    pmu_intel_detect pmu_intel_v1 pmu_intel_v2 pmu_intel_v5
 
 $(BUILD)/host/test_printf: tests/host/test_printf.c kern/printf.c
 $(BUILD)/host/test_init_order: tests/host/test_init_order.c kern/init_order.c
 $(BUILD)/host/test_string: tests/host/test_string.c kern/string.c
 $(BUILD)/host/test_arg: tests/host/test_arg.c kern/arg.c kern/string.c
+$(BUILD)/host/test_clock_calib: tests/host/test_clock_calib.c \
+    kern/clock_calib.c
 
 # The Intel PMU driver and perfmon, unchanged, over a register model of the
 # PMU and a single-CPU kernel environment. tests/host/model/ shadows the
