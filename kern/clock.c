@@ -20,6 +20,7 @@
 struct clock_cpu {
     uint64_t last_tick;     /* time of the previous tick interrupt */
     uint64_t nr_ticks;      /* ticks accounted since clock_start_local */
+    uint64_t nr_intrs;      /* tick interrupts taken */
 };
 
 static uint64_t clock_tsc_boot;
@@ -44,6 +45,12 @@ clock_nr_ticks(unsigned int cpu)
     return READ_ONCE(percpu_ptr(clock_cpu, cpu)->nr_ticks);
 }
 
+uint64_t
+clock_nr_intrs(unsigned int cpu)
+{
+    return READ_ONCE(percpu_ptr(clock_cpu, cpu)->nr_intrs);
+}
+
 void
 clock_account_local(void)
 {
@@ -61,6 +68,9 @@ clock_account_local(void)
 void
 clock_tick_intr(void)
 {
+    struct clock_cpu *clock = cpu_local_ptr(clock_cpu);
+
+    WRITE_ONCE(clock->nr_intrs, clock->nr_intrs + 1);
     clock_account_local();
     timer_tick_intr(clock_get_time());
     thread_tick_intr();

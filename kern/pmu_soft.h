@@ -33,7 +33,7 @@
  *   is what separates two tick interrupts of the counter's CPU (where the
  *   poll runs), not clock time: on a loaded host the interrupts can lag
  *   the clock. An emitter keeping to the rate (at most that much after
- *   each tick interrupt; clock_nr_ticks() of its CPU shows them) adds at
+ *   each tick interrupt; clock_nr_intrs() of its CPU counts them) adds at
  *   most 3 * 2^(width-2) between two polls, even with a poll a tick late;
  * - interrupt mode: the counter wraps at most once. With interrupts
  *   enabled every wrap's interrupt is taken at once, so any sequence of

@@ -4,10 +4,9 @@
  *
  * The same suite runs with pmu_soft.width=64, 16 and 8 (polling), 12 and
  * 8 (overflow interrupt). With narrow polled counters, emitting threads
- * keep to the rate the software PMU promises (pmu_soft_max_rate()): each
- * emits at most a quarter of it per tick, for up to four emitters
- * sharing a CPU's counter; with the overflow interrupt, bursts of at most
- * TEST_PM_BURST_MAX units wrap a counter at most once between two syncs.
+ * keep each CPU to the rate the software PMU promises (test_emit_paced);
+ * with the overflow interrupt, bursts of at most TEST_PM_BURST_MAX units
+ * wrap a counter at most once between two syncs.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -26,8 +25,7 @@
 
 #define TEST_PM_BURST_MAX   50
 #define TEST_PM_BATCH       10
-#define TEST_PM_EMITTERS_PER_CPU    4
-#define TEST_PM_BUDGET_TICKS        150 /* most ticks an emitter takes */
+#define TEST_PM_BUDGET_TICKS        40  /* ticks of emission, polled */
 
 static struct perfmon_dev *
 test_pm_soft_dev(void)
@@ -219,72 +217,34 @@ TEST_DEFINE(perfmon, slots_shared_by_raw_event_and_exhausted)
 
 struct test_pm_emitter {
     uint64_t total;             /* units to emit */
-    uint64_t tick;              /* pacing: the tick of tick_units */
-    uint64_t tick_units;        /* units emitted during that tick */
     unsigned int channel;
     bool migrate;               /* hop over the CPUs while emitting */
+    bool spin;                  /* spin a tick between batches, not sleep */
     uint64_t seed;
     volatile bool go;
     volatile uint64_t emitted;  /* published after each emit */
     struct thread *thread;
 };
 
-/* Units one emitter may emit per tick (see the top of the file). */
+/*
+ * A total an emitter can emit in about TEST_PM_BUDGET_TICKS ticks when
+ * polled narrow counters limit the rate, the whole total otherwise.
+ */
 static uint64_t
-test_pm_tick_budget(void)
+test_pm_total(uint64_t total)
 {
     uint64_t rate = pmu_soft_max_rate();
 
     if (rate == UINT64_MAX) {
-        return UINT64_MAX;
-    }
-
-    return MAX(rate / TEST_PM_EMITTERS_PER_CPU, 1);
-}
-
-/* A total an emitter can emit in TEST_PM_BUDGET_TICKS at its budget. */
-static uint64_t
-test_pm_total(uint64_t total)
-{
-    uint64_t budget = test_pm_tick_budget();
-
-    if (budget == UINT64_MAX) {
         return total;
     }
 
-    return MIN(total, budget * TEST_PM_BUDGET_TICKS);
+    return MIN(total, rate * TEST_PM_BUDGET_TICKS);
 }
 
 /*
- * Wait until n more units fit in this tick's budget, and take them. Ticks
- * as the CPU's tick interrupts see them (pmu_soft.h); a migration starts
- * a new count, which the budget's factor of four covers.
- */
-static void
-test_pm_pace(struct test_pm_emitter *e, uint64_t n)
-{
-    uint64_t budget = test_pm_tick_budget();
-
-    for (;;) {
-        uint64_t now = clock_nr_ticks(cpu_id()) + ((uint64_t)cpu_id() << 48);
-
-        if (now != e->tick) {
-            e->tick = now;
-            e->tick_units = 0;
-        }
-
-        if (e->tick_units + n <= budget) {
-            e->tick_units += n;
-            return;
-        }
-
-        thread_delay(1);
-    }
-}
-
-/*
- * Emit e->total units in bursts, yielding often and sleeping after every
- * TEST_PM_BATCH bursts, paced to the tick budget, hopping CPUs when asked.
+ * Emit e->total units in paced bursts, yielding often and sleeping after
+ * every TEST_PM_BATCH bursts, hopping CPUs when asked.
  */
 static void
 test_pm_emit(struct test_pm_emitter *e)
@@ -296,14 +256,15 @@ test_pm_emit(struct test_pm_emitter *e)
     for (unsigned int i = 1; e->emitted < e->total; i++) {
         uint64_t n = 1 + test_rand(&e->seed) % TEST_PM_BURST_MAX;
 
-        n = MIN(n, e->total - e->emitted);
-        n = MIN(n, test_pm_tick_budget());
-        test_pm_pace(e, n);
-        pmu_soft_emit_channel(e->channel, n);
+        n = test_emit_paced(e->channel, MIN(n, e->total - e->emitted));
         WRITE_ONCE(e->emitted, e->emitted + n);
 
         if (i % TEST_PM_BATCH == 0) {
-            thread_delay(1);
+            if (e->spin) {
+                test_spin_ticks(1);     /* stay loaded: readers go remote */
+            } else {
+                thread_delay(1);
+            }
         } else if (i % 3 == 0) {
             thread_yield();
         }
@@ -398,19 +359,25 @@ TEST_DEFINE(perfmon, cpu_event_counts_its_cpu_exactly)
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
-/* Reads from another CPU see every unit emitted before them. */
+/*
+ * Reads from another CPU see every unit emitted before them; each is one
+ * cross-CPU call to the event's CPU, counted there (the read of the
+ * counting event itself adds one).
+ */
 TEST_DEFINE(perfmon, cpu_event_remote_reads_are_current)
 {
     unsigned int c = cpu_count() - 1;
     struct test_pm_emitter e = { .total = 4000, .seed = 21 };
-    struct perfmon_event event;
+    struct perfmon_event event, xcalls;
     unsigned int nr_reads = 0;
 
     test_require_cpus(2);
     thread_set_affinity(thread_self(), 1ULL << 0);
     test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    test_pm_init(&xcalls, PMU_SOFT_EV_XCALL);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
     test_pm_emitter_start(&e, "emit", 1ULL << c);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&xcalls, c), 0);
     e.go = true;
 
     while (READ_ONCE(e.emitted) < e.total) {
@@ -421,6 +388,8 @@ TEST_DEFINE(perfmon, cpu_event_remote_reads_are_current)
 
     thread_join(e.thread);
     TEST_ASSERT_GT(nr_reads, 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&xcalls), nr_reads + 1);
+    TEST_ASSERT_EQ(perfmon_event_detach(&xcalls), 0);
     TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
     TEST_ASSERT_EQ(perfmon_event_read(&event), e.total);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
@@ -439,11 +408,11 @@ TEST_DEFINE(perfmon, cpu_event_remote_reads_are_current)
 TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
 {
     struct test_pm_emitter target = { .total = 20000, .seed = 31,
-                                      .migrate = true };
+                                      .migrate = true, .spin = true };
     struct test_pm_emitter others[CPU_MAX];
-    struct perfmon_event target_ev, other_evs[CPU_MAX];
+    struct perfmon_event target_ev, other_evs[CPU_MAX], xcalls[CPU_MAX];
     unsigned int n = cpu_count();
-    unsigned int nr_remote_reads = 0;
+    uint64_t nr_reads = 0, nr_remote_reads = 0;
 
     test_pm_init(&target_ev, PMU_SOFT_EV_EMIT);
     test_pm_emitter_start(&target, "target", 0);
@@ -459,6 +428,17 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
                        perfmon_event_pmc_index(&target_ev));
     }
 
+    /*
+     * The reader stays on CPU 0 and counts the cross-CPU calls the other
+     * CPUs receive: reads of a target running elsewhere are such calls.
+     */
+    thread_set_affinity(thread_self(), 1ULL << 0);
+
+    for (unsigned int i = 1; i < n; i++) {
+        test_pm_init(&xcalls[i], PMU_SOFT_EV_XCALL);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&xcalls[i], i), 0);
+    }
+
     target.go = true;
 
     for (unsigned int i = 0; i < n; i++) {
@@ -467,10 +447,17 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
 
     while (READ_ONCE(target.emitted) < target.total) {
         test_pm_read_bracketed(&target_ev, &target);
-        nr_remote_reads += (thread_cpu(target.thread) != cpu_id());
+        nr_reads++;
         thread_delay(1);
     }
 
+    /* Each read of a counting event adds its own call. */
+    for (unsigned int i = 1; i < n; i++) {
+        nr_remote_reads += perfmon_event_read(&xcalls[i]) - 1;
+        TEST_ASSERT_EQ(perfmon_event_detach(&xcalls[i]), 0);
+    }
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
     thread_join(target.thread);
 
     for (unsigned int i = 0; i < n; i++) {
@@ -488,6 +475,7 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
 
     if (n > 1) {
         TEST_ASSERT_GT(nr_remote_reads, 0);
+        TEST_ASSERT_LE(nr_remote_reads, nr_reads);
     }
 
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(test_pm_soft_dev()), 0);

@@ -344,7 +344,7 @@ TEST_DEFINE(perfmon, wraps_beyond_the_limits_are_counted_as_lost)
 /*
  * Polling at the rate the software PMU promises: a thread and a CPU event
  * driven at exactly pmu_soft_max_rate() units per tick (after each tick
- * interrupt of the CPU) for many poll periods, by a thread that never
+ * interrupt of the CPU, clock_nr_intrs) for many poll periods, by a thread that never
  * sleeps or yields (only the poll timer and preemption sync the counter),
  * stay exact.
  */
@@ -368,14 +368,14 @@ TEST_DEFINE(perfmon, poll_exact_at_the_promised_rate)
     test_sync_attach_self(&tev, 3);
     test_sync_attach_cpu(&cev, 3, c);
     lost = pmu_soft_nr_lost(c);
-    tick = clock_nr_ticks(c);
+    tick = clock_nr_intrs(c);
 
     for (unsigned int i = 0; i < nr_ticks; i++) {
-        while (clock_nr_ticks(c) == tick) {
+        while (clock_nr_intrs(c) == tick) {
             cpu_pause();
         }
 
-        tick = clock_nr_ticks(c);
+        tick = clock_nr_intrs(c);
         pmu_soft_emit_channel(3, rate);
         emitted += rate;
     }
