@@ -1,24 +1,26 @@
 /*
- * Clock: TSC calibrated against the PIT.
+ * Clock: ticks from the TSC, calibrated at boot (machine/tsc.h).
  */
 #include <stdint.h>
 
 #include <kern/clock.h>
+#include <kern/clock_calib.h>
 #include <kern/init.h>
 #include <kern/log.h>
 #include <kern/panic.h>
 #include <kern/percpu.h>
 #include <kern/pmu_soft.h>
+#include <kern/string.h>
 #include <kern/thread.h>
 #include <kern/timer.h>
+#include <machine/acpi.h>
 #include <machine/cpu.h>
-#include <machine/pit.h>
-
-#define CLOCK_CALIBRATE_MS 50
+#include <machine/tsc.h>
 
 struct clock_cpu {
     uint64_t last_tick;     /* time of the previous tick interrupt */
     uint64_t nr_ticks;      /* ticks accounted since clock_start_local */
+    uint64_t nr_intrs;      /* tick interrupts taken */
 };
 
 static uint64_t clock_tsc_boot;
@@ -43,6 +45,12 @@ clock_nr_ticks(unsigned int cpu)
     return READ_ONCE(percpu_ptr(clock_cpu, cpu)->nr_ticks);
 }
 
+uint64_t
+clock_nr_intrs(unsigned int cpu)
+{
+    return READ_ONCE(percpu_ptr(clock_cpu, cpu)->nr_intrs);
+}
+
 void
 clock_account_local(void)
 {
@@ -60,14 +68,52 @@ clock_account_local(void)
 void
 clock_tick_intr(void)
 {
+    struct clock_cpu *clock = cpu_local_ptr(clock_cpu);
+
+    WRITE_ONCE(clock->nr_intrs, clock->nr_intrs + 1);
     clock_account_local();
     timer_tick_intr(clock_get_time());
     thread_tick_intr();
 }
 
+/*
+ * One line: the frequency, where it comes from, and how the windows of
+ * the measurement behind it agreed.
+ */
+static void
+clock_log_calibration(const struct tsc_calibration *cal)
+{
+    const struct clock_calib_result *result = &cal->result;
+    const char *ref = tsc_ref_name(cal->ref);
+    unsigned long long mhz = cal->freq / 1000000;
+    unsigned long long khz = (cal->freq / 1000) % 1000;
+
+    if (cal->error != 0) {
+        log_info("clock: TSC at %llu.%03llu MHz by %s (%s %u-bit failed: "
+                 "%u of %u windows agree), %u Hz tick", mhz, khz,
+                 cal->method, ref, tsc_ref_bits(cal->ref), result->nr_agree,
+                 cal->nr_windows, CLOCK_HZ);
+    } else if (strcmp(cal->method, ref) != 0) {
+        log_info("clock: TSC at %llu.%03llu MHz by %s (%s %u-bit agrees: "
+                 "%llu.%03llu MHz, %u of %u windows, spread %u ppm), "
+                 "%u Hz tick", mhz, khz, cal->method, ref,
+                 tsc_ref_bits(cal->ref),
+                 (unsigned long long)result->freq / 1000000,
+                 (unsigned long long)(result->freq / 1000) % 1000,
+                 result->nr_agree, cal->nr_windows, result->spread_ppm,
+                 CLOCK_HZ);
+    } else {
+        log_info("clock: TSC at %llu.%03llu MHz by %s (%u-bit, %u of %u "
+                 "windows agree, spread %u ppm), %u Hz tick", mhz, khz, ref,
+                 tsc_ref_bits(cal->ref), result->nr_agree, cal->nr_windows,
+                 result->spread_ppm, CLOCK_HZ);
+    }
+}
+
 static int
 clock_setup(void)
 {
+    const struct tsc_calibration *cal;
     uint32_t eax, ebx, ecx, edx;
     uint64_t freq;
 
@@ -77,7 +123,9 @@ clock_setup(void)
         panic("clock: this CPU has no time stamp counter");
     }
 
-    freq = pit_measure_tsc_freq(CLOCK_CALIBRATE_MS);
+    tsc_calibrate();
+    cal = tsc_get_calibration();
+    freq = cal->freq;
 
     if (freq < CLOCK_HZ) {
         panic("clock: TSC calibration failed (%llu Hz)",
@@ -88,10 +136,9 @@ clock_setup(void)
     clock_tsc_tick = freq / CLOCK_HZ;
     clock_tsc_boot = cpu_get_tsc();
     clock_start_local();
-    log_info("clock: TSC at %llu.%03llu MHz, %u Hz tick",
-             (unsigned long long)freq / 1000000,
-             (unsigned long long)(freq / 1000) % 1000, CLOCK_HZ);
+    clock_log_calibration(cal);
     return 0;
 }
 
-INIT_OP_DEFINE(clock_setup);
+/* The FADT tells where the ACPI PM timer is; without it, the PIT. */
+INIT_OP_DEFINE(clock_setup, INIT_OP_DEP(acpi_setup, false));

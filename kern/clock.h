@@ -50,8 +50,17 @@ void clock_account_local(void);
  */
 void clock_tick_intr(void);
 
-/* Ticks accounted on a CPU by its tick interrupt since it started. */
+/*
+ * Ticks accounted on a CPU since it started: by its tick interrupt, and by
+ * reads of tick counters (clock_account_local). Any context.
+ */
 uint64_t clock_nr_ticks(unsigned int cpu);
+
+/*
+ * Tick interrupts a CPU has taken. Unlike clock time, they can lag on a
+ * loaded host, and the poll timers run in them. Any context.
+ */
+uint64_t clock_nr_intrs(unsigned int cpu);
 
 INIT_OP_DECLARE(clock_setup);
 

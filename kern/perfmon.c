@@ -46,13 +46,11 @@
 #define PERFMON_EVENT_DETACHED  4
 
 /*
- * Poll period: a counter of width w must be read before it can wrap twice.
- * Assume at most 100 events per cycle, poll twice per shortest wrap time,
- * and never more often than every 50 ms.
+ * Poll period: a counter must be read before it can advance 2^width. Poll
+ * twice per shortest wrap time at the device's maximum rate, so that a
+ * poll timer late by up to a period still comes in time.
  */
-#define PERFMON_POLL_EVENTS_PER_CYCLE   100
 #define PERFMON_POLL_SAFETY             2
-#define PERFMON_POLL_FLOOR_MS           50
 
 struct perfmon_cpu_pmc {
     unsigned int nr_refs;   /* CPU events and loaded threads using it */
@@ -283,18 +281,31 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index)
     }
 }
 
+/* Each kind of device interrupts on its own vector. */
 static void
-perfmon_overflow_intr(struct trap_frame *frame)
+perfmon_overflow_intr_dispatch(bool sw)
 {
-    (void)frame;
+    struct perfmon_dev *dev = perfmon_get_dev(sw);
 
-    for (unsigned int i = 0; i < READ_ONCE(perfmon_nr_devs); i++) {
-        if (perfmon_devs[i]->overflow_intr) {
-            perfmon_devs[i]->ops->handle_overflow_intr();
-        }
+    if (dev != NULL && dev->overflow_intr) {
+        dev->ops->handle_overflow_intr();
     }
 
     lapic_eoi();
+}
+
+static void
+perfmon_hw_overflow_intr(struct trap_frame *frame)
+{
+    (void)frame;
+    perfmon_overflow_intr_dispatch(false);
+}
+
+static void
+perfmon_sw_overflow_intr(struct trap_frame *frame)
+{
+    (void)frame;
+    perfmon_overflow_intr_dispatch(true);
 }
 
 unsigned int
@@ -390,18 +401,26 @@ perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index)
     spinlock_unlock(&dev->lock);
 }
 
+uint64_t
+perfmon_dev_poll_ticks(const struct perfmon_dev *dev)
+{
+    return dev->poll_ticks;
+}
+
 unsigned int
 perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev)
 {
     unsigned int n = 0;
 
-    spinlock_lock(&dev->lock);
-
+    /*
+     * No lock: the device lock is taken with interrupts enabled, so an
+     * interrupt handler taking it on a CPU that holds it would deadlock.
+     * Each count is read once; the total is a snapshot.
+     */
     for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
-        n += (dev->pmcs[i].nr_refs != 0);
+        n += (READ_ONCE(dev->pmcs[i].nr_refs) != 0);
     }
 
-    spinlock_unlock(&dev->lock);
     return n;
 }
 
@@ -709,7 +728,9 @@ int
 perfmon_event_init(struct perfmon_event *event, unsigned int id,
                    unsigned int flags)
 {
-    if (event == NULL || (flags & ~PERFMON_EF_MASK) != 0) {
+    /* Re-initializing an attached event would leak its slot and thread. */
+    if (event == NULL || (flags & ~PERFMON_EF_MASK) != 0
+        || perfmon_event_attached(event)) {
         return EINVAL;
     }
 
@@ -786,7 +807,7 @@ perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
 int
 perfmon_event_check(unsigned int id, unsigned int flags)
 {
-    struct perfmon_event event;
+    struct perfmon_event event = { .magic = 0 };
     struct perfmon_dev *dev;
     uint64_t config;
     int error;
@@ -928,25 +949,39 @@ perfmon_event_pmc_index(const struct perfmon_event *event)
 /* Devices                                                             */
 /* ------------------------------------------------------------------ */
 
-static uint64_t
-perfmon_poll_period(unsigned int width)
+/*
+ * The poll period of a device in ticks: 0 for a device that needs none,
+ * else at least 1; EINVAL when no period is safe.
+ */
+static int
+perfmon_poll_period(const struct perfmon_dev *dev, uint64_t *ticksp)
 {
-    uint64_t per_tick, wrap_ticks, floor_ticks;
+    uint64_t ticks;
 
-    if (width >= 64) {
-        return 0;   /* a 64-bit counter never wraps: no poll */
+    if (dev->overflow_intr || dev->min_width >= 64) {
+        *ticksp = 0;    /* interrupts, or a counter that never wraps */
+        return 0;
     }
 
-    per_tick = cpu_get_freq() * PERFMON_POLL_EVENTS_PER_CYCLE / CLOCK_HZ;
-    wrap_ticks = (1ULL << width) / MAX(per_tick, 1);
-    floor_ticks = clock_ticks_from_ms(PERFMON_POLL_FLOOR_MS);
-    return MAX(wrap_ticks / PERFMON_POLL_SAFETY, floor_ticks);
+    if (dev->max_rate == 0) {
+        return EINVAL;
+    }
+
+    ticks = ((1ULL << dev->min_width) / dev->max_rate) / PERFMON_POLL_SAFETY;
+
+    if (ticks == 0) {
+        return EINVAL;
+    }
+
+    *ticksp = ticks;
+    return 0;
 }
 
 int
 perfmon_register(struct perfmon_dev *dev)
 {
     const struct perfmon_dev_ops *ops = dev->ops;
+    uint64_t poll_ticks;
 
     if (dev->nr_pmcs == 0 || dev->nr_pmcs > PERFMON_MAX_PMCS
         || dev->min_width == 0 || dev->min_width > 64 || ops == NULL
@@ -954,6 +989,10 @@ perfmon_register(struct perfmon_dev *dev)
         || ops->start == NULL || ops->stop == NULL || ops->read == NULL
         || (dev->overflow_intr && (ops->handle_overflow_intr == NULL
                                    || ops->overflow_consume == NULL))) {
+        return EINVAL;
+    }
+
+    if (perfmon_poll_period(dev, &poll_ticks) != 0) {
         return EINVAL;
     }
 
@@ -972,8 +1011,7 @@ perfmon_register(struct perfmon_dev *dev)
         dev->pmcs[i].nr_refs = 0;
     }
 
-    dev->poll_ticks = dev->overflow_intr
-                      ? 0 : perfmon_poll_period(dev->min_width);
+    dev->poll_ticks = poll_ticks;
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
@@ -1010,7 +1048,8 @@ perfmon_setup(void)
         syscnt_register(&percpu_ptr(perfmon_cpu, cpu)->sc_overflows, name);
     }
 
-    trap_register(TRAP_PMI, perfmon_overflow_intr);
+    trap_register(TRAP_PMI, perfmon_hw_overflow_intr);
+    trap_register(TRAP_PMU_SOFT, perfmon_sw_overflow_intr);
     return 0;
 }
 

@@ -73,9 +73,10 @@ struct perfmon_event {
  * Prepare an event: a generic id, a raw code (PERFMON_EF_RAW) or a
  * software event (PERFMON_EF_SW). Hardware events need PERFMON_EF_KERN
  * and/or PERFMON_EF_USER; software events ignore them. Whether a device
- * can count it is decided at attach. Return 0 or EINVAL (unknown flag,
- * RAW with SW, hardware event without KERN/USER, generic id out of
- * range); on error the event is left untouched. Any context.
+ * can count it is decided at attach. A detached event may be initialized
+ * again. Return 0 or EINVAL (unknown flag, RAW with SW, hardware event
+ * without KERN/USER, generic id out of range, event attached); on error
+ * the event is left untouched. Any context.
  */
 int perfmon_event_init(struct perfmon_event *event, unsigned int id,
                        unsigned int flags);
@@ -210,6 +211,8 @@ struct perfmon_dev {
     unsigned int min_width;     /* narrowest counter, for the poll period */
     bool sw;                    /* serves PERFMON_EF_SW events */
     bool overflow_intr;         /* overflows interrupt; else perfmon polls */
+    uint64_t max_rate;          /* polled: most events a counter counts
+                                   per clock tick */
 
     unsigned int index;
     uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
@@ -219,7 +222,15 @@ struct perfmon_dev {
 
 /*
  * Register a device. Boot only, after perfmon_setup, thread context.
+ *
+ * A device without an overflow interrupt is polled: every counter is read
+ * at least twice per wrap time at its max_rate, i.e. every
+ * floor(2^min_width / max_rate / 2) ticks (no poll for 64-bit counters).
+ * Its counts are exact as long as no counter counts faster than max_rate.
+ *
  * Return 0, EINVAL for a device with no or too many slots, a bad width, a
+ * polled device whose max_rate is 0 or so high that a counter could wrap
+ * within two ticks (no poll period is safe), a
  * missing operation (handle_overflow_intr and overflow_consume are needed
  * with overflow_intr),
  * EBUSY when a device of the same kind (hardware or software) exists.
@@ -259,7 +270,13 @@ void perfmon_td_unload(struct thread *thread);
 /* The hardware (sw false) or software device, or NULL. Any context. */
 struct perfmon_dev *perfmon_get_dev(bool sw);
 
-/* Slots of a device holding a raw event. Any context. */
+/* The poll period of a device in ticks, 0 when it is not polled. */
+uint64_t perfmon_dev_poll_ticks(const struct perfmon_dev *dev);
+
+/*
+ * Slots of a device holding a raw event, a snapshot taken without a lock.
+ * Any context, interrupt handlers included.
+ */
 unsigned int perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev);
 
 /* The slot an attached event uses. Any context. */

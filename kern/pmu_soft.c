@@ -25,10 +25,13 @@
 
 struct pmu_soft_cpu {
     uint64_t values[PMU_SOFT_NR_PMCS];
+    uint64_t unread[PMU_SOFT_NR_PMCS];      /* polling: counted since the
+                                               last start or read */
     unsigned int events[PMU_SOFT_NR_PMCS];
     uint32_t counting[PMU_SOFT_NR_EVENTS];  /* counters per event */
     uint32_t overflowed;                    /* waiting for the interrupt */
     struct syscnt sc_intrs;
+    struct syscnt sc_lost;
 };
 
 static struct pmu_soft_cpu pmu_soft_cpu __percpu;
@@ -74,6 +77,65 @@ pmu_soft_intr_mode(void)
     return pmu_soft_intr;
 }
 
+uint64_t
+pmu_soft_max_rate(void)
+{
+    if (pmu_soft_intr || pmu_soft_nr_bits == 64) {
+        return UINT64_MAX;
+    }
+
+    return 1ULL << (pmu_soft_nr_bits - 2);
+}
+
+uint64_t
+pmu_soft_nr_lost(unsigned int cpu)
+{
+    return syscnt_read(&percpu_ptr(pmu_soft_cpu, cpu)->sc_lost);
+}
+
+uint64_t
+pmu_soft_nr_intrs(unsigned int cpu)
+{
+    return syscnt_read(&percpu_ptr(pmu_soft_cpu, cpu)->sc_intrs);
+}
+
+/* The times a counter at value wraps when n is added (narrow widths). */
+static uint64_t
+pmu_soft_wraps(uint64_t value, uint64_t n)
+{
+    return (n >> pmu_soft_nr_bits)
+           + ((value + (n & pmu_soft_mask)) > pmu_soft_mask);
+}
+
+/*
+ * Count the wraps perfmon cannot see (see pmu_soft.h): polling, every
+ * 2^width units unread; with the interrupt, every wrap beyond one pending.
+ */
+static void
+pmu_soft_account_lost(struct pmu_soft_cpu *cpu, unsigned int id,
+                      uint64_t old, uint64_t n)
+{
+    uint64_t lost;
+
+    if (pmu_soft_intr) {
+        uint64_t wraps = pmu_soft_wraps(old, n);
+
+        lost = (wraps == 0) ? 0
+               : wraps - !(cpu->overflowed & (1U << id));
+    } else {
+        uint64_t unread = cpu->unread[id];
+
+        cpu->unread[id] = (n > UINT64_MAX / 2 - unread) ? UINT64_MAX / 2
+                          : unread + n;
+        lost = (cpu->unread[id] >> pmu_soft_nr_bits)
+               - (unread >> pmu_soft_nr_bits);
+    }
+
+    if (lost != 0) {
+        syscnt_add(&cpu->sc_lost, lost);
+    }
+}
+
 void
 pmu_soft_count(unsigned int event, uint64_t n)
 {
@@ -90,16 +152,23 @@ pmu_soft_count(unsigned int event, uint64_t n)
         uint64_t old = cpu->values[id];
 
         counting &= counting - 1;
+
+        if (pmu_soft_nr_bits == 64) {
+            cpu->values[id] = old + n;
+            continue;   /* perfmon needs no wrap reports at this width */
+        }
+
+        pmu_soft_account_lost(cpu, id, old, n);
         cpu->values[id] = (old + n) & pmu_soft_mask;
 
-        if (cpu->values[id] < old || n > pmu_soft_mask) {
+        if (pmu_soft_wraps(old, n) != 0) {
             wrapped |= 1U << id;
         }
     }
 
     if (wrapped != 0 && pmu_soft_intr) {
         cpu->overflowed |= wrapped;
-        lapic_send_self_ipi(TRAP_PMI);
+        lapic_send_self_ipi(TRAP_PMU_SOFT);
     }
 
     cpu_intr_restore(flags);
@@ -159,6 +228,7 @@ pmu_soft_start(unsigned int pmc_id, uint64_t config)
     cpu->events[pmc_id] = (unsigned int)config;
     cpu->counting[config] |= 1U << pmc_id;
     cpu->overflowed &= ~(1U << pmc_id);
+    cpu->unread[pmc_id] = 0;
     return cpu->values[pmc_id];
 }
 
@@ -177,6 +247,7 @@ pmu_soft_read(unsigned int pmc_id)
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
 
     pmu_soft_sync_ticks(cpu->events[pmc_id]);
+    cpu->unread[pmc_id] = 0;
     return cpu->values[pmc_id];
 }
 
@@ -256,6 +327,8 @@ pmu_soft_setup(void)
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         snprintf(name, sizeof(name), "pmu_soft_intrs/%u", cpu);
         syscnt_register(&percpu_ptr(pmu_soft_cpu, cpu)->sc_intrs, name);
+        snprintf(name, sizeof(name), "pmu_soft_lost/%u", cpu);
+        syscnt_register(&percpu_ptr(pmu_soft_cpu, cpu)->sc_lost, name);
     }
 
     pmu_soft_dev.name = "pmu_soft";
@@ -263,6 +336,7 @@ pmu_soft_setup(void)
     pmu_soft_dev.overflow_intr = pmu_soft_intr;
     pmu_soft_dev.nr_pmcs = PMU_SOFT_NR_PMCS;
     pmu_soft_dev.min_width = pmu_soft_nr_bits;
+    pmu_soft_dev.max_rate = pmu_soft_max_rate();
     pmu_soft_dev.sw = true;
     return perfmon_register(&pmu_soft_dev);
 }

@@ -19,8 +19,29 @@
  * The device has PMU_SOFT_NR_PMCS counters. Their width comes from the
  * command line, pmu_soft.width=N (8 to 64, default 64); with
  * pmu_soft.intr=1 a counter that wraps raises an emulated overflow
- * interrupt, delivered as a self-IPI on the PMI vector like a real PMI;
- * with pmu_soft.intr=0 (default) perfmon polls the counters.
+ * interrupt, a self-IPI on its own vector, as a real PMI would; with
+ * pmu_soft.intr=0 (default) perfmon polls the counters.
+ *
+ * When counts are exact. perfmon brings a counter up to date ("syncs"
+ * it) when it is read, when a thread using it switches in or out, when
+ * its poll timer fires (polling) and when its overflow interrupt is taken
+ * (interrupt mode). Counts are exact as long as, between two syncs of a
+ * counter:
+ * - polling: the counter advances less than 2^width. The device promises
+ *   perfmon a rate of at most pmu_soft_max_rate() = 2^(width-2) units per
+ *   counter per tick, for which perfmon polls every 2 ticks. A tick here
+ *   is what separates two tick interrupts of the counter's CPU (where the
+ *   poll runs), not clock time: on a loaded host the interrupts can lag
+ *   the clock. An emitter keeping to the rate (at most that much after
+ *   each tick interrupt; clock_nr_intrs() of its CPU counts them) adds at
+ *   most 3 * 2^(width-2) between two polls, even with a poll a tick late;
+ * - interrupt mode: the counter wraps at most once. With interrupts
+ *   enabled every wrap's interrupt is taken at once, so any sequence of
+ *   emits below 2^width each is exact; with interrupts disabled (or in one
+ *   emit of 2^width or more) a second wrap before the next sync is lost.
+ * A wrap lost either way is counted in the per-CPU syscnt
+ * pmu_soft_lost/<cpu> (pmu_soft_nr_lost()), which tests check is zero: a
+ * violation is always visible, never a silent miscount.
  */
 #ifndef KERN_PMU_SOFT_H
 #define KERN_PMU_SOFT_H
@@ -42,12 +63,11 @@
 
 /*
  * Count n occurrences of an event on the calling CPU. Any context; called
- * by the kernel's own hooks. One call counts at most one wrap of the
- * counters: n must stay below 2^width for counts to be exact.
+ * by the kernel's own hooks. Exact within the limits above.
  */
 void pmu_soft_count(unsigned int event, uint64_t n);
 
-/* Count n units on emit channel 0 (n below 2^width). Any context. */
+/* Count n units on emit channel 0. Any context. */
 static inline void
 pmu_soft_emit(uint64_t n)
 {
@@ -66,6 +86,21 @@ pmu_soft_emit_channel(unsigned int channel, uint64_t n)
 /* The configured counter width and overflow mode. Any context. */
 unsigned int pmu_soft_width(void);
 bool pmu_soft_intr_mode(void);
+
+/*
+ * Units per counter per tick that polling counts exactly: 2^(width-2) when
+ * polling narrow counters, UINT64_MAX with the overflow interrupt or 64-bit
+ * counters (no rate limit). Any context.
+ */
+uint64_t pmu_soft_max_rate(void);
+
+/*
+ * Wraps lost on a CPU because the limits above were exceeded (syscnt
+ * pmu_soft_lost/<cpu>), and emulated overflow interrupts that found a
+ * counter to report (pmu_soft_intrs/<cpu>). Any context.
+ */
+uint64_t pmu_soft_nr_lost(unsigned int cpu);
+uint64_t pmu_soft_nr_intrs(unsigned int cpu);
 
 /* Name of a software event ("cswitch", "emit3"), or NULL. */
 const char *pmu_soft_event_name(unsigned int event);

@@ -2,14 +2,21 @@
  * In-kernel test harness. Tests run one at a time in the calling thread;
  * a failure unwinds to the harness with jmp_restore() when it happens in
  * that thread, and ends the thread when it happens in a helper.
+ *
+ * Helpers started with test_helper_start are tracked until their function
+ * returns or fails: a test that fails while one of its helpers still runs
+ * ends the run, since the helper may use data on the failed test's stack,
+ * which the next test would reuse.
  */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/errno.h>
 #include <kern/log.h>
 #include <kern/printf.h>
+#include <kern/spinlock.h>
 #include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>
@@ -32,6 +39,96 @@ struct test_ctx {
 static struct test_ctx test_ctx;
 static volatile bool test_any_failed;
 
+#define TEST_MAX_HELPERS 512
+
+struct test_helper {
+    const struct test *test;        /* the test that started it */
+    void (*fn)(void *arg);
+    void *arg;
+    struct thread *thread;          /* set by the helper itself */
+    volatile bool running;
+};
+
+static struct spinlock test_helpers_lock = SPINLOCK_INITIALIZER;
+static struct test_helper test_helpers[TEST_MAX_HELPERS];
+
+/* The running helper record of the calling thread, or NULL. */
+static struct test_helper *
+test_helper_self(void)
+{
+    for (unsigned int i = 0; i < TEST_MAX_HELPERS; i++) {
+        struct test_helper *h = &test_helpers[i];
+
+        if (h->running && h->thread == thread_self()) {
+            return h;
+        }
+    }
+
+    return NULL;
+}
+
+static void
+test_helper_main(void *arg)
+{
+    struct test_helper *h = arg;
+
+    h->thread = thread_self();
+    h->fn(h->arg);
+    __atomic_store_n(&h->running, false, __ATOMIC_RELEASE);
+}
+
+int
+test_helper_start(struct thread **threadp, const struct thread_attr *attr,
+                  void (*fn)(void *arg), void *arg)
+{
+    struct test_helper *h = NULL;
+    int error;
+
+    spinlock_lock(&test_helpers_lock);
+
+    for (unsigned int i = 0; i < TEST_MAX_HELPERS; i++) {
+        if (!test_helpers[i].running) {
+            h = &test_helpers[i];
+            h->test = test_ctx.test;
+            h->fn = fn;
+            h->arg = arg;
+            h->thread = NULL;
+            h->running = true;
+            break;
+        }
+    }
+
+    spinlock_unlock(&test_helpers_lock);
+
+    if (h == NULL) {
+        return EAGAIN;
+    }
+
+    error = thread_create(threadp, attr, test_helper_main, h);
+
+    if (error) {
+        __atomic_store_n(&h->running, false, __ATOMIC_RELEASE);
+    }
+
+    return error;
+}
+
+/* A running helper of test, or NULL. */
+static struct test_helper *
+test_helper_find_running(const struct test *test)
+{
+    for (unsigned int i = 0; i < TEST_MAX_HELPERS; i++) {
+        struct test_helper *h = &test_helpers[i];
+
+        if (__atomic_load_n(&h->running, __ATOMIC_ACQUIRE)
+            && h->test == test) {
+            return h;
+        }
+    }
+
+    return NULL;
+}
+
 void
 test_diag(const char *fmt, ...)
 {
@@ -52,6 +149,14 @@ test_unwind(void)
     }
 
     /* A helper thread: its failure is recorded, it ends here. */
+    {
+        struct test_helper *h = test_helper_self();
+
+        if (h != NULL) {
+            __atomic_store_n(&h->running, false, __ATOMIC_RELEASE);
+        }
+    }
+
     thread_exit();
 }
 
@@ -166,7 +271,19 @@ test_run_one(const struct test *test, unsigned int index)
     cpu_intr_restore(flags);
 
     if (test_ctx.failed) {
+        struct test_helper *h = test_helper_find_running(test);
+
         printf("not ok %u %s.%s\n", index, test->suite, test->name);
+
+        if (h != NULL) {
+            /* h->thread is NULL until the helper first ran. */
+            printf("# aborting the run: the failed test left its helper "
+                   "thread '%s' running\n",
+                   (h->thread == NULL) ? "(not started)"
+                                       : thread_name(h->thread));
+            test_ctx.test = NULL;
+            return false;
+        }
     } else if (test_ctx.skipped) {
         printf("ok %u %s.%s # SKIP %s\n", index, test->suite, test->name,
                test_ctx.skip_reason);

@@ -22,6 +22,9 @@
 
 #include <kern/macros.h>
 
+struct thread;
+struct thread_attr;
+
 struct test {
     const char *suite;
     const char *name;
@@ -47,6 +50,16 @@ void test_fail_at(const char *file, int line, const char *fmt, ...)
 
 /* End the running test as skipped, with a reason. Thread context. */
 void test_skip(const char *reason) __noreturn;
+
+/*
+ * Create a helper thread for the running test (thread_create's arguments
+ * and errors, EAGAIN when too many helpers run). The harness tracks it:
+ * when the test fails while the helper's function still runs, the run
+ * ends there with a report, rather than letting the helper use the failed
+ * test's stack under the next tests. Thread context.
+ */
+int test_helper_start(struct thread **threadp, const struct thread_attr *attr,
+                      void (*fn)(void *arg), void *arg);
 
 /* Print a KTAP diagnostic line ("# ..."). Any context. */
 void test_diag(const char *fmt, ...) __format_printf(1, 2);

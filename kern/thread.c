@@ -729,8 +729,13 @@ thread_set_affinity(struct thread *thread, uint64_t mask)
         spinlock_unlock_intr_restore(&rq->lock, flags);
     }
 
-    /* Restricting oneself returns on an allowed CPU. */
-    while (thread == thread_self() && !(mask & (1ULL << cpu_id()))) {
+    /*
+     * Restricting oneself returns on an allowed CPU. Allowed by the mask
+     * in force, not by the argument: another thread may change it while
+     * we move, and its mask is the one our reschedules follow.
+     */
+    while (thread == thread_self()
+           && !(READ_ONCE(thread->affinity) & (1ULL << cpu_id()))) {
         thread_yield();
     }
 

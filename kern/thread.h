@@ -184,10 +184,18 @@ void thread_delay(uint64_t ticks);
  * Restrict a thread to a set of CPUs (bit i for CPU i). A thread that is
  * outside the set moves: at once when it is ready or sleeping, at its next
  * reschedule (forced now) when it runs; when the caller restricts itself,
- * it returns running on an allowed CPU. Return 0 or EINVAL when the mask
- * names no online CPU. Thread context.
+ * it returns running on a CPU its affinity allows at that time (when
+ * another thread changes the affinity meanwhile, the last change wins).
+ * Return 0 or EINVAL when the mask names no online CPU. Thread context.
  */
 int thread_set_affinity(struct thread *thread, uint64_t mask);
+
+/* The CPUs a thread may run on now (bit i for CPU i). Any context. */
+static inline uint64_t
+thread_affinity(const struct thread *thread)
+{
+    return READ_ONCE(thread->affinity);
+}
 
 /* The CPU a thread runs on or last ran on. Any context. */
 unsigned int thread_cpu(const struct thread *thread);

@@ -25,6 +25,7 @@ struct timer_cpu {
     struct spinlock lock;
     struct list timers;     /* pending, by expiry */
     struct timer *running;  /* whose handler runs now, or NULL */
+    uint64_t now;           /* time of the tick running the handlers */
     bool ready;
 };
 
@@ -81,6 +82,26 @@ timer_insert(struct timer_cpu *tc, struct timer *timer)
     timer->state = TIMER_PENDING;
 }
 
+/*
+ * A handler that arms a timer (its own or another) to an expiry its tick
+ * has already reached would have that tick run the timer again, and a
+ * handler that always does so (or two that arm each other) would keep the
+ * CPU in the interrupt for good. Such an expiry becomes the next tick:
+ * what handlers arm, a later tick runs. Interrupts disabled: this CPU's
+ * running field is then set only when the caller is a handler on it.
+ */
+static uint64_t
+timer_expiry_defer(uint64_t expiry)
+{
+    const struct timer_cpu *local = cpu_local_ptr(timer_cpu);
+
+    if (local->running != NULL && expiry <= local->now) {
+        return local->now + 1;
+    }
+
+    return expiry;
+}
+
 void
 timer_schedule(struct timer *timer, uint64_t expiry)
 {
@@ -88,6 +109,7 @@ timer_schedule(struct timer *timer, uint64_t expiry)
     unsigned long flags;
 
     tc = timer_lock(timer, &flags);
+    expiry = timer_expiry_defer(expiry);
 
     /*
      * An idle unbound timer moves to the scheduling CPU: the new owner is
@@ -166,6 +188,7 @@ timer_tick_intr(uint64_t now)
     }
 
     spinlock_lock(&tc->lock);
+    tc->now = now;
 
     while (!list_empty(&tc->timers)) {
         struct timer *timer = list_first_entry(&tc->timers, struct timer,

@@ -5,6 +5,13 @@
  * context with interrupts disabled: handlers must be short and must not
  * sleep. A timer is either bound to a CPU at init, or runs on the CPU that
  * schedules it. A handler may re-arm its own timer (periodic use).
+ *
+ * A timer armed from a handler (its own or another's) to an expiry the
+ * running tick has already reached is deferred to the next tick, not run
+ * again in the same interrupt. So a handler that re-arms at the current
+ * time or earlier runs once per tick instead of holding the CPU, and a
+ * periodic timer that fell behind (a late tick) catches up by one run per
+ * tick.
  */
 #ifndef KERN_TIMER_H
 #define KERN_TIMER_H
@@ -45,8 +52,9 @@ timer_arg(const struct timer *timer)
 }
 
 /*
- * Arm (or re-arm) a timer to run at the first tick at or after expiry.
- * A pending timer is moved to the new expiry. Any context.
+ * Arm (or re-arm) a timer to run at the first tick at or after expiry
+ * (from a handler, after the running tick: see above). A pending timer is
+ * moved to the new expiry. Any context.
  */
 void timer_schedule(struct timer *timer, uint64_t expiry);
 

@@ -1,8 +1,13 @@
 /*
  * perfmon torture: worker threads on every CPU attach, read and detach
  * thread and CPU events on random targets, with a seeded PRNG, while the
- * target threads emit, migrate and exit. At the end every slot is free on
- * every tier, every thread reference is dropped, and no assertion fired.
+ * target threads emit, migrate and exit. Counts are checked as they go:
+ * each target counts its own units on its own events, exactly, under all
+ * that churn on the same slots; a worker's event on a target's channel
+ * reads what the target published between attach and read, within one
+ * burst at each end; any count never goes back. An attach is refused only
+ * when its target has exited. At the end every slot is free on every
+ * tier, every thread reference is dropped, and no assertion fired.
  * test=all runs a bounded number of operations (about 6000 in all, so a
  * 64-CPU run under TCG stays short); `make torture` sets torture.ops (per
  * CPU) for a run of minutes.
@@ -26,6 +31,9 @@
 #define TORTURE_TARGETS_PER_CPU 2
 #define TORTURE_EVENTS          6
 #define TORTURE_MAX_TARGETS     (CPU_MAX * TORTURE_TARGETS_PER_CPU)
+#define TORTURE_CHANNELS        3       /* emit channels the targets use */
+#define TORTURE_OWN_CHANNEL     3       /* only targets' own events */
+#define TORTURE_BURST_MAX       50
 
 static const unsigned int torture_event_ids[] = {
     PMU_SOFT_EV_EMIT, PMU_SOFT_EV_EMIT + 1, PMU_SOFT_EV_EMIT + 2,
@@ -33,11 +41,17 @@ static const unsigned int torture_event_ids[] = {
     PMU_SOFT_EV_XCALL,
 };
 
+/* The workers' events and the targets' private channel fit the slots. */
+_Static_assert(ARRAY_SIZE(torture_event_ids) + 1 <= PMU_SOFT_NR_PMCS,
+               "the torture expects no EAGAIN");
+
 struct torture_target {
     struct thread *thread;      /* reference held until the end */
     uint64_t seed;
     unsigned int lifetime;      /* bursts before exiting on its own */
     volatile bool stop;
+    volatile uint64_t emitted[TORTURE_CHANNELS];   /* published after */
+    uint64_t own_emitted;       /* on TORTURE_OWN_CHANNEL */
 };
 
 struct torture_worker {
@@ -46,6 +60,9 @@ struct torture_worker {
     uint64_t ops;
     struct perfmon_event events[TORTURE_EVENTS];
     uint64_t last[TORTURE_EVENTS];
+    struct torture_target *targets[TORTURE_EVENTS]; /* emit thread events */
+    uint64_t attach_lo[TORTURE_EVENTS];     /* published before attach */
+    uint64_t attach_hi[TORTURE_EVENTS];     /* published after attach */
     uint64_t nr_attach, nr_refused, nr_read, nr_detach;
 };
 
@@ -55,12 +72,38 @@ static unsigned int torture_nr_targets;
 static void
 torture_target_main(void *arg)
 {
+    struct perfmon_event own[TORTURE_CHANNELS + 1];
     struct torture_target *t = arg;
+
+    for (unsigned int ch = 0; ch <= TORTURE_CHANNELS; ch++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&own[ch], PMU_SOFT_EV_EMIT + ch,
+                                          PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach(&own[ch], thread_self()), 0);
+    }
 
     for (unsigned int i = 1; i <= t->lifetime && !t->stop; i++) {
         uint64_t r = test_rand(&t->seed);
+        unsigned int ch = r % TORTURE_CHANNELS;
+        uint64_t n = 1 + (r >> 8) % TORTURE_BURST_MAX;
 
-        pmu_soft_emit_channel(r % 3, 1 + (r >> 8) % 50);
+        if (r % 7 == 0 && pmu_soft_intr_mode() && pmu_soft_width() < 64) {
+            /*
+             * Wrap the private counter once (back to the same raw value)
+             * and switch out with interrupts held off: only the pending
+             * overflow tells the switch's sync that anything was counted.
+             */
+            unsigned long flags = cpu_intr_save();
+            uint64_t wrap = 1ULL << pmu_soft_width();
+
+            pmu_soft_emit_channel(TORTURE_OWN_CHANNEL, wrap);
+            t->own_emitted += wrap;
+            thread_yield();
+            cpu_intr_restore(flags);
+            continue;
+        }
+
+        n = test_emit_paced(ch, n);
+        WRITE_ONCE(t->emitted[ch], t->emitted[ch] + n);
 
         if (i % 10 == 0) {
             thread_delay(1);
@@ -80,6 +123,59 @@ torture_target_main(void *arg)
             }
         }
     }
+
+    /* Its own events count exactly what it emitted. */
+    for (unsigned int ch = 0; ch < TORTURE_CHANNELS; ch++) {
+        TEST_ASSERT_EQ(perfmon_event_read(&own[ch]), t->emitted[ch]);
+        TEST_ASSERT_EQ(perfmon_event_detach(&own[ch]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_read(&own[TORTURE_OWN_CHANNEL]),
+                   t->own_emitted);
+    TEST_ASSERT_EQ(perfmon_event_detach(&own[TORTURE_OWN_CHANNEL]), 0);
+}
+
+/*
+ * A worker's thread event on a target's emit channel counts what the
+ * target emitted between attach and now: published counts bracket both
+ * instants within one burst.
+ */
+static void
+torture_check_bracket(struct torture_worker *w, unsigned int k,
+                      uint64_t before, uint64_t value, uint64_t after)
+{
+    uint64_t lo = w->attach_hi[k] + TORTURE_BURST_MAX;
+
+    TEST_ASSERT_GE(value + lo, before);
+    TEST_ASSERT_LE(value + w->attach_lo[k], after + TORTURE_BURST_MAX);
+}
+
+/* Read or detach event k, checking its count. */
+static void
+torture_read(struct torture_worker *w, unsigned int k, bool detach)
+{
+    struct perfmon_event *event = &w->events[k];
+    struct torture_target *t = w->targets[k];
+    uint64_t before = 0, after = 0, value;
+    unsigned int ch = event->id - PMU_SOFT_EV_EMIT;
+
+    if (t != NULL) {
+        before = READ_ONCE(t->emitted[ch]);
+    }
+
+    if (detach) {
+        TEST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_get(event, &value), 0);
+
+    if (t != NULL) {
+        after = READ_ONCE(t->emitted[ch]);
+        torture_check_bracket(w, k, before, value, after);
+    }
+
+    TEST_ASSERT_GE(value, w->last[k]);     /* counts never go back */
+    w->last[k] = value;
 }
 
 static void
@@ -88,7 +184,6 @@ torture_op(struct torture_worker *w)
     uint64_t r = test_rand(&w->seed);
     unsigned int k = r % TORTURE_EVENTS;
     struct perfmon_event *event = &w->events[k];
-    uint64_t value;
     int error;
 
     if (!perfmon_event_attached(event)) {
@@ -97,36 +192,43 @@ torture_op(struct torture_worker *w)
 
         TEST_ASSERT_EQ(perfmon_event_init(event, id, PERFMON_EF_SW), 0);
 
+        w->targets[k] = NULL;
+
         if ((r >> 16) % 3 == 0) {
             error = perfmon_event_attach_cpu(event,
                                              (r >> 20) % cpu_count());
         } else {
             struct torture_target *t;
+            unsigned int ch = id - PMU_SOFT_EV_EMIT;
+            bool emits = id >= PMU_SOFT_EV_EMIT;
 
             t = &torture_targets[(r >> 20) % torture_nr_targets];
+            w->attach_lo[k] = emits ? READ_ONCE(t->emitted[ch]) : 0;
             error = perfmon_event_attach(event, t->thread);
+            w->attach_hi[k] = emits ? READ_ONCE(t->emitted[ch]) : 0;
+
+            /* The only refusal: a target that has exited. */
+            if (error == EINVAL) {
+                TEST_ASSERT(READ_ONCE(t->thread->exited));
+                w->nr_refused++;
+                return;
+            }
+
+            w->targets[k] = emits ? t : NULL;
         }
 
-        /* Allowed refusals: all slots taken, or the target has exited. */
-        if (error == EAGAIN || error == EINVAL) {
-            w->nr_refused++;
-            return;
-        }
-
+        /* 7 raw events never fill the 8 slots: no EAGAIN either. */
         TEST_ASSERT_EQ(error, 0);
         w->last[k] = 0;
         w->nr_attach++;
     } else if ((r >> 8) % 4 != 0) {
-        TEST_ASSERT_EQ(perfmon_event_get(event, &value), 0);
-        TEST_ASSERT_GE(value, w->last[k]);     /* counts never go back */
-        w->last[k] = value;
+        torture_read(w, k, false);
         w->nr_read++;
     } else {
-        TEST_ASSERT_EQ(perfmon_event_detach(event), 0);
-        TEST_ASSERT_EQ(perfmon_event_get(event, &value), 0);
-        TEST_ASSERT_GE(value, w->last[k]);
+        torture_read(w, k, true);
         w->nr_detach++;
     }
+
 
     if (r % 17 == 0) {
         thread_yield();
@@ -146,7 +248,7 @@ torture_worker_main(void *arg)
 
     for (unsigned int k = 0; k < TORTURE_EVENTS; k++) {
         if (perfmon_event_attached(&w->events[k])) {
-            TEST_ASSERT_EQ(perfmon_event_detach(&w->events[k]), 0);
+            torture_read(w, k, true);
         }
     }
 }
@@ -175,6 +277,13 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
         t->seed = seed * 1000 + i + 1;
         t->lifetime = 50 + test_rand(&t->seed) % (20 * ops / 10 + 1);
         t->stop = false;
+
+        for (unsigned int ch = 0; ch < TORTURE_CHANNELS; ch++) {
+            t->emitted[ch] = 0;
+        }
+
+        t->own_emitted = 0;
+
         t->thread = test_thread_start("torture-target", 0,
                                       torture_target_main, t);
     }

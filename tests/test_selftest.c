@@ -4,7 +4,10 @@
  * never part of test=all).
  */
 #include <kern/test.h>
+#include <kern/thread.h>
 #include <machine/cpu.h>
+
+#include "test_util.h"
 
 TEST_DEFINE_MANUAL(selftest, deliberate_failure)
 {
@@ -15,4 +18,45 @@ TEST_DEFINE_MANUAL(selftest, hang)
 {
     test_diag("hanging on purpose");
     cpu_halt_forever();
+}
+
+struct test_selftest_shared {
+    volatile unsigned long counter;
+};
+
+/* Keeps writing into the failed test's stack frame until told to stop. */
+static void
+test_selftest_scribbler(void *arg)
+{
+    struct test_selftest_shared *shared = arg;
+
+    for (;;) {
+        shared->counter++;
+        thread_yield();
+    }
+}
+
+/*
+ * A test that fails while its helper still runs on the test's stack data:
+ * the harness must end the run there, with a report, before another test
+ * reuses that stack (the runner checks neither a panic nor a later test
+ * follows).
+ */
+TEST_DEFINE_MANUAL(selftest, failure_with_running_helper)
+{
+    struct test_selftest_shared shared = { 0 };
+
+    test_thread_start("scribbler", 0, test_selftest_scribbler, &shared);
+
+    while (shared.counter == 0) {
+        thread_yield();
+    }
+
+    TEST_ASSERT_EQ(shared.counter, 0);
+}
+
+/* Selected after failure_with_running_helper: the aborted run skips it. */
+TEST_DEFINE_MANUAL(selftest, after_an_aborted_run)
+{
+    TEST_ASSERT(true);
 }

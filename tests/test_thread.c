@@ -16,6 +16,9 @@
 
 #define TEST_THREAD_MANY 64
 
+/* Turns a target gets to leave set_affinity before it counts as stuck. */
+#define TEST_THREAD_RESTRICT_TURNS 1000
+
 static unsigned int test_thread_ran;
 
 static void
@@ -439,4 +442,98 @@ TEST_DEFINE(thread, concurrent_affinity_changes_of_other_threads)
         targets[i].stop = true;
         thread_join(target_threads[i]);
     }
+}
+
+struct test_thread_restrict {
+    struct thread *target;      /* set once the target exists */
+    int error;                  /* what the target's set_affinity returned */
+    int change_error;
+    unsigned int cpu;           /* where the target's set_affinity returned */
+    uint64_t affinity;          /* its mask then */
+    volatile bool changed;      /* the changer's set_affinity returned */
+    volatile bool returned;     /* the target's set_affinity returned */
+};
+
+/* Starts on CPU 0 and restricts itself to CPU 1. */
+static void
+test_thread_restrict_self(void *arg)
+{
+    struct test_thread_restrict *r = arg;
+
+    r->error = thread_set_affinity(thread_self(), 1ULL << 1);
+    r->cpu = cpu_id();
+    r->affinity = thread_affinity(thread_self());
+    r->returned = true;
+}
+
+/*
+ * Runs on CPU 1 above the target's priority and never yields: once the
+ * target has published its mask for CPU 1, it cannot run there before
+ * this thread has sent it back to CPU 0.
+ */
+static void
+test_thread_restrict_changer(void *arg)
+{
+    struct test_thread_restrict *r = arg;
+    struct thread *target;
+
+    while ((target = READ_ONCE(r->target)) == NULL
+           || thread_affinity(target) != (1ULL << 1)) {
+        cpu_pause();
+    }
+
+    r->change_error = thread_set_affinity(target, 1ULL << 0);
+    r->changed = true;
+}
+
+/*
+ * A thread restricts itself to CPU 1 while another thread, between its
+ * mask update and its arrival on CPU 1, restricts it to CPU 0: its
+ * set_affinity returns, on CPU 0, the mask the last change set. The test
+ * thread shares CPU 0 with the target at its priority, so every yield
+ * of the test lets the target run once: a target still yielding after
+ * many turns waits for a CPU its mask no longer allows.
+ */
+TEST_DEFINE(thread, self_restriction_ends_on_a_concurrent_change)
+{
+    struct thread_attr attr = {
+        .name = "restrict-changer",
+        .priority = THREAD_PRIO_DEFAULT + 1,
+        .affinity = 1ULL << 1,
+    };
+    struct test_thread_restrict r = { 0 };
+    struct thread *changer, *target;
+    unsigned int turns;
+
+    test_require_cpus(2);
+    TEST_ASSERT_EQ(thread_set_affinity(thread_self(), 1ULL << 0), 0);
+    TEST_ASSERT_EQ(thread_create(&changer, &attr, test_thread_restrict_changer,
+                                 &r), 0);
+    target = test_thread_start("restrict-self", 1ULL << 0,
+                               test_thread_restrict_self, &r);
+    WRITE_ONCE(r.target, target);
+
+    while (!r.changed) {
+        thread_yield();
+    }
+
+    thread_join(changer);
+
+    for (turns = 0; !r.returned && turns < TEST_THREAD_RESTRICT_TURNS;
+         turns++) {
+        thread_yield();
+    }
+
+    if (!r.returned) {
+        /* Let it reach the CPU it waits for, so it can be joined. */
+        thread_set_affinity(target, 1ULL << 1);
+    }
+
+    thread_join(target);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    TEST_ASSERT_LT(turns, TEST_THREAD_RESTRICT_TURNS);
+    TEST_ASSERT_EQ(r.change_error, 0);
+    TEST_ASSERT_EQ(r.error, 0);
+    TEST_ASSERT_EQ(r.affinity, 1ULL << 0);
+    TEST_ASSERT_EQ(r.cpu, 0);
 }

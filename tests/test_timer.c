@@ -5,6 +5,7 @@
 #include <stdint.h>
 
 #include <kern/clock.h>
+#include <kern/spinlock.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <kern/timer.h>
@@ -13,6 +14,51 @@
 #include "test_util.h"
 
 #define TEST_TIMER_N 8
+
+/* Runs of the periodic timer the test waits for. */
+#define TEST_TIMER_PERIODIC_RUNS 20
+
+/* Something a handler signals and one test thread waits for. */
+struct test_timer_event {
+    struct spinlock lock;
+    struct thread *waiter;
+    bool done;
+};
+
+static void
+test_timer_event_init(struct test_timer_event *event)
+{
+    spinlock_init(&event->lock);
+    event->waiter = thread_self();
+    event->done = false;
+}
+
+/* Any context. */
+static void
+test_timer_event_signal(struct test_timer_event *event)
+{
+    unsigned long flags;
+
+    spinlock_lock_intr_save(&event->lock, &flags);
+    event->done = true;
+    thread_wakeup(event->waiter);
+    spinlock_unlock_intr_restore(&event->lock, flags);
+}
+
+/* The thread that initialized the event. */
+static void
+test_timer_event_wait(struct test_timer_event *event)
+{
+    unsigned long flags;
+
+    spinlock_lock_intr_save(&event->lock, &flags);
+
+    while (!event->done) {
+        thread_sleep(&event->lock, flags);
+    }
+
+    spinlock_unlock_intr_restore(&event->lock, flags);
+}
 
 struct test_timer_rec {
     struct timer timer;
@@ -81,9 +127,10 @@ TEST_DEFINE(timer, fire_in_expiry_order_never_early)
 struct test_timer_periodic {
     struct timer timer;
     uint64_t period;
-    uint64_t next;
+    uint64_t next;              /* the expiry armed last */
     unsigned int count;
-    bool stop;
+    unsigned int early;         /* runs before their expiry */
+    struct test_timer_event done;
 };
 
 static void
@@ -91,36 +138,43 @@ test_timer_periodic_fn(struct timer *timer)
 {
     struct test_timer_periodic *p = timer_arg(timer);
 
+    p->early += (clock_get_time() < p->next);
     p->count++;
 
-    if (!p->stop) {
-        p->next += p->period;
-        timer_schedule(timer, p->next);
+    if (p->count == TEST_TIMER_PERIODIC_RUNS) {
+        test_timer_event_signal(&p->done);
+        return;
     }
+
+    p->next += p->period;
+    timer_schedule(timer, p->next);
 }
 
-/* A handler that re-arms itself fires once per period: W/P +/- 1. */
-TEST_DEFINE(timer, periodic_fires_expected_count)
+/*
+ * A handler that re-arms itself one period on fires once per period: no
+ * run before its expiry, so the last of N runs comes N periods after the
+ * start or later. A late tick does not make up for the periods it missed
+ * at once (a due re-arm waits for the next tick), so the test waits for
+ * the runs instead of counting them over a window.
+ */
+TEST_DEFINE(timer, periodic_fires_once_per_period)
 {
     struct test_timer_periodic p = { .period = 2 };
-    const uint64_t window = 40;
     uint64_t start;
-    unsigned int count;
 
+    test_timer_event_init(&p.done);
     timer_init(&p.timer, test_timer_periodic_fn, &p, TIMER_CPU_ANY);
     start = clock_get_time();
     p.next = start + p.period;
     timer_schedule(&p.timer, p.next);
+    test_timer_event_wait(&p.done);
 
-    while (clock_get_time() < start + window) {
-        thread_delay(1);
-    }
-
-    count = READ_ONCE(p.count);
-    p.stop = true;
+    /* The handler may still be returning. */
     timer_cancel(&p.timer);
-    TEST_ASSERT_GE(count, window / p.period - 1);
-    TEST_ASSERT_LE(count, window / p.period + 1);
+    TEST_ASSERT_EQ(p.count, TEST_TIMER_PERIODIC_RUNS);
+    TEST_ASSERT_EQ(p.early, 0);
+    TEST_ASSERT_GE(clock_get_time() - start,
+                   TEST_TIMER_PERIODIC_RUNS * p.period);
 }
 
 /* A cancelled pending timer never fires. */
@@ -239,4 +293,118 @@ TEST_DEFINE(timer, cancel_waits_for_running_handler)
     }
 
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* Runs the test waits for, and the safety stop for a tick that loops. */
+#define TEST_TIMER_DUE_RUNS     20
+#define TEST_TIMER_DUE_LIMIT    1000
+
+/*
+ * One timer of the two is pending or running at any time: each handler
+ * arms exactly one timer until the chain ends.
+ */
+struct test_timer_due {
+    struct timer timers[2];
+    bool pair;                  /* each handler arms the other timer */
+    uint64_t first_expiry;
+    struct test_timer_event reached;    /* runs reached the count */
+    struct test_timer_event ended;      /* a handler armed nothing */
+    volatile bool stop;
+    volatile unsigned int runs; /* of both timers: they share one CPU */
+};
+
+/*
+ * Arms its timer (or in pair mode the other one) to an expiry already
+ * due: alternately the current time and the first expiry. The limit only
+ * ends a tick that would otherwise run it forever, so that such a tick
+ * fails the test instead of hanging it.
+ */
+static void
+test_timer_due_fn(struct timer *timer)
+{
+    struct test_timer_due *d = timer_arg(timer);
+    unsigned int runs = d->runs + 1;
+    struct timer *next = timer;
+
+    d->runs = runs;
+
+    if (runs == TEST_TIMER_DUE_RUNS) {
+        test_timer_event_signal(&d->reached);
+    }
+
+    if (d->stop || runs >= TEST_TIMER_DUE_LIMIT) {
+        test_timer_event_signal(&d->ended);
+        return;
+    }
+
+    if (d->pair) {
+        next = &d->timers[timer == &d->timers[0]];
+    }
+
+    timer_schedule(next, (runs % 2 == 0) ? clock_get_time()
+                                         : d->first_expiry);
+}
+
+static void
+test_timer_note_cpu(void *arg)
+{
+    unsigned int *cpu = arg;
+
+    *cpu = cpu_id();
+}
+
+/*
+ * Start the chain at an expiry already due, wait until it ran
+ * TEST_TIMER_DUE_RUNS times, check that the timer's CPU still runs a
+ * thread while the handlers keep re-arming, stop the chain, and check
+ * that all runs took distinct ticks between start and end.
+ */
+static void
+test_timer_due_check(bool pair)
+{
+    struct test_timer_due d = { .pair = pair };
+    unsigned int cpu = cpu_count() - 1;
+    unsigned int helper_cpu = ~0U;
+    struct thread *helper;
+    uint64_t start, end;
+
+    test_timer_event_init(&d.reached);
+    test_timer_event_init(&d.ended);
+    timer_init(&d.timers[0], test_timer_due_fn, &d, cpu);
+    timer_init(&d.timers[1], test_timer_due_fn, &d, cpu);
+    start = clock_get_time();
+    d.first_expiry = start;
+    timer_schedule(&d.timers[0], start);
+    test_timer_event_wait(&d.reached);
+
+    helper = test_thread_start("due-helper", 1ULL << cpu,
+                               test_timer_note_cpu, &helper_cpu);
+    thread_join(helper);
+
+    d.stop = true;
+    test_timer_event_wait(&d.ended);
+
+    /* The last handler may still be returning. */
+    timer_cancel(&d.timers[0]);
+    timer_cancel(&d.timers[1]);
+    end = clock_get_time();
+    TEST_ASSERT_EQ(helper_cpu, cpu);
+    TEST_ASSERT_GE(d.runs, TEST_TIMER_DUE_RUNS);
+    TEST_ASSERT_LE(d.runs, end - start + 1);
+}
+
+/*
+ * A handler that re-arms its own timer at an expiry already due runs at
+ * most once per tick (the tick defers the timer to the next one), and the
+ * CPU leaves the interrupt to run threads.
+ */
+TEST_DEFINE(timer, rearm_own_timer_at_due_expiry_runs_once_per_tick)
+{
+    test_timer_due_check(false);
+}
+
+/* Two handlers arming each other at a due expiry: one run per tick. */
+TEST_DEFINE(timer, handlers_arming_each_other_when_due_run_once_per_tick)
+{
+    test_timer_due_check(true);
 }

@@ -5,6 +5,8 @@
 
 #include <kern/clock.h>
 #include <kern/errno.h>
+#include <kern/macros.h>
+#include <kern/pmu_soft.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
@@ -18,7 +20,7 @@ test_thread_start(const char *name, uint64_t affinity,
     struct thread_attr attr = { .name = name, .affinity = affinity };
     struct thread *thread = NULL;
 
-    TEST_ASSERT_EQ(thread_create(&thread, &attr, fn, arg), 0);
+    TEST_ASSERT_EQ(test_helper_start(&thread, &attr, fn, arg), 0);
     return thread;
 }
 
@@ -42,6 +44,43 @@ test_rand(uint64_t *state)
     x ^= x >> 27;
     *state = x;
     return x * 0x2545f4914f6cdd1dULL;
+}
+
+struct test_pace {
+    uint64_t intrs;     /* the tick interrupt the units belong to */
+    uint64_t units;
+};
+
+static struct test_pace test_pace[CPU_MAX];
+
+uint64_t
+test_emit_paced(unsigned int channel, uint64_t n)
+{
+    uint64_t rate = pmu_soft_max_rate();
+
+    n = MIN(n, rate);
+
+    for (;;) {
+        /* Interrupts off: no migration or tick between check and emit. */
+        unsigned long flags = cpu_intr_save();
+        struct test_pace *pace = &test_pace[cpu_id()];
+        uint64_t intrs = clock_nr_intrs(cpu_id());
+
+        if (pace->intrs != intrs) {
+            pace->intrs = intrs;
+            pace->units = 0;
+        }
+
+        if (rate == UINT64_MAX || pace->units + n <= rate) {
+            pace->units += n;
+            pmu_soft_emit_channel(channel, n);
+            cpu_intr_restore(flags);
+            return n;
+        }
+
+        cpu_intr_restore(flags);
+        thread_delay(1);
+    }
 }
 
 void

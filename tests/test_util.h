@@ -22,6 +22,15 @@ void test_spin_ticks(uint64_t ticks);
 /* A small deterministic PRNG (xorshift64*), for tests that shuffle. */
 uint64_t test_rand(uint64_t *state);
 
+/*
+ * Emit n units on a software PMU channel, keeping this CPU within the rate
+ * that polled narrow counters count exactly (pmu_soft_max_rate() units per
+ * tick interrupt, all channels and threads of the CPU together): when this
+ * tick's share is spent, sleep to the next tick. n is cut to the rate.
+ * Return the units emitted. Thread context.
+ */
+uint64_t test_emit_paced(unsigned int channel, uint64_t n);
+
 /* Skip the running test unless at least n CPUs are online. */
 void test_require_cpus(unsigned int n);
 

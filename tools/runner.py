@@ -4,6 +4,7 @@
   runner.py run   --iso ISO [--smp N] [--accel auto|kvm|tcg] [--cmdline S]
   runner.py check --iso ISO [--smp "1 2 4"] [--host-tests DIR ...]
   runner.py bench --iso ISO [--accel tcg|kvm]
+  runner.py check-hw --iso ISO [--smp N] [--accel kvm|tcg] [--cmdline S]
 
 The kernel reads extra command-line words from the fw_cfg file
 opt/perfmon/cmdline, so one ISO serves every configuration. It reports the
@@ -13,6 +14,7 @@ every test passed, 3 when one failed, 5 on a panic.
 
 import argparse
 import concurrent.futures
+import doctest
 import os
 import re
 import subprocess
@@ -37,6 +39,17 @@ def host_cpu_flags():
     except OSError:
         pass
     return set()
+
+
+def host_cpu_vendor():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def kvm_usable():
@@ -207,13 +220,14 @@ class Boot:
     """
 
     def __init__(self, name, cmdline, smp, timeout=180, expect="pass",
-                 output=(), script=(), icount=False, pmu=False):
+                 output=(), script=(), icount=False, pmu=False, absent=()):
         self.name = name
         self.cmdline = cmdline
         self.smp = smp
         self.timeout = timeout
         self.expect = expect
         self.output = output
+        self.absent = absent
         self.script = script
         self.icount = icount
         self.pmu = pmu
@@ -283,6 +297,9 @@ class Boot:
         for pattern in self.output:
             if not re.search(pattern, text, re.M):
                 detail.append("output lacks /%s/" % pattern)
+        for pattern in self.absent:
+            if re.search(pattern, text, re.M):
+                detail.append("output has /%s/" % pattern)
         if detail:
             result.add("fail", "reports-" + self.expect,
                        detail + ["output:"] + text.splitlines()[-30:])
@@ -298,17 +315,16 @@ def check_plan(args):
 
     for smp in args.smp:
         boots.append(Boot("smp=%d" % smp, "test=all", smp, timeout(smp)))
-    # perfmon with narrow software counters: polling, then the emulated
-    # overflow interrupt (test=all above runs them at width 64).
+    # perfmon with narrow software counters, polled and with the emulated
+    # overflow interrupt (test=all above runs them at width 64); width 8
+    # makes nearly every operation race a wrap.
     for smp in args.smp:
-        boots.append(Boot("smp=%d,w16,poll" % smp,
-                          "test=perfmon,pmu_soft,perfmon_torture "
-                          "pmu_soft.width=16 pmu_soft.intr=0", smp,
-                          timeout(smp)))
-        boots.append(Boot("smp=%d,w12,intr" % smp,
-                          "test=perfmon,pmu_soft,perfmon_torture "
-                          "pmu_soft.width=12 pmu_soft.intr=1", smp,
-                          timeout(smp)))
+        for width, intr in ((16, 0), (12, 1), (8, 0), (8, 1)):
+            boots.append(Boot("smp=%d,w%d,%s" % (smp, width,
+                                                 "intr" if intr else "poll"),
+                              "test=perfmon,pmu_soft,perfmon_torture "
+                              "pmu_soft.width=%d pmu_soft.intr=%d"
+                              % (width, intr), smp, timeout(smp)))
     # The serial shell, driven as a user would: every command answers.
     smp = max(args.smp)
     prompt = r"perfmon> $"
@@ -353,6 +369,16 @@ def check_plan(args):
                               r"^  #0  0x[0-9a-f]+ test_fn_crash_page_fault\+",
                               r"^  #1  0x[0-9a-f]+ test_run_(one|all)\+",
                               r"^rax=0x"]))
+    # A failed test whose helper thread still runs ends the run there: the
+    # next test must not run.
+    boots.append(Boot("harness", "test=selftest.failure_with_running_helper,"
+                      "selftest.after_an_aborted_run", 2, timeout=60,
+                      expect="fail",
+                      output=[r"^not ok 1 selftest\.failure_with_running_"
+                              r"helper$",
+                              r"^# aborting the run: the failed test left "
+                              r"its helper thread 'scribbler' running$"],
+                      absent=[r"^(not )?ok 2 ", r"^panic"]))
     boots.append(Boot("harness", "test=selftest.hang", 1, timeout=8,
                       expect="timeout", output=[r"^# hanging on purpose$"]))
     return boots
@@ -397,6 +423,9 @@ def cmd_check(args):
         print("== host unit tests (built with -fsanitize=address,undefined)")
         account(run_host_tests(args))
 
+    print("== runner self-tests (doctest)")
+    account(run_self_tests())
+
     line = "%d passed, %d failed" % (totals[0], totals[1])
     if totals[2]:
         line += ", %d skipped" % totals[2]
@@ -420,6 +449,197 @@ def cmd_boot(args):
         line += ", %d skipped" % res.skipped
     print(line)
     return 1 if res.failed else 0
+
+
+# --- check-hw: the hardware PMU suite, which must not pass vacuously ------
+
+HW_SUITE = "pmu_intel_hw."
+HW_NO_PMU = "no architectural PMU"
+AMD_VENDORS = ("AuthenticAMD", "HygonGenuine")
+
+
+def hw_outcomes(text):
+    """The results of the hardware suite in a boot's output, as (test,
+    status, skip reason) with status "ok", "fail" or "skip".
+
+    >>> hw_outcomes("1..3\\n"
+    ...     "ok 1 pmu_intel_hw.a # SKIP no architectural PMU (CPUID)\\n"
+    ...     "not ok 2 pmu_intel_hw.b\\n"
+    ...     "ok 3 perfmon.c\\n")
+    [('pmu_intel_hw.a', 'skip', 'no architectural PMU (CPUID)'), \
+('pmu_intel_hw.b', 'fail', None)]
+    """
+    found = []
+    for line in text.splitlines():
+        m = KTAP_RESULT.match(line.strip())
+        if not m or not m.group(3).startswith(HW_SUITE):
+            continue
+        if m.group(1) == "not ok":
+            found.append((m.group(3), "fail", None))
+        elif m.group(4) is not None:
+            found.append((m.group(3), "skip", m.group(4)))
+        else:
+            found.append((m.group(3), "ok", None))
+    return found
+
+
+def hw_verdict(outcomes, accel, kvm_ok, vendor, flags):
+    """Decide whether a check-hw run tested the PMU. outcomes: hw_outcomes
+    of every boot together; accel: the accelerator; kvm_ok: /dev/kvm
+    opens; vendor, flags: the host's /proc/cpuinfo. Return None when a
+    hardware test ran (passed or failed) on a guest that saw the host's
+    PMU, else the reason the run fails.
+
+    A run where tests ran, some skipping for a missing feature:
+
+    >>> ran = [("pmu_intel_hw.a", "ok", None),
+    ...        ("pmu_intel_hw.b", "skip", "no fixed counter 2")]
+    >>> hw_verdict(ran, "kvm", True, "GenuineIntel", {"arch_perfmon"})
+
+    Every test skipped because the guest has no PMU: on an AMD host,
+
+    >>> none = [("pmu_intel_hw.a", "skip", "no architectural PMU (x)")]
+    >>> print(hw_verdict(none, "kvm", True, "AuthenticAMD", {"svm"}))
+    ... # doctest: +ELLIPSIS
+    nothing tested: this host's CPU is AMD (AuthenticAMD): ... cannot be \
+tested here
+
+    on an Intel host whose PMU is hidden from its own kernel (a VM),
+
+    >>> print(hw_verdict(none, "kvm", True, "GenuineIntel", {"vmx"}))
+    ... # doctest: +ELLIPSIS
+    nothing tested: the guest sees no PMU (CPUID.0AH version 0) and the \
+host CPU shows no arch_perfmon either...
+
+    and under TCG.
+
+    >>> print(hw_verdict(none, "tcg", True, "GenuineIntel", set()))
+    ... # doctest: +ELLIPSIS
+    nothing tested: TCG emulates no PMU...
+
+    A host with a PMU whose guest sees none fails, whatever else ran:
+
+    >>> print(hw_verdict(none + ran, "kvm", True, "GenuineIntel",
+    ...                  {"arch_perfmon", "vmx"}))
+    ... # doctest: +ELLIPSIS
+    the host CPU has an architectural PMU (arch_perfmon in /proc/cpuinfo) \
+but the guest saw none...
+
+    No KVM: nothing booted.
+
+    >>> print(hw_verdict([], "kvm", False, "AuthenticAMD", set()))
+    ... # doctest: +ELLIPSIS
+    nothing tested: KVM is unavailable (/dev/kvm cannot be opened); and \
+this host's CPU is AMD...
+    """
+    amd = ""
+    if vendor in AMD_VENDORS:
+        amd = ("this host's CPU is AMD (%s): a KVM guest of an AMD host "
+               "sees AMD's PMU, never Intel's architectural one (CPUID.0AH "
+               "reads 0), so the Intel driver cannot be tested here"
+               % vendor)
+    if accel == "kvm" and not kvm_ok:
+        return ("nothing tested: KVM is unavailable (/dev/kvm cannot be "
+                "opened)" + ("; and " + amd if amd else ""))
+    ran = [o for o in outcomes if o[1] != "skip"]
+    no_pmu = any(o[1] == "skip" and o[2].startswith(HW_NO_PMU)
+                 for o in outcomes)
+    if accel != "kvm" and not ran:
+        return ("nothing tested: TCG emulates no PMU; check-hw needs KVM "
+                "(ACCEL=kvm)" + ("; and " + amd if amd else ""))
+    if no_pmu and "arch_perfmon" in flags:
+        return ("the host CPU has an architectural PMU (arch_perfmon in "
+                "/proc/cpuinfo) but the guest saw none (CPUID.0AH version "
+                "0): check that KVM exposes it (cat /sys/module/kvm/"
+                "parameters/enable_pmu should say Y) and that QEMU runs "
+                "with -cpu host,pmu=on")
+    if ran:
+        return None
+    if amd:
+        return "nothing tested: " + amd
+    if no_pmu:
+        return ("nothing tested: the guest sees no PMU (CPUID.0AH version "
+                "0) and the host CPU shows no arch_perfmon either: this "
+                "host hides its PMU (a VM without a virtual PMU, such as a "
+                "nested guest); run check-hw on bare metal or in a VM "
+                "whose hypervisor passes the PMU through")
+    if outcomes:
+        return ("nothing tested: every hardware test skipped: "
+                + "; ".join(sorted({o[2] for o in outcomes})))
+    return "nothing tested: no result from the hardware suite"
+
+
+def cmd_check_hw(args):
+    """The hardware PMU suite, under KVM with the host PMU exposed, booted
+    twice: with the counter writes the driver chooses, then with
+    pmu_intel.full_width=0 forcing 32-bit writes. Fails, saying why, when
+    nothing was tested."""
+    accel, reason = choose_accel(args.accel)
+    vendor = host_cpu_vendor()
+    flags = host_cpu_flags()
+    kvm_ok = kvm_usable()
+    print("runner: accelerator %s (%s); host CPU %s, %s" % (
+        accel, reason, vendor or "unknown",
+        "arch_perfmon" if "arch_perfmon" in flags else "no arch_perfmon"),
+        flush=True)
+    boots = [Boot("hw", "test=pmu_intel_hw,perfmon " + args.cmdline,
+                  args.smp[0], timeout=args.timeout, pmu=True),
+             Boot("hw,32-bit-writes", "test=pmu_intel_hw "
+                  "pmu_intel.full_width=0 " + args.cmdline, args.smp[0],
+                  timeout=args.timeout, pmu=True)]
+    totals = [0, 0, 0]
+    outcomes = []
+
+    def account(res):
+        print("\n".join(res.lines), flush=True)
+        totals[0] += res.passed
+        totals[1] += res.failed
+        totals[2] += res.skipped
+
+    # One at a time: the counts are measurements, a second guest would
+    # disturb them.
+    if accel != "kvm" or kvm_ok:
+        for boot in boots:
+            res = boot.run(args, accel)
+            print("\n".join(l for l in boot.text.splitlines()
+                            if l.startswith("# ")))
+            account(res)
+            outcomes += hw_outcomes(boot.text)
+
+    verdict = hw_verdict(outcomes, accel, kvm_ok, vendor, flags)
+    if verdict:
+        res = Result("check-hw")
+        res.add("fail", "tested-hardware", [verdict])
+        account(res)
+    line = "%d passed, %d failed" % (totals[0], totals[1])
+    if totals[2]:
+        line += ", %d skipped" % totals[2]
+    print(line)
+    if verdict:
+        print("check-hw: FAILED: " + verdict)
+    elif totals[1]:
+        print("check-hw: FAILED: see the failures above")
+    return 1 if totals[1] else 0
+
+
+def run_self_tests():
+    """The runner's own doctests (hw_verdict and its helpers), one result
+    per documented function."""
+    result = Result("runner")
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    module = sys.modules[__name__]
+    for test in finder.find(module, module.__name__):
+        if not test.examples:
+            continue
+        out = []
+        failed, _ = runner.run(test, out=out.append)
+        name = test.name.split(".")[-1]
+        if failed:
+            result.add("fail", name, "".join(out).splitlines()[-30:])
+        else:
+            result.add("ok", name)
+    return result
 
 
 def cmd_bench(args):
@@ -464,7 +684,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.
                                      RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["run", "check", "boot", "bench"])
+    parser.add_argument("mode", choices=["run", "check", "boot", "bench",
+                                         "check-hw"])
     parser.add_argument("--iso", required=True)
     parser.add_argument("--smp", default="1 2 4")
     parser.add_argument("--accel", default="auto",
@@ -489,6 +710,8 @@ def main():
         return cmd_boot(args)
     if args.mode == "bench":
         return cmd_bench(args)
+    if args.mode == "check-hw":
+        return cmd_check_hw(args)
     return cmd_check(args)
 
 

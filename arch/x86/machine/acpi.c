@@ -1,8 +1,10 @@
 /*
  * ACPI: find the RSDP (from the boot loader, or by scanning the BIOS area),
- * walk the RSDT or XSDT to the MADT and register every enabled processor.
- * Layouts: ACPI specification 6.5, sections 5.2.5 (RSDP), 5.2.7-5.2.8
- * (RSDT, XSDT), 5.2.12 (MADT) and 5.2.12.2 (Processor Local APIC).
+ * walk the RSDT or XSDT to the MADT and register every enabled processor,
+ * and to the FADT for the power-management timer. Layouts: ACPI
+ * specification 6.5, sections 5.2.3.2 (Generic Address Structure), 5.2.5
+ * (RSDP), 5.2.7-5.2.8 (RSDT, XSDT), 5.2.9 (FADT), 5.2.12 (MADT) and
+ * 5.2.12.2 (Processor Local APIC).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -41,6 +43,39 @@ struct acpi_sdt_header {
     uint32_t creator_revision;
 } __packed;
 
+struct acpi_gas {
+    uint8_t space_id;
+    uint8_t bit_width;
+    uint8_t bit_offset;
+    uint8_t access_size;
+    uint64_t address;
+} __packed;
+
+#define ACPI_GAS_SYSTEM_IO      1
+
+/* The FADT up to X_PM_TMR_BLK; older revisions end before the X_ fields. */
+struct acpi_fadt {
+    struct acpi_sdt_header header;
+    uint8_t unused1[40];            /* FIRMWARE_CTRL to PM2_CNT_BLK */
+    uint32_t pm_tmr_blk;
+    uint8_t unused2[11];            /* GPE0_BLK to PM2_CNT_LEN */
+    uint8_t pm_tmr_len;
+    uint8_t unused3[20];            /* GPE0_BLK_LEN to reserved */
+    uint32_t flags;
+    uint8_t unused4[92];            /* RESET_REG to X_PM2_CNT_BLK */
+    struct acpi_gas x_pm_tmr_blk;
+} __packed;
+
+_Static_assert(__builtin_offsetof(struct acpi_fadt, pm_tmr_blk) == 76,
+               "FADT PM_TMR_BLK offset");
+_Static_assert(__builtin_offsetof(struct acpi_fadt, flags) == 112,
+               "FADT Flags offset");
+_Static_assert(__builtin_offsetof(struct acpi_fadt, x_pm_tmr_blk) == 208,
+               "FADT X_PM_TMR_BLK offset");
+
+#define ACPI_FADT_TMR_VAL_EXT   0x100   /* the PM timer has 32 bits */
+#define ACPI_FADT_HW_REDUCED    0x100000
+
 struct acpi_madt {
     struct acpi_sdt_header header;
     uint32_t lapic_address;
@@ -57,6 +92,9 @@ struct acpi_madt_lapic {
     uint8_t apic_id;
     uint32_t flags;
 } __packed;
+
+static uint16_t acpi_pm_timer_port;
+static unsigned int acpi_pm_timer_bits;
 
 static bool
 acpi_checksum_ok(const void *table, size_t size)
@@ -121,9 +159,44 @@ acpi_find_table(const struct acpi_rsdp *rsdp, const char *signature)
     return NULL;
 }
 
+/*
+ * Section 5.2.9: the PM timer exists when PM_TMR_LEN is 4 and the
+ * platform is not HW_REDUCED_ACPI; X_PM_TMR_BLK, when the table is long
+ * enough to hold it and it is not zero, replaces PM_TMR_BLK; TMR_VAL_EXT
+ * gives the width. A timer in memory space is left unused (QEMU's is in
+ * I/O space).
+ */
+static void
+acpi_parse_fadt(const struct acpi_fadt *fadt)
+{
+    uint64_t port = fadt->pm_tmr_blk;
+
+    if (fadt->header.length < __builtin_offsetof(struct acpi_fadt, unused4)
+        || fadt->pm_tmr_len != 4 || (fadt->flags & ACPI_FADT_HW_REDUCED)) {
+        return;
+    }
+
+    if (fadt->header.length >= sizeof(*fadt)
+        && fadt->x_pm_tmr_blk.address != 0) {
+        if (fadt->x_pm_tmr_blk.space_id != ACPI_GAS_SYSTEM_IO) {
+            return;
+        }
+
+        port = fadt->x_pm_tmr_blk.address;
+    }
+
+    if (port == 0 || port > UINT16_MAX - 3) {
+        return;
+    }
+
+    acpi_pm_timer_port = (uint16_t)port;
+    acpi_pm_timer_bits = (fadt->flags & ACPI_FADT_TMR_VAL_EXT) ? 32 : 24;
+}
+
 static int
 acpi_setup(void)
 {
+    const struct acpi_fadt *fadt;
     const struct acpi_rsdp *rsdp;
     const struct acpi_madt *madt;
     const uint8_t *p, *end;
@@ -138,6 +211,12 @@ acpi_setup(void)
     if (rsdp == NULL) {
         log_warning("acpi: no RSDP, running on the boot processor only");
         return ENOENT;
+    }
+
+    fadt = (const struct acpi_fadt *)acpi_find_table(rsdp, "FACP");
+
+    if (fadt != NULL) {
+        acpi_parse_fadt(fadt);
     }
 
     madt = (const struct acpi_madt *)acpi_find_table(rsdp, "APIC");
@@ -168,6 +247,18 @@ acpi_setup(void)
 
     log_info("acpi: %u processor%s in the MADT", nr_found,
              (nr_found == 1) ? "" : "s");
+    return 0;
+}
+
+int
+acpi_get_pm_timer(uint16_t *port, unsigned int *bits)
+{
+    if (acpi_pm_timer_port == 0) {
+        return ENOENT;
+    }
+
+    *port = acpi_pm_timer_port;
+    *bits = acpi_pm_timer_bits;
     return 0;
 }
 

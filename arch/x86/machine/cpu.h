@@ -39,6 +39,8 @@
 #define CPU_CPUID1_EDX_MSR      (1U << 5)
 #define CPU_CPUID1_EDX_APIC     (1U << 9)
 #define CPU_CPUID1_ECX_PDCM     (1U << 15)
+/* Always 0 on a processor (SDM vol. 2A, table 3-10); hypervisors set it. */
+#define CPU_CPUID1_ECX_HYPERVISOR (1U << 31)
 
 static inline void
 cpu_intr_enable(void)

@@ -21,6 +21,15 @@ io_read_byte(uint16_t port)
     return value;
 }
 
+static inline uint32_t
+io_read_long(uint16_t port)
+{
+    uint32_t value;
+
+    __asm__ volatile("inl %1, %0" : "=a"(value) : "Nd"(port));
+    return value;
+}
+
 static inline void
 io_write_word(uint16_t port, uint16_t value)
 {

@@ -23,6 +23,7 @@
 #define LAPIC_REG_TPR           0x080
 #define LAPIC_REG_EOI           0x0b0
 #define LAPIC_REG_SVR           0x0f0
+#define LAPIC_REG_IRR           0x200   /* 8 registers, 0x10 apart */
 #define LAPIC_REG_ESR           0x280
 #define LAPIC_REG_ICR_LOW       0x300
 #define LAPIC_REG_ICR_HIGH      0x310
@@ -72,6 +73,14 @@ void
 lapic_eoi(void)
 {
     lapic_write(LAPIC_REG_EOI, 0);
+}
+
+bool
+lapic_intr_requested(unsigned int vector)
+{
+    uint32_t irr = lapic_read(LAPIC_REG_IRR + 0x10 * (vector / 32));
+
+    return (irr >> (vector % 32)) & 1;
 }
 
 unsigned int
@@ -152,6 +161,12 @@ lapic_pmc_unmask(void)
 {
     lapic_write(LAPIC_REG_LVT_PMC,
                 lapic_read(LAPIC_REG_LVT_PMC) & ~LAPIC_LVT_MASKED);
+}
+
+bool
+lapic_pmc_masked(void)
+{
+    return (lapic_read(LAPIC_REG_LVT_PMC) & LAPIC_LVT_MASKED) != 0;
 }
 
 static void

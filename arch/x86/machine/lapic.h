@@ -39,6 +39,19 @@ void lapic_pmc_setup(unsigned int vector);
  * sets on every PMI. Processor-local, interrupts disabled. */
 void lapic_pmc_unmask(void);
 
+/*
+ * Tell whether vector is requested on the calling CPU and not yet
+ * delivered (its IRR bit; SDM vol. 3A, 11.8.4). For tests that hold an
+ * interrupt back to order it against another. Processor-local.
+ */
+bool lapic_intr_requested(unsigned int vector);
+
+/*
+ * True when the performance counter LVT entry is masked (tests check that
+ * the PMI handler unmasked it). Processor-local.
+ */
+bool lapic_pmc_masked(void);
+
 /* Return the local APIC id of the calling CPU. */
 unsigned int lapic_get_id(void);
 

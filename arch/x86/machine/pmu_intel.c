@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/arg.h>
+#include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/log.h>
@@ -90,6 +92,13 @@
 #define PMU_INTEL_PROBE_EVTSEL      (0xc0 | PMU_INTEL_EVTSEL_OS         \
                                      | PMU_INTEL_EVTSEL_USR)
 #define PMU_INTEL_PROBE_COUNT       0x5a5a5a5aULL
+
+/*
+ * A bound on the events one counter counts per cycle, for the poll period
+ * of version 1 (no PMI): events such as uops or cycles with a counter mask
+ * count a few per cycle; 100 leaves a wide margin.
+ */
+#define PMU_INTEL_MAX_EVENTS_PER_CYCLE  100
 
 /* PMI handler passes before the status is forced clear. */
 #define PMU_INTEL_PMI_MAX_LOOPS     16
@@ -873,6 +882,11 @@ pmu_intel_setup(void)
 
     pmu_intel_detect(info);
 
+    /* Boot argument: write through IA32_PMCx anyway, to test that path. */
+    if (arg_is_set("pmu_intel.full_width", "0")) {
+        info->full_width_writes = false;
+    }
+
     if (info->version == 0 || (info->nr_gp == 0 && info->fixed_mask == 0)) {
         log_info("pmu_intel: no architectural PMU (CPUID.0AH version %u): "
                  "hardware events unavailable, software events only",
@@ -906,6 +920,8 @@ pmu_intel_setup(void)
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
     pmu_intel_dev.nr_pmcs = info->nr_gp + pmu_intel_popcount(info->fixed_mask);
     pmu_intel_dev.min_width = pmu_intel_min_width();
+    pmu_intel_dev.max_rate = cpu_get_freq() / CLOCK_HZ
+                             * PMU_INTEL_MAX_EVENTS_PER_CYCLE;
 
     pmu_intel_dev.sw = false;
     error = perfmon_register(&pmu_intel_dev);

@@ -30,6 +30,14 @@
 /* The legacy PICs are remapped here and masked; only spurious IRQs land. */
 #define TRAP_PIC_BASE   0x20
 #define TRAP_TIMER      0x30    /* local APIC timer */
+
+/*
+ * The software PMU's emulated overflow interrupt: its own vector, so it
+ * never runs the hardware PMI handler, and in a lower priority class than
+ * the IPIs, so a cross-CPU call can run while it is pending, as a real PMI
+ * may be held back behind other interrupts.
+ */
+#define TRAP_PMU_SOFT   0xe0
 #define TRAP_XCALL      0xf0    /* cross-CPU call IPI */
 #define TRAP_RESCHED    0xf1    /* reschedule IPI */
 #define TRAP_PMI        0xf2    /* performance monitoring interrupt */
