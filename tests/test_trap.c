@@ -77,7 +77,6 @@ TEST_DEFINE_MANUAL(crash, page_fault)
 
 #define TEST_TRAP_APIC_BASE_EN  (1ULL << 11)
 #define TEST_TRAP_EFER_LMA      (1ULL << 10)
-#define TEST_TRAP_CPUID1_ECX_HV (1U << 31)
 
 /* True under QEMU's TCG (hypervisor leaf signature "TCGTCGTCGTCG"). */
 static bool
@@ -88,7 +87,7 @@ test_trap_under_tcg(void)
 
     cpu_cpuid(1, 0, &eax, &ebx, &ecx, &edx);
 
-    if (!(ecx & TEST_TRAP_CPUID1_ECX_HV)) {
+    if (!(ecx & CPU_CPUID1_ECX_HYPERVISOR)) {
         return false;
     }
 
