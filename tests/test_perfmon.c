@@ -256,7 +256,9 @@ test_pm_emit(struct test_pm_emitter *e)
     for (unsigned int i = 1; e->emitted < e->total; i++) {
         uint64_t n = 1 + test_rand(&e->seed) % TEST_PM_BURST_MAX;
 
-        n = test_emit_paced(e->channel, MIN(n, e->total - e->emitted));
+        n = MIN(n, e->total - e->emitted);
+        n = e->spin ? test_emit_paced_busy(e->channel, n)
+                    : test_emit_paced(e->channel, n);
         WRITE_ONCE(e->emitted, e->emitted + n);
 
         if (i % TEST_PM_BATCH == 0) {
@@ -458,6 +460,9 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
     }
 
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    test_diag("%llu of %llu reads ran on the target's CPU",
+              (unsigned long long)nr_remote_reads,
+              (unsigned long long)nr_reads);
     thread_join(target.thread);
 
     for (unsigned int i = 0; i < n; i++) {

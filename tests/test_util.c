@@ -1,6 +1,7 @@
 /*
  * Helpers shared by the in-kernel tests.
  */
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <kern/clock.h>
@@ -53,8 +54,8 @@ struct test_pace {
 
 static struct test_pace test_pace[CPU_MAX];
 
-uint64_t
-test_emit_paced(unsigned int channel, uint64_t n)
+static uint64_t
+test_emit_paced_wait(unsigned int channel, uint64_t n, bool busy)
 {
     uint64_t rate = pmu_soft_max_rate();
 
@@ -79,8 +80,25 @@ test_emit_paced(unsigned int channel, uint64_t n)
         }
 
         cpu_intr_restore(flags);
-        thread_delay(1);
+
+        if (busy) {
+            test_spin_ticks(1);
+        } else {
+            thread_delay(1);
+        }
     }
+}
+
+uint64_t
+test_emit_paced(unsigned int channel, uint64_t n)
+{
+    return test_emit_paced_wait(channel, n, false);
+}
+
+uint64_t
+test_emit_paced_busy(unsigned int channel, uint64_t n)
+{
+    return test_emit_paced_wait(channel, n, true);
 }
 
 void

@@ -31,6 +31,9 @@ uint64_t test_rand(uint64_t *state);
  */
 uint64_t test_emit_paced(unsigned int channel, uint64_t n);
 
+/* The same, busy-waiting for the next tick instead of sleeping. */
+uint64_t test_emit_paced_busy(unsigned int channel, uint64_t n);
+
 /* Skip the running test unless at least n CPUs are online. */
 void test_require_cpus(unsigned int n);
 
