@@ -175,9 +175,14 @@ TEST_DEFINE(thread, running_thread_moved_by_affinity)
             thread_delay(1);
         }
 
+        /*
+         * The move may have come between the thread's two stores, cpu
+         * then loops: the first increment seen can still follow the old
+         * CPU's store. The second comes from a pass wholly on the new CPU.
+         */
         loops = busy.loops;
 
-        while (busy.loops == loops) {
+        while (busy.loops < loops + 2) {
             cpu_pause();
         }
 
@@ -201,7 +206,14 @@ TEST_DEFINE(thread, delay_never_wakes_early)
     }
 }
 
-/* Two CPU-bound threads on one CPU both progress: the tick preempts. */
+/*
+ * Two CPU-bound threads on one CPU both progress: the tick preempts.
+ * Neither yields, so without preemption the second never runs. The test
+ * waits on their progress (both run, then both move on) rather than for a
+ * number of ticks: a loaded host can stall a vCPU past any short window.
+ * Without preemption it hangs, which the runner reports as a timeout
+ * after the last test that passed.
+ */
 TEST_DEFINE(thread, preemption_shares_a_cpu)
 {
     struct test_thread_busy a = { 0 }, b = { 0 };
@@ -211,12 +223,18 @@ TEST_DEFINE(thread, preemption_shares_a_cpu)
 
     ta = test_thread_start("busy-a", 1ULL << cpu, test_thread_busy_fn, &a);
     tb = test_thread_start("busy-b", 1ULL << cpu, test_thread_busy_fn, &b);
-    thread_delay(10);
+
+    while (a.loops == 0 || b.loops == 0) {
+        thread_delay(1);
+    }
+
     a1 = a.loops;
     b1 = b.loops;
-    thread_delay(10);
-    TEST_ASSERT_GT(a.loops, a1);
-    TEST_ASSERT_GT(b.loops, b1);
+
+    while (a.loops == a1 || b.loops == b1) {
+        thread_delay(1);
+    }
+
     a.stop = true;
     b.stop = true;
     thread_join(ta);
