@@ -22,6 +22,46 @@ test_soft_attach_self(struct perfmon_event *event, unsigned int id)
     TEST_ASSERT_EQ(perfmon_event_attach(event, thread_self()), 0);
 }
 
+/*
+ * The cswitch event and the thread's nr_switches, sampled together.
+ * thread_switch counts the event for the thread leaving the CPU, before
+ * its counters unload, and nr_switches for the thread arriving: a running
+ * thread has been switched back in after each switch out, so both advance
+ * by one per round trip - but a tick between reading one and the other
+ * (a peer shares the CPU, so it preempts) switches the thread out and in,
+ * and only the later read sees it. Preemption stays disabled from the
+ * attach or read to the snapshot; both are local, the thread being loaded
+ * here, and neither sleeps. The attach error is returned rather than
+ * asserted, as a failed assertion must not leave preemption disabled.
+ */
+static int
+test_soft_attach_cswitch(struct perfmon_event *event, uint64_t *switchesp)
+{
+    int error;
+
+    error = perfmon_event_init(event, PMU_SOFT_EV_CSWITCH, PERFMON_EF_SW);
+
+    if (error) {
+        return error;
+    }
+
+    thread_preempt_disable();
+    error = perfmon_event_attach(event, thread_self());
+    *switchesp = thread_self()->nr_switches;
+    thread_preempt_enable();
+    return error;
+}
+
+static void
+test_soft_read_cswitch(struct perfmon_event *event, uint64_t *countp,
+                       uint64_t *switchesp)
+{
+    thread_preempt_disable();
+    *countp = perfmon_event_read(event);
+    *switchesp = thread_self()->nr_switches;
+    thread_preempt_enable();
+}
+
 struct test_soft_spinner {
     volatile bool stop;
 };
@@ -48,22 +88,22 @@ TEST_DEFINE(pmu_soft, cswitch_counts_switches)
     const unsigned int k = 100;
     struct perfmon_event event;
     struct thread *self = thread_self(), *other;
-    uint64_t switches;
+    uint64_t start, count, switches;
     unsigned int cpu;
 
     thread_set_affinity(self, 1ULL << cpu_id());
     cpu = cpu_id();
     other = test_thread_start("yield-peer", 1ULL << cpu,
                               test_soft_yield_loop, &spinner);
-    test_soft_attach_self(&event, PMU_SOFT_EV_CSWITCH);
-    switches = self->nr_switches;
+    TEST_ASSERT_EQ(test_soft_attach_cswitch(&event, &start), 0);
 
     for (unsigned int i = 0; i < k; i++) {
         thread_yield();
     }
 
-    TEST_ASSERT_GE(perfmon_event_read(&event), k);
-    TEST_ASSERT_EQ(perfmon_event_read(&event), self->nr_switches - switches);
+    test_soft_read_cswitch(&event, &count, &switches);
+    TEST_ASSERT_GE(count, k);
+    TEST_ASSERT_EQ(count, switches - start);
     TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
     spinner.stop = true;
     thread_join(other);
@@ -81,6 +121,10 @@ TEST_DEFINE(pmu_soft, migration_counted_per_hop)
     test_require_cpus(2);
     thread_set_affinity(self, 1ULL << 0);
     test_soft_attach_self(&event, PMU_SOFT_EV_MIGRATION);
+    /*
+     * Pinned to CPU 0 here and after the last hop: no migration can fall
+     * between a read and a snapshot, unlike the cswitch tests above.
+     */
     migrations = self->nr_migrations;
 
     for (unsigned int round = 0; round < 4; round++) {
@@ -212,12 +256,10 @@ static void
 test_soft_pinger_main(void *arg)
 {
     struct test_soft_pinger *p = arg;
-    struct thread *self = thread_self();
     struct perfmon_event event;
-    uint64_t switches;
+    uint64_t start, switches;
 
-    test_soft_attach_self(&event, PMU_SOFT_EV_CSWITCH);
-    switches = self->nr_switches;
+    TEST_ASSERT_EQ(test_soft_attach_cswitch(&event, &start), 0);
 
     /* Start together, so that every yield switches to the peer. */
     __atomic_fetch_add(p->arrived, 1, __ATOMIC_SEQ_CST);
@@ -230,8 +272,8 @@ test_soft_pinger_main(void *arg)
         thread_yield();
     }
 
-    p->counted = perfmon_event_read(&event);
-    p->switched = self->nr_switches - switches;
+    test_soft_read_cswitch(&event, &p->counted, &switches);
+    p->switched = switches - start;
     TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
 }
 

@@ -178,9 +178,14 @@ TEST_DEFINE(thread, running_thread_moved_by_affinity)
             thread_delay(1);
         }
 
+        /*
+         * The move may have come between the thread's two stores, cpu
+         * then loops: the first increment seen can still follow the old
+         * CPU's store. The second comes from a pass wholly on the new CPU.
+         */
         loops = busy.loops;
 
-        while (busy.loops == loops) {
+        while (busy.loops < loops + 2) {
             cpu_pause();
         }
 
@@ -204,7 +209,14 @@ TEST_DEFINE(thread, delay_never_wakes_early)
     }
 }
 
-/* Two CPU-bound threads on one CPU both progress: the tick preempts. */
+/*
+ * Two CPU-bound threads on one CPU both progress: the tick preempts.
+ * Neither yields, so without preemption the second never runs. The test
+ * waits on their progress (both run, then both move on) rather than for a
+ * number of ticks: a loaded host can stall a vCPU past any short window.
+ * Without preemption it hangs, which the runner reports as a timeout
+ * after the last test that passed.
+ */
 TEST_DEFINE(thread, preemption_shares_a_cpu)
 {
     struct test_thread_busy a = { 0 }, b = { 0 };
@@ -214,12 +226,18 @@ TEST_DEFINE(thread, preemption_shares_a_cpu)
 
     ta = test_thread_start("busy-a", 1ULL << cpu, test_thread_busy_fn, &a);
     tb = test_thread_start("busy-b", 1ULL << cpu, test_thread_busy_fn, &b);
-    thread_delay(10);
+
+    while (a.loops == 0 || b.loops == 0) {
+        thread_delay(1);
+    }
+
     a1 = a.loops;
     b1 = b.loops;
-    thread_delay(10);
-    TEST_ASSERT_GT(a.loops, a1);
-    TEST_ASSERT_GT(b.loops, b1);
+
+    while (a.loops == a1 || b.loops == b1) {
+        thread_delay(1);
+    }
+
     a.stop = true;
     b.stop = true;
     thread_join(ta);
@@ -350,11 +368,17 @@ test_thread_target_main(void *arg)
     }
 }
 
+/* The changers' start line: all arrive, then the test sets end and go. */
+struct test_thread_race {
+    unsigned int arrived;
+    bool go;
+    uint64_t end;           /* clock tick to stop at, set before go */
+};
+
 struct test_thread_changer {
     struct thread *targets[2];
+    struct test_thread_race *race;
     uint64_t seed;
-    uint64_t end;           /* clock tick to stop at */
-    uint64_t rounds;
 };
 
 static void
@@ -363,11 +387,18 @@ test_thread_changer_main(void *arg)
     struct test_thread_changer *c = arg;
     uint64_t online = (cpu_count() == 64) ? ~0ULL
                                           : (1ULL << cpu_count()) - 1;
+    uint64_t end;
 
-    while (clock_get_time() < c->end) {
+    __atomic_fetch_add(&c->race->arrived, 1, __ATOMIC_SEQ_CST);
+
+    while (!__atomic_load_n(&c->race->go, __ATOMIC_ACQUIRE)) {
+        thread_yield();
+    }
+
+    end = c->race->end;
+
+    do {
         uint64_t r = test_rand(&c->seed);
-
-        c->rounds++;
         struct thread *target = c->targets[(r >> 4) % 8 == 0];
         uint64_t mask = (r >> 8) & online;
 
@@ -386,7 +417,7 @@ test_thread_changer_main(void *arg)
         if (r % 101 == 0) {
             thread_yield();
         }
-    }
+    } while (clock_get_time() < end);
 }
 
 /*
@@ -394,12 +425,16 @@ test_thread_changer_main(void *arg)
  * at once, mostly to single CPUs, while the targets yield, sleep and wake:
  * run queues stay consistent (no assertion, no crash), the targets keep
  * running, and a final single-CPU mask lands each target on that CPU.
+ * The two seconds start once every changer runs, and each changes at
+ * least once: at 64 vCPUs on a loaded host a new thread may wait seconds
+ * for its vCPU, and a window counted from its creation could close first.
  */
 TEST_DEFINE(thread, concurrent_affinity_changes_of_other_threads)
 {
     struct test_thread_target targets[2] = { { 0 }, { 0 } };
     struct test_thread_changer changers[CPU_MAX];
     struct thread *target_threads[2], *changer_threads[CPU_MAX];
+    struct test_thread_race race = { 0 };
     unsigned int last = cpu_count() - 1;
 
     test_require_cpus(2);
@@ -413,17 +448,22 @@ TEST_DEFINE(thread, concurrent_affinity_changes_of_other_threads)
     for (unsigned int c = 0; c < cpu_count(); c++) {
         changers[c].targets[0] = target_threads[0];
         changers[c].targets[1] = target_threads[1];
+        changers[c].race = &race;
         changers[c].seed = 0xaff1 + c;
-        changers[c].end = clock_get_time() + 200;
-        changers[c].rounds = 0;
         changer_threads[c] = test_thread_start("aff-changer", 0,
                                                test_thread_changer_main,
                                                &changers[c]);
     }
 
+    while (__atomic_load_n(&race.arrived, __ATOMIC_SEQ_CST) < cpu_count()) {
+        thread_delay(1);
+    }
+
+    race.end = clock_get_time() + 200;
+    __atomic_store_n(&race.go, true, __ATOMIC_RELEASE);
+
     for (unsigned int c = 0; c < cpu_count(); c++) {
         thread_join(changer_threads[c]);
-        TEST_ASSERT_GT(changers[c].rounds, 0);
     }
 
     for (unsigned int i = 0; i < 2; i++) {

@@ -169,6 +169,7 @@ class Result:
         self.failed = 0
         self.skipped = 0
         self.lines = []     # report lines, printed together
+        self.failures = []  # (test, diagnostic lines), for tools/soak.py
 
     def add(self, status, test, detail=()):
         tag = {"ok": "ok  ", "fail": "FAIL", "skip": "skip"}[status]
@@ -178,6 +179,7 @@ class Result:
             self.passed += 1
         elif status == "fail":
             self.failed += 1
+            self.failures.append((test, list(detail)))
         else:
             self.skipped += 1
 

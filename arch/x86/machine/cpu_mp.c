@@ -22,7 +22,13 @@
 #include <machine/cpu_mp.h>
 #include <machine/lapic.h>
 
-#define CPU_MP_START_TIMEOUT_US 1000000
+/*
+ * How long an AP has to report itself after its second STARTUP IPI. Real
+ * processors take microseconds; under TCG a vCPU thread waits for the host
+ * scheduler, which took up to 0.3 s with a 64-vCPU guest busy alongside
+ * and over 1 s once in a `make soak` run. Linux allows 10 s.
+ */
+#define CPU_MP_START_TIMEOUT_US 10000000
 
 extern char cpu_mp_trampoline[];
 extern char cpu_mp_trampoline_end[];
