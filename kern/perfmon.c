@@ -48,7 +48,7 @@
 /*
  * Poll period: a counter must be read before it can advance 2^width. Poll
  * twice per shortest wrap time at the device's maximum rate, so that a
- * poll timer late by up to a period still comes in time.
+ * poll timer late by less than a period still comes in time.
  */
 #define PERFMON_POLL_SAFETY             2
 

@@ -19,8 +19,9 @@
  * Inside, three tiers share one slot index ("PMC index") per device: the
  * global tier allocates a slot per raw event (events counting the same
  * raw event share it, reference counted); the per-CPU tier keeps, per
- * slot, the last raw counter value and a 64-bit sum, updated before the
- * counter can wrap twice (from the overflow interrupt, or a poll timer);
+ * slot, the last raw counter value and a 64-bit sum, updated often enough
+ * that no wrap is missed (a polled counter advances less than 2^width
+ * between updates; with an overflow interrupt, each wrap is reported);
  * the per-thread tier keeps each thread's share, loaded and unloaded on
  * every context switch.
  */
@@ -74,9 +75,12 @@ struct perfmon_event {
  * software event (PERFMON_EF_SW). Hardware events need PERFMON_EF_KERN
  * and/or PERFMON_EF_USER; software events ignore them. Whether a device
  * can count it is decided at attach. A detached event may be initialized
- * again. Return 0 or EINVAL (unknown flag, RAW with SW, hardware event
- * without KERN/USER, generic id out of range, event attached); on error
- * the event is left untouched. Any context.
+ * again; an attached one is refused, since re-initializing it would leak
+ * its slot and thread reference. So the memory of an event left attached
+ * (never detached, a leak of its owner) cannot be reused for a new event
+ * until it is detached. Return 0 or EINVAL (unknown flag, RAW with SW,
+ * hardware event without KERN/USER, generic id out of range, event
+ * attached); on error the event is left untouched. Any context.
  */
 int perfmon_event_init(struct perfmon_event *event, unsigned int id,
                        unsigned int flags);

@@ -4,15 +4,17 @@
  * that thread, and ends the thread when it happens in a helper.
  *
  * Helpers started with test_helper_start are tracked until their function
- * returns or fails: a test that fails while one of its helpers still runs
- * ends the run, since the helper may use data on the failed test's stack,
- * which the next test would reuse.
+ * returns or fails: a test that ends (fails, skips, or passes and gives
+ * them a moment) while one of its helpers still runs ends the run, since
+ * the helper may use data on the test's stack, which the next test would
+ * reuse.
  */
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/log.h>
 #include <kern/printf.h>
@@ -39,7 +41,8 @@ struct test_ctx {
 static struct test_ctx test_ctx;
 static volatile bool test_any_failed;
 
-#define TEST_MAX_HELPERS 512
+#define TEST_MAX_HELPERS        512
+#define TEST_HELPER_GRACE_TICKS 100
 
 struct test_helper {
     const struct test *test;        /* the test that started it */
@@ -113,20 +116,47 @@ test_helper_start(struct thread **threadp, const struct thread_attr *attr,
     return error;
 }
 
-/* A running helper of test, or NULL. */
-static struct test_helper *
-test_helper_find_running(const struct test *test)
+/* Whether a helper of test still runs. */
+static bool
+test_helper_running(const struct test *test)
 {
     for (unsigned int i = 0; i < TEST_MAX_HELPERS; i++) {
         struct test_helper *h = &test_helpers[i];
 
         if (__atomic_load_n(&h->running, __ATOMIC_ACQUIRE)
             && h->test == test) {
-            return h;
+            return true;
         }
     }
 
-    return NULL;
+    return false;
+}
+
+/*
+ * Whether every helper of the test that just ended has returned. After a
+ * pass, one may still be on its way out (it set the flag the test waited
+ * on): give it TEST_HELPER_GRACE_TICKS. After a failure or a skip, a
+ * helper may still use the test's stack, which waiting would reuse: no
+ * grace.
+ */
+static bool
+test_helpers_done(const struct test *test)
+{
+    uint64_t deadline = clock_get_time() + TEST_HELPER_GRACE_TICKS;
+
+    if (test_ctx.failed || test_ctx.skipped) {
+        return !test_helper_running(test);
+    }
+
+    while (test_helper_running(test)) {
+        if (clock_get_time() >= deadline) {
+            return false;
+        }
+
+        thread_delay(1);
+    }
+
+    return true;
 }
 
 void
@@ -270,20 +300,19 @@ test_run_one(const struct test *test, unsigned int index)
 
     cpu_intr_restore(flags);
 
-    if (test_ctx.failed) {
-        struct test_helper *h = test_helper_find_running(test);
-
+    if (!test_helpers_done(test)) {
         printf("not ok %u %s.%s\n", index, test->suite, test->name);
+        printf("# aborting the run: the test %s with a helper thread "
+               "still running\n", test_ctx.failed ? "failed"
+                                   : test_ctx.skipped ? "skipped" : "ended");
+        test_any_failed = true;
+        test_ctx.failed = true;
+        test_ctx.test = NULL;
+        return false;
+    }
 
-        if (h != NULL) {
-            /* h->thread is NULL until the helper first ran. */
-            printf("# aborting the run: the failed test left its helper "
-                   "thread '%s' running\n",
-                   (h->thread == NULL) ? "(not started)"
-                                       : thread_name(h->thread));
-            test_ctx.test = NULL;
-            return false;
-        }
+    if (test_ctx.failed) {
+        printf("not ok %u %s.%s\n", index, test->suite, test->name);
     } else if (test_ctx.skipped) {
         printf("ok %u %s.%s # SKIP %s\n", index, test->suite, test->name,
                test_ctx.skip_reason);

@@ -102,6 +102,7 @@ struct test_sync_pair {
     volatile bool *wrapped;     /* set by a before it switches to b */
     volatile unsigned int *ready;
     uint64_t count;
+    bool switched;              /* a: the yield did switch it out */
 };
 
 /* a: wrap the counter with interrupts off, then yield to b. */
@@ -110,6 +111,7 @@ test_sync_switch_a(void *arg)
 {
     struct test_sync_pair *p = arg;
     unsigned long flags;
+    uint64_t switches;
 
     test_sync_attach_self(&p->ev, 6);
     __atomic_fetch_add(p->ready, 1, __ATOMIC_SEQ_CST);
@@ -119,9 +121,11 @@ test_sync_switch_a(void *arg)
     }
 
     flags = cpu_intr_save();
+    switches = thread_self()->nr_switches;
     pmu_soft_emit_channel(6, test_sync_wrap());
     *p->wrapped = true;
     thread_yield();     /* b is ready: this switches with the wrap pending */
+    p->switched = thread_self()->nr_switches != switches;
     cpu_intr_restore(flags);
     p->count = perfmon_event_read(&p->ev);
     TEST_ASSERT_EQ(perfmon_event_detach(&p->ev), 0);
@@ -167,6 +171,7 @@ TEST_DEFINE(perfmon, pending_wrap_credited_to_the_thread_switched_out)
     tb = test_thread_start("wrap-b", 1ULL << c, test_sync_switch_b, &b);
     thread_join(ta);
     thread_join(tb);
+    TEST_ASSERT(a.switched);
     TEST_ASSERT_EQ(a.count, test_sync_wrap());
     TEST_ASSERT_EQ(b.count, 0);
     TEST_ASSERT_EQ(perfmon_event_read(&cev), test_sync_wrap());
