@@ -4,9 +4,8 @@
  * MSR numbers and layouts: AMD APM vol. 2, section 13.2 (13.2.1
  * PerfEvtSel/PERF_CTL, 13.2.2 PerfCtr/PERF_CTR, the PerfMonV2 global
  * control and status registers) and the family PPRs, "Core Performance
- * Monitor Counters" (event codes). ../shared facts are not referenced from
- * here; where a behaviour is known only from a hypervisor or from another
- * kernel's handling of errata, the comment says so.
+ * Monitor Counters" (event codes). Where a behaviour is known only from a
+ * hypervisor's implementation, the comment says so.
  *
  * Counter allocation is global (perfmon's device lock serializes alloc and
  * free): a slot gets the same counter on every CPU. Per CPU, the driver
