@@ -121,10 +121,10 @@ iso: $(ISO)
 
 # --- host unit tests --------------------------------------------------------
 
+HOST_PMU_AMD_CONFIGS := legacy extcore v2 zen4 poll
 HOST_TESTS := printf init_order string arg clock_calib pmu_model \
     pmu_intel_detect pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5 \
     $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) pmu_amd_detect
-HOST_PMU_AMD_CONFIGS := legacy extcore v2 zen4 poll
 
 $(BUILD)/host/test_printf: tests/host/test_printf.c kern/printf.c
 $(BUILD)/host/test_init_order: tests/host/test_init_order.c kern/init_order.c

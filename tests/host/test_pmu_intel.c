@@ -2037,4 +2037,82 @@ HOST_TEST(pmi_reports_a_reappearing_bit_once)
 
 #endif /* PMU_TEST_HAS_PMI */
 
+/* ------------------------------------------------------------------ */
+/* Switch budget                                                       */
+/* ------------------------------------------------------------------ */
+
+/* Reads of every counter register (general, full-width alias, fixed). */
+static unsigned long
+pmu_test_counter_reads(void)
+{
+    unsigned long n = 0;
+
+    for (unsigned int i = 0; i < PMU_INTEL_MAX_GP; i++) {
+        n += model_nr_reads(0xc1 + i) + model_nr_reads(0x4c1 + i);
+    }
+
+    for (unsigned int j = 0; j < PMU_INTEL_MAX_FIXED; j++) {
+        n += model_nr_reads(0x309 + j);
+    }
+
+    return n;
+}
+
+/*
+ * A switch between two threads counting the same events (up to 4; nothing
+ * else keeps the counters in use) costs exactly one counter read per
+ * event, plus, with a PMI, one IA32_PERF_GLOBAL_STATUS read for the
+ * overflow check: no write, and no other register read.
+ */
+HOST_TEST(switch_between_threads_with_same_events_only_reads)
+{
+    unsigned int max = MIN(4, pmu_test_dev()->nr_pmcs), n = 0;
+    unsigned long accesses, counter_reads, status_reads;
+    struct thread *a, *b;
+    unsigned long flags;
+
+    pmu_test_begin();
+    a = pmu_test_thread();
+    b = pmu_test_thread();
+
+    /* The first events this PMU counts, each on its own counter. */
+    for (unsigned int id = 0; id < PERFMON_NR_GENERIC_EVENTS && n < max;
+         id++) {
+        if (id == PERFMON_EV_REF_CYCLE
+            || perfmon_event_check(id, PERFMON_EF_KERN) != 0) {
+            continue;
+        }
+
+        HOST_ASSERT_EQ(perfmon_event_attach(pmu_test_event(id,
+                                                           PERFMON_EF_KERN),
+                                            a), 0);
+        HOST_ASSERT_EQ(perfmon_event_attach(pmu_test_event(id,
+                                                           PERFMON_EF_KERN),
+                                            b), 0);
+        n++;
+    }
+
+    HOST_ASSERT_EQ(n, max);
+
+    host_env_switch_in(a);
+    accesses = model_nr_accesses();
+    counter_reads = pmu_test_counter_reads();
+    status_reads = model_nr_reads(0x38e);
+
+    flags = cpu_intr_save();
+    perfmon_td_switch(&a->perfmon_td, &b->perfmon_td);
+    perfmon_td_switch(&b->perfmon_td, &a->perfmon_td);
+    cpu_intr_restore(flags);
+
+    counter_reads = pmu_test_counter_reads() - counter_reads;
+    status_reads = model_nr_reads(0x38e) - status_reads;
+    HOST_ASSERT_EQ(counter_reads, 2 * n);
+    HOST_ASSERT_EQ(status_reads, PMU_TEST_HAS_PMI ? 2 : 0);
+    HOST_ASSERT_EQ(model_nr_accesses() - accesses,
+                   counter_reads + status_reads);
+    host_env_switch_out(a);
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
 HOST_TEST_MAIN()

@@ -601,28 +601,42 @@ pmu_amd_top_bit_cleared(unsigned int pmc_id)
     return !(cpu_get_msr(pmu_amd_msr_ctr(pmc_id)) & PMU_AMD_TOP_BIT);
 }
 
-/* Take back an overflow the PMI has not reported yet. */
-static bool
-pmu_amd_overflow_consume(unsigned int pmc_id)
+/*
+ * Take back the overflows the PMI has not reported yet, of the counters in
+ * ids (bit n for counter n). PerfMonV2: one status read for the batch.
+ * Top-bit mode: each counter's bit 47 tells (a read per counter).
+ */
+static uint64_t
+pmu_amd_overflow_consume(uint64_t ids)
 {
-    uint64_t bit = 1ULL << pmc_id;
+    uint64_t status = 0;
 
     if (pmu_amd_ovf == PMU_AMD_OVF_TOP_BIT) {
-        if (!pmu_amd_top_bit_cleared(pmc_id)) {
-            return false;
+        while (ids != 0) {
+            unsigned int n = __builtin_ctzll(ids);
+
+            ids &= ids - 1;
+
+            if (pmu_amd_top_bit_cleared(n)) {
+                pmu_amd_rearm(n);
+                status |= 1ULL << n;
+            }
         }
 
-        pmu_amd_rearm(pmc_id);
-        return true;
+        return status;
     }
 
-    if (pmu_amd_ovf != PMU_AMD_OVF_GLOBAL
-        || !(cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & bit)) {
-        return false;
+    if (pmu_amd_ovf != PMU_AMD_OVF_GLOBAL) {
+        return 0;
     }
 
-    cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
-    return true;
+    status = cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & ids;
+
+    if (status != 0) {
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, status);
+    }
+
+    return status;
 }
 
 /* Report each counter of mask that is in use to perfmon. */
