@@ -12,6 +12,7 @@ SMP     ?= 4
 ACCEL   ?= auto
 MEM     ?= 512M
 ARGS    ?=
+TESTS   ?=
 
 # Quiet by default; make V=1 shows the commands.
 ifeq ($(V),1)
@@ -196,7 +197,7 @@ host-tests: $(addprefix $(BUILD)/host/test_,$(HOST_TESTS))
 
 run: deps $(ISO)
 	$(PYTHON) tools/runner.py run --iso $(ISO) --smp $(SMP) --accel $(ACCEL) \
-	    --mem $(MEM) --cmdline "$(ARGS)"
+	    --mem $(MEM) --cmdline "$(strip $(if $(TESTS),test=$(TESTS)) $(ARGS))"
 
 debug: deps $(ISO)
 	@echo "QEMU waits for gdb: in another terminal run gdb -x tools/gdbinit"
@@ -206,7 +207,8 @@ debug: deps $(ISO)
 check: deps all
 	@$(PYTHON) tools/runner.py check --iso $(ISO) --smp "$(CHECK_SMP)" \
 	    --accel $(ACCEL) --mem $(MEM) --host-tests $(BUILD)/host \
-	    --host-list "$(HOST_TESTS)"
+	    --host-list "$(HOST_TESTS)" --tests "$(TESTS)" --cmdline "$(ARGS)" \
+	    --logdir $(BUILD)/logs $(if $(filter 1,$(V)),--verbose)
 
 CHECK_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),1 2 4)
 
@@ -225,7 +227,7 @@ soak: deps $(ISO)
 # saying why, since it tested nothing.
 check-hw: deps $(ISO)
 	@$(PYTHON) tools/runner.py check-hw --iso $(ISO) --smp $(SMP) \
-	    --accel $(if $(filter auto,$(ACCEL)),kvm,$(ACCEL)) --mem $(MEM) \
+	    --accel $(ACCEL) --mem $(MEM) \
 	    --timeout 600 --cmdline "$(ARGS)"
 
 # The benchmark boots on 2 CPUs; under TCG with -icount shift=0.
@@ -238,7 +240,7 @@ bench: deps $(ISO)
 TORTURE_OPS ?= 500000
 torture: deps $(ISO)
 	@$(PYTHON) tools/runner.py boot --name torture --iso $(ISO) --smp $(SMP) \
-	    --accel $(ACCEL) --mem $(MEM) --timeout 3600 --cmdline \
+	    --accel $(ACCEL) --mem $(MEM) --timeout 3600 --progress --cmdline \
 	    "test=perfmon_torture torture.ops=$(TORTURE_OPS) pmu_soft.width=12 pmu_soft.intr=1 $(ARGS)"
 
 lint:
