@@ -334,6 +334,7 @@ class Boot:
             if m is None:
                 script_ok = False
                 result.add("fail", "script", ["did not see %r" % pattern])
+                qemu.kill()     # the rest of the script cannot run
                 break
             pos = m.end()
             if reply is not None:
@@ -469,29 +470,61 @@ def check_plan(args):
     # The serial shell, driven as a user would: every command answers.
     smp = max(args.smp)
     prompt = r"perfmon> $"
+    count = r"^\s+[\d,]+\s+"
+    rate = r"\s+#\s+\d+\.\d{3} /sec$"
     boots.append(Boot("shell", "", smp, timeout=timeout(smp), script=[
         (prompt, "help\r"),
         (r"^  cpus\s+list the processors$", None),
         (r"^  poweroff\s+stop the machine$", None),
+        (prompt, "help perf\r"),
+        (r"^usage: perf list \| stat ", None),
         (prompt, "cpus\r"),
         (r"(?:^cpu\d+ apic \d+ online ticks \d+\n){%d}" % smp, None),
-        (prompt, "threads\r"),
+        # Up arrow runs cpus again; Ctrl-U and Ctrl-W erase.
+        (prompt, "\x1b[A\r"),
+        (r"^\d+ CPUs?, TSC", None),
+        (prompt, "bogus\x15threads xx\x17\r"),
         (r"^main\s+\d+\s+running\s+4\s+\d+$", None),
+        (prompt, "cpus extra\r"),
+        (r"^cpus: takes no arguments \(got 'extra'\)$", None),
         (prompt, "syscnt thread_\r"),
         (r"^thread_switches/0\s+\d+$", None),
+        (prompt, "syscnt nosuch\r"),
+        (r"^syscnt: no counter name starts with 'nosuch'$", None),
         (prompt, "perf list\r"),
-        (r"^  instructions\s+(available|unavailable)$", None),
-        (r"^  cswitch\s+available$", None),
-        (r"^  emit7\s+available$", None),
+        (r"^  instructions\s+instructions retired", None),
+        (r"^  cswitch\s+context switches", None),
+        (r"^  emit7\s+units code emits on channel 7", None),
         (prompt, "perf stat cpu 0 tick,cswitch,emit 300\r"),
-        (r"^perf stat cpu 0, 300 ms:\n\s+(29|[3-9]\d|\d{3,})  tick\n"
-         r"\s+\d+  cswitch\n\s+0  emit$", None),
+        (r"^ Performance counter stats for 'cpu 0':\n\n"
+         r"\s+(29|[3-9]\d|\d{3,})\s+tick" + rate + "\n"
+         + count + r"cswitch" + rate + "\n"
+         r"\s+0\s+emit" + rate + r"\n\n\s+0\.\d{3} seconds time elapsed$",
+         None),
+        # A workload, Linux names, a row that cannot be counted.
+        (prompt, "perf stat emit,cs,raw:0xffffffff -- pingpong 100\r"),
+        (r"^ Performance counter stats for 'pingpong 100':\n\n"
+         r"\s+200\s+emit" + rate + "\n" + count + r"cs" + rate + "\n"
+         r"\s+<not supported>\s+raw:0xffffffff\s+# .*\n\n"
+         r"\s+\d+\.\d{3} seconds time elapsed$", None),
+        (prompt, "perf stat all emit,tick -- spin 200\r"),
+        (r"^ Performance counter stats for 'all %d CPUs?':\n\n"
+         % smp + count + r"emit" + rate + "\n" + count + "tick" + rate,
+         None),
+        # Ctrl-C ends a long count early and prints it.
+        (prompt, "perf stat cpu 0 tick 60000\r"),
+        (r"perf stat cpu 0 tick 60000\n", "\x03"),
+        (r"^\^C\n\n Performance counter stats for 'cpu 0':\n\n" + count
+         + "tick" + rate, None),
         (prompt, "perf stat thread main xcall 50\r"),
-        (r"^perf stat thread main, 50 ms:\n\s+0  xcall$", None),
+        (r"^ Performance counter stats for 'thread main':\n\n"
+         r"\s+0\s+xcall" + rate, None),
         (prompt, "perf stat cpu 99 tick 10\r"),
         (r"^perf: bad CPU: EINVAL \(invalid argument\)$", None),
         (prompt, "perf stat cpu 0 nosuchevent 10\r"),
         (r"^perf: unknown event 'nosuchevent' \(see perf list\)$", None),
+        (prompt, "perf stat cpu 0 raw:0xffffffff 10\r"),
+        (r"^perf: no event can be counted$", None),
         (prompt, "bogus\r"),
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
