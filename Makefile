@@ -133,7 +133,9 @@ iso: $(ISO)
 # --- host unit tests --------------------------------------------------------
 
 HOST_TESTS := printf init_order string arg clock_calib pmu_model \
-    pmu_intel_detect pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5
+    pmu_intel_detect pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5 \
+    $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) pmu_amd_detect
+HOST_PMU_AMD_CONFIGS := legacy extcore v2 zen4 poll
 
 $(BUILD)/host/test_printf: tests/host/test_printf.c kern/printf.c
 $(BUILD)/host/test_init_order: tests/host/test_init_order.c kern/init_order.c
@@ -180,6 +182,33 @@ HOST_INCLUDES_pmu_intel_v5 := -Itests/host/model
 HOST_DEFINES_pmu_intel_v1 := -DPMU_TEST_VERSION=1
 HOST_DEFINES_pmu_intel_v2 := -DPMU_TEST_VERSION=2
 HOST_DEFINES_pmu_intel_v5 := -DPMU_TEST_VERSION=5
+
+# The AMD PMU driver and perfmon, unchanged, over the AMD register model
+# (tests/host/pmu_model_amd.c), one binary per PMU configuration
+# (PMU_TEST_CONFIG), plus one for detection and setup on PMUs that are
+# absent or misbehave (which never registers). kern/arg.c is not linked:
+# each test defines the arg_is_set answer the driver asks for.
+HOST_PMU_AMD_SRCS := tests/host/pmu_model_amd.c tests/host/host_env.c \
+    kern/errno.c arch/x86/machine/pmu_amd.c kern/perfmon.c kern/string.c
+HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu_model_amd.h \
+    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
+    arch/x86/machine/pmu_amd.h
+
+$(addprefix $(BUILD)/host/test_pmu_amd_,$(HOST_PMU_AMD_CONFIGS)): \
+    tests/host/test_pmu_amd.c $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS)
+$(BUILD)/host/test_pmu_amd_detect: tests/host/test_pmu_amd_detect.c \
+    $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS)
+
+HOST_PMU_AMD_TESTS := $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) \
+    pmu_amd_detect
+$(foreach t,$(HOST_PMU_AMD_TESTS),\
+    $(eval HOST_INCLUDES_$(t) := -Itests/host/model)\
+    $(eval HOST_RENAMES_$(t) = $$(HOST_RENAMES_string)))
+HOST_DEFINES_pmu_amd_legacy := -DPMU_TEST_CONFIG=1
+HOST_DEFINES_pmu_amd_extcore := -DPMU_TEST_CONFIG=2
+HOST_DEFINES_pmu_amd_v2 := -DPMU_TEST_CONFIG=3
+HOST_DEFINES_pmu_amd_zen4 := -DPMU_TEST_CONFIG=4
+HOST_DEFINES_pmu_amd_poll := -DPMU_TEST_CONFIG=5
 
 # The kernel's libc-named functions under test are renamed in both the
 # kernel source and the test, so they do not replace the host C library's.

@@ -48,6 +48,7 @@ static const struct arg_key arg_keys[] = {
     { "pmu_soft.width", NULL, 8, 64 },
     { "pmu_soft.intr", NULL, 0, 1 },
     { "pmu_intel.full_width", NULL, 0, 1 },
+    { "pmu_amd.pmi", NULL, 0, 1 },
     { "torture.ops", NULL, 1, UINT64_MAX },
     { "torture.seed", NULL, 0, UINT64_MAX },
 };

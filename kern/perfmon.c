@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include <kern/assert.h>
+#include <kern/bitops.h>
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
@@ -27,6 +28,7 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
@@ -52,9 +54,16 @@
  */
 #define PERFMON_POLL_SAFETY             2
 
+/*
+ * A slot on a CPU. pmc_id, mask and id_bit copy the global slot's while
+ * the CPU uses it, so that the hot paths touch only this structure.
+ */
 struct perfmon_cpu_pmc {
     unsigned int nr_refs;   /* CPU events and loaded threads using it */
     bool wrap_seen;         /* a wrap was added before its interrupt came */
+    unsigned int pmc_id;
+    uint64_t mask;
+    uint64_t id_bit;
     uint64_t prev;          /* last raw counter value */
     uint64_t value;         /* 64-bit sum of the counter's increments */
 };
@@ -125,12 +134,13 @@ perfmon_cpu_pmc(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
  * its report was consumed) adds the wrap and sets wrap_seen, so that the
  * report still to come adds nothing.
  */
-static struct perfmon_cpu_pmc *
-perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
-                    unsigned int index, uint64_t raw, bool reported)
+static __attribute__((noinline)) void
+perfmon_cpu_pmc_add_wrap(struct perfmon_cpu *cpu,
+                         const struct perfmon_dev *dev,
+                         struct perfmon_cpu_pmc *cpmc,
+                         const struct perfmon_pmc *pmc, uint64_t raw,
+                         bool reported)
 {
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
-    const struct perfmon_pmc *pmc = &dev->pmcs[index];
     uint64_t mask = pmc->mask;
     uint64_t delta = (raw - cpmc->prev) & mask;
     bool wrapped = raw < cpmc->prev;
@@ -155,30 +165,78 @@ perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
 
     cpmc->value += delta;
     cpmc->prev = raw;
-    return cpmc;
 }
 
 /*
- * Bring a slot up to date, interrupts disabled. A wrap whose interrupt is
- * pending behind the disabled interrupts is consumed here and counted as
- * the interrupt would have; consumed before the read, so that a wrap
- * between the two shows as a decrease (wrap_seen) rather than being
- * counted twice.
+ * The common case inline (no report, no decrease: the plain difference),
+ * the rest above. Hot: every switch and poll comes here per slot.
  */
+static inline void
+perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
+                    struct perfmon_cpu_pmc *cpmc,
+                    const struct perfmon_pmc *pmc, uint64_t raw,
+                    bool reported)
+{
+    if (__builtin_expect(!reported && raw >= cpmc->prev, 1)) {
+        cpmc->value += raw - cpmc->prev;
+        cpmc->prev = raw;
+    } else {
+        perfmon_cpu_pmc_add_wrap(cpu, dev, cpmc, pmc, raw, reported);
+    }
+}
+
+/*
+ * Take the overflows pending on the slots in mask (their interrupts held
+ * back by disabled interrupts), as bits of their counters' ids. Every
+ * update of a slot with interrupts disabled consumes first and reads
+ * after, so that a wrap between the two shows as a decrease (wrap_seen)
+ * rather than being counted twice; one call serves a batch of slots.
+ */
+static uint64_t
+perfmon_dev_consume(struct perfmon_dev *dev, uint32_t mask)
+{
+    uint64_t ids = 0;
+
+    if (!dev->overflow_intr) {
+        return 0;
+    }
+
+    FOR_EACH_BIT(index, mask) {
+        ids |= dev->pmcs[index].id_bit;
+    }
+
+    return dev->ops->overflow_consume(ids);
+}
+
+/* Bring a slot up to date, given what the consume before it returned. */
+static inline struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                     unsigned int index, uint64_t pending)
+{
+    const struct perfmon_pmc *pmc = &dev->pmcs[index];
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+    uint64_t raw;
+
+    /* The software PMU's counters are per-CPU memory: read them inline. */
+    if (dev->sw) {
+        raw = pmu_soft_read_local(pmc->pmc_id) & pmc->mask;
+    } else {
+        raw = dev->ops->read(pmc->pmc_id) & pmc->mask;
+    }
+
+    perfmon_cpu_pmc_add(cpu, dev, cpmc, pmc, raw,
+                        (pending & pmc->id_bit) != 0);
+    return cpmc;
+}
+
+/* Bring one slot up to date, interrupts disabled. */
 static struct perfmon_cpu_pmc *
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                        unsigned int index)
 {
-    const struct perfmon_pmc *pmc = &dev->pmcs[index];
-    bool reported = false;
-    uint64_t raw;
+    uint64_t pending = perfmon_dev_consume(dev, 1U << index);
 
-    if (dev->overflow_intr) {
-        reported = dev->ops->overflow_consume(pmc->pmc_id);
-    }
-
-    raw = dev->ops->read(pmc->pmc_id) & pmc->mask;
-    return perfmon_cpu_pmc_add(cpu, dev, index, raw, reported);
+    return perfmon_cpu_pmc_sync(cpu, dev, index, pending);
 }
 
 static void
@@ -203,6 +261,9 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     if (cpmc->nr_refs == 0) {
         const struct perfmon_pmc *pmc = &dev->pmcs[index];
 
+        cpmc->pmc_id = pmc->pmc_id;
+        cpmc->mask = pmc->mask;
+        cpmc->id_bit = pmc->id_bit;
         cpmc->prev = dev->ops->start(pmc->pmc_id, pmc->config)
                      & pmc->mask;
         cpmc->wrap_seen = false;
@@ -234,12 +295,10 @@ perfmon_poll_local(struct perfmon_dev *dev)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     uint32_t used = cpu->used[dev->index];
+    uint64_t pending = perfmon_dev_consume(dev, used);
 
-    while (used != 0) {
-        unsigned int index = __builtin_ctz(used);
-
-        used &= used - 1;
-        perfmon_cpu_pmc_update(cpu, dev, index);
+    FOR_EACH_BIT(index, used) {
+        perfmon_cpu_pmc_sync(cpu, dev, index, pending);
     }
 }
 
@@ -276,8 +335,9 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index)
         && (cpu->used[dev->index] & (1U << pmc_index))) {
         const struct perfmon_pmc *pmc = &dev->pmcs[pmc_index];
 
-        perfmon_cpu_pmc_add(cpu, dev, pmc_index,
-                            dev->ops->read(pmc->pmc_id) & pmc->mask, true);
+        perfmon_cpu_pmc_add(cpu, dev, perfmon_cpu_pmc(cpu, dev, pmc_index),
+                            pmc, dev->ops->read(pmc->pmc_id) & pmc->mask,
+                            true);
     }
 }
 
@@ -380,6 +440,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     pmc->width = width;
     pmc->mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
     pmc->config = config;
+    pmc->id_bit = (pmc_id < 64) ? 1ULL << pmc_id : 0;
     pmc->nr_refs = 1;
     spinlock_unlock(&dev->lock);
     *indexp = free_index;
@@ -457,7 +518,7 @@ perfmon_td_unused(const struct perfmon_td *td)
     return true;
 }
 
-/* Load one slot on this CPU. td locked, interrupts disabled. */
+/* Load one slot on this CPU. td locked or loaded here, interrupts off. */
 static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     struct perfmon_dev *dev, unsigned int index)
@@ -484,22 +545,17 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
 }
 
 void
-perfmon_td_load(struct thread *thread)
+perfmon_td_load(struct perfmon_td *td)
 {
-    struct perfmon_td *td = &thread->perfmon_td;
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
+    assert(!cpu_intr_enabled());
     spinlock_lock(&td->lock);
     assert(td->loaded_cpu == PERFMON_CPU_NONE);
     td->loaded_cpu = cpu_id();
 
     for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
-        uint32_t used = td->used[d];
-
-        while (used != 0) {
-            unsigned int index = __builtin_ctz(used);
-
-            used &= used - 1;
+        FOR_EACH_BIT(index, td->used[d]) {
             perfmon_td_pmc_load(td, cpu, perfmon_devs[d], index);
         }
     }
@@ -507,28 +563,118 @@ perfmon_td_load(struct thread *thread)
     spinlock_unlock(&td->lock);
 }
 
-void
-perfmon_td_unload(struct thread *thread)
+/*
+ * The slots prev used, on a switch to next: each is brought up to date
+ * once; prev takes what it counted; next, when it uses the slot too,
+ * starts from there (one counter read, no stop and no start), else the
+ * slot is released. Inlined twice: with bank, the software PMU's counters
+ * read inline; without, the driver's read.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_td_switch_out(struct perfmon_td_pmc *prev_pmcs,
+                      struct perfmon_td_pmc *next_pmcs, uint32_t prev_used,
+                      uint32_t next_used, struct perfmon_cpu *cpu,
+                      struct perfmon_dev *dev, uint64_t pending,
+                      const struct pmu_soft_bank *bank)
 {
-    struct perfmon_td *td = &thread->perfmon_td;
+    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->index];
+
+    FOR_EACH_BIT(index, prev_used) {
+        struct perfmon_cpu_pmc *cpmc = &cpmcs[index];
+        uint64_t raw;
+
+        if (bank != NULL) {
+            raw = pmu_soft_bank_read(bank, cpmc->pmc_id);
+        } else {
+            raw = dev->ops->read(cpmc->pmc_id);
+        }
+
+        perfmon_cpu_pmc_add(cpu, dev, cpmc, &dev->pmcs[index],
+                            raw & cpmc->mask,
+                            pending != 0 && (pending & cpmc->id_bit) != 0);
+        prev_pmcs[index].value += cpmc->value - prev_pmcs[index].cpu_start;
+
+        if (next_used & (1U << index)) {
+            next_pmcs[index].cpu_start = cpmc->value;
+        } else {
+            perfmon_cpu_pmc_put(cpu, dev, index);
+        }
+    }
+}
+
+/*
+ * Switch one device's slots from prev to next: the slots prev used (see
+ * above), then those only next uses are taken. The pending overflows of
+ * every slot prev used are consumed in one call.
+ */
+static void
+perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
+                      struct perfmon_cpu *cpu, struct perfmon_dev *dev)
+{
+    struct perfmon_td_pmc *prev_pmcs = prev->pmcs[dev->index];
+    struct perfmon_td_pmc *next_pmcs = next->pmcs[dev->index];
+    uint32_t prev_used = prev->used[dev->index];
+    uint32_t next_used = next->used[dev->index];
+    uint64_t pending = perfmon_dev_consume(dev, prev_used);
+
+    if (dev->sw) {
+        perfmon_td_switch_out(prev_pmcs, next_pmcs, prev_used, next_used,
+                              cpu, dev, pending,
+                              cpu_local_ptr(pmu_soft_bank));
+    } else {
+        perfmon_td_switch_out(prev_pmcs, next_pmcs, prev_used, next_used,
+                              cpu, dev, pending, NULL);
+    }
+
+    FOR_EACH_BIT(index, next_used & ~prev_used) {
+        perfmon_td_pmc_load(next, cpu, dev, index);
+    }
+}
+
+/*
+ * Locking: a loaded thread's perfmon state is written only on its CPU,
+ * with interrupts disabled (here, or by a cross-CPU call that re-checks
+ * loaded_cpu under the lock), so prev needs no lock: its loaded_cpu is
+ * published last, with release order, and an operation from another CPU
+ * that then finds it unloaded sees every update made here. next may be
+ * changed from another CPU while unloaded, under its lock: take it.
+ */
+void
+perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
+{
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    unsigned int nr_devs = perfmon_nr_devs;
 
-    spinlock_lock(&td->lock);
-    assert(td->loaded_cpu == cpu_id());
+    assert(!cpu_intr_enabled());
+    assert(prev->loaded_cpu == cpu_id());
+    spinlock_lock(&next->lock);
+    assert(next->loaded_cpu == PERFMON_CPU_NONE);
+    next->loaded_cpu = cpu_id();
 
-    for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
-        uint32_t used = td->used[d];
-
-        while (used != 0) {
-            unsigned int index = __builtin_ctz(used);
-
-            used &= used - 1;
-            perfmon_td_pmc_unload(td, cpu, perfmon_devs[d], index);
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        if ((prev->used[d] | next->used[d]) != 0) {
+            perfmon_td_switch_dev(prev, next, cpu, perfmon_devs[d]);
         }
     }
 
-    td->loaded_cpu = PERFMON_CPU_NONE;
-    spinlock_unlock(&td->lock);
+    spinlock_unlock(&next->lock);
+    __atomic_store_n(&prev->loaded_cpu, PERFMON_CPU_NONE, __ATOMIC_RELEASE);
+}
+
+/* The thread's total for a slot, bringing a loaded slot up to date. */
+static uint64_t
+perfmon_td_pmc_value(struct perfmon_td *td, struct perfmon_dev *dev,
+                     unsigned int index, bool loaded)
+{
+    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->index][index];
+    struct perfmon_cpu_pmc *cpmc;
+
+    if (!loaded || tpmc->nr_refs == 0) {
+        return tpmc->value;
+    }
+
+    cpmc = perfmon_cpu_pmc_update(cpu_local_ptr(perfmon_cpu), dev, index);
+    return tpmc->value + (cpmc->value - tpmc->cpu_start);
 }
 
 /*
@@ -546,22 +692,6 @@ struct perfmon_td_op {
     uint64_t value;
     bool done;
 };
-
-/* The thread's total for the slot, bringing a loaded slot up to date. */
-static uint64_t
-perfmon_td_pmc_value(struct perfmon_td_op *op, bool loaded)
-{
-    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->index][op->index];
-    struct perfmon_cpu_pmc *cpmc;
-
-    if (!loaded || tpmc->nr_refs == 0) {
-        return tpmc->value;
-    }
-
-    cpmc = perfmon_cpu_pmc_update(cpu_local_ptr(perfmon_cpu), op->dev,
-                                  op->index);
-    return tpmc->value + (cpmc->value - tpmc->cpu_start);
-}
 
 static void
 perfmon_td_op_remote(void *arg)
@@ -623,13 +753,13 @@ perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
     }
 
     tpmc->nr_refs++;
-    op->value = perfmon_td_pmc_value(op, loaded);
+    op->value = perfmon_td_pmc_value(op->td, op->dev, op->index, loaded);
 }
 
 static void
 perfmon_td_op_read(struct perfmon_td_op *op, bool loaded)
 {
-    op->value = perfmon_td_pmc_value(op, loaded);
+    op->value = perfmon_td_pmc_value(op->td, op->dev, op->index, loaded);
 }
 
 static void
@@ -637,7 +767,7 @@ perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
 {
     struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->index][op->index];
 
-    op->value = perfmon_td_pmc_value(op, loaded);
+    op->value = perfmon_td_pmc_value(op->td, op->dev, op->index, loaded);
     assert(tpmc->nr_refs != 0);
 
     if (--tpmc->nr_refs == 0) {
@@ -655,7 +785,7 @@ perfmon_td_event_op(struct perfmon_event *event,
                     void (*fn)(struct perfmon_td_op *op, bool loaded))
 {
     struct perfmon_td_op op = {
-        .td = &event->thread->perfmon_td,
+        .td = thread_perfmon_td(event->thread),
         .dev = event->dev,
         .index = event->pmc_index,
         .fn = fn,
@@ -834,7 +964,7 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
     unsigned int index;
     int error;
 
-    if (thread == NULL || READ_ONCE(thread->exited)) {
+    if (thread == NULL || thread_exited(thread)) {
         return EINVAL;
     }
 
@@ -907,6 +1037,44 @@ perfmon_event_detach(struct perfmon_event *event)
     return 0;
 }
 
+/*
+ * A thread's own event: its counters are loaded on this CPU and written
+ * only here, so disabling interrupts is all a read needs (no lock, no
+ * cross-CPU call). Any other thread's goes through perfmon_td_run.
+ */
+static uint64_t
+perfmon_event_read_thread(struct perfmon_event *event)
+{
+    unsigned long flags;
+    uint64_t value;
+
+    if (event->thread != thread_self()) {
+        return perfmon_td_event_op(event, perfmon_td_op_read);
+    }
+
+    flags = cpu_intr_save();
+    value = perfmon_td_pmc_value(thread_perfmon_td(event->thread),
+                                 event->dev, event->pmc_index, true);
+    cpu_intr_restore(flags);
+    return value;
+}
+
+/* A CPU event: read in place on its CPU, else through a cross-CPU call. */
+static void
+perfmon_event_read_cpu(struct perfmon_event *event)
+{
+    unsigned long flags = cpu_intr_save();
+
+    if (event->cpu == cpu_id()) {
+        perfmon_cpu_op_read(event);
+        cpu_intr_restore(flags);
+        return;
+    }
+
+    cpu_intr_restore(flags);
+    xcall_call(event->cpu, perfmon_cpu_op_read, event);
+}
+
 int
 perfmon_event_get(struct perfmon_event *event, uint64_t *valuep)
 {
@@ -916,11 +1084,10 @@ perfmon_event_get(struct perfmon_event *event, uint64_t *valuep)
 
     switch (event->state) {
     case PERFMON_EVENT_THREAD:
-        *valuep = perfmon_td_event_op(event, perfmon_td_op_read)
-                  - event->start;
+        *valuep = perfmon_event_read_thread(event) - event->start;
         return 0;
     case PERFMON_EVENT_CPU:
-        xcall_call(event->cpu, perfmon_cpu_op_read, event);
+        perfmon_event_read_cpu(event);
         *valuep = event->final;
         return 0;
     case PERFMON_EVENT_DETACHED:

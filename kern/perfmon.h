@@ -179,15 +179,17 @@ struct perfmon_dev_ops {
     uint64_t (*read)(unsigned int pmc_id);
 
     /*
-     * Local, needed when the device sets overflow_intr: if the counter
-     * has an overflow that its interrupt has not reported yet, clear it
-     * (so the interrupt will not report it) and return true. perfmon
-     * calls it before each read of a counter it brings up to date with
-     * interrupts disabled, so a wrap whose interrupt is held back by
-     * those disabled interrupts is counted there, and not lost when the
-     * counter stops or credited to the next thread.
+     * Local, needed when the device sets overflow_intr: of the counters
+     * whose ids are set in ids (bit pmc_id), clear the overflows that
+     * their interrupt has not reported yet (so the interrupt will not
+     * report them) and return their bits. perfmon calls it before it
+     * reads counters to bring them up to date with interrupts disabled,
+     * once per batch (a context switch, a poll), so a wrap whose
+     * interrupt is held back by those disabled interrupts is counted
+     * there, and not lost when the counter stops or credited to the next
+     * thread. Counter ids of such a device are below 64.
      */
-    bool (*overflow_consume)(unsigned int pmc_id);
+    uint64_t (*overflow_consume)(uint64_t ids);
 
     /*
      * Local, needed when the device sets overflow_intr: handle the
@@ -200,6 +202,7 @@ struct perfmon_dev_ops {
 struct perfmon_pmc {
     unsigned int nr_refs;
     unsigned int pmc_id;
+    uint64_t id_bit;            /* 1 << pmc_id (0 for ids of 64 and up) */
     unsigned int width;
     uint64_t mask;              /* 2^width - 1 */
     uint64_t config;
@@ -260,12 +263,18 @@ void perfmon_td_init(struct perfmon_td *td);
 bool perfmon_td_unused(const struct perfmon_td *td);
 
 /*
- * Load the thread's counters on the calling CPU (switch-in) and unload
- * them, adding what they counted to the thread (switch-out). Interrupts
- * and preemption disabled.
+ * The context switch from prev to next on the calling CPU: what prev's
+ * counters counted is added to prev, next's counters are loaded. Slots
+ * both use keep counting (one counter read each); only slots that differ
+ * are stopped or started. Interrupts and preemption disabled.
  */
-void perfmon_td_load(struct thread *thread);
-void perfmon_td_unload(struct thread *thread);
+void perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next);
+
+/*
+ * Load a thread's counters on the calling CPU when no thread was loaded
+ * there before (a CPU's first thread). Interrupts disabled.
+ */
+void perfmon_td_load(struct perfmon_td *td);
 
 /* ------------------------------------------------------------------ */
 /* Queries, for tests and the shell                                    */

@@ -24,7 +24,6 @@
 #define PMU_SOFT_WIDTH_MIN 8
 
 struct pmu_soft_cpu {
-    uint64_t values[PMU_SOFT_NR_PMCS];
     uint64_t unread[PMU_SOFT_NR_PMCS];      /* polling: counted since the
                                                last start or read */
     unsigned int events[PMU_SOFT_NR_PMCS];
@@ -35,6 +34,7 @@ struct pmu_soft_cpu {
 };
 
 static struct pmu_soft_cpu pmu_soft_cpu __percpu;
+struct pmu_soft_bank pmu_soft_bank __percpu;
 static uint64_t pmu_soft_mask = ~0ULL;
 static unsigned int pmu_soft_nr_bits = 64;
 static bool pmu_soft_intr;
@@ -139,27 +139,29 @@ pmu_soft_account_lost(struct pmu_soft_cpu *cpu, unsigned int id,
 void
 pmu_soft_count(unsigned int event, uint64_t n)
 {
+    struct pmu_soft_bank *bank;
     struct pmu_soft_cpu *cpu;
     uint32_t counting, wrapped = 0;
     unsigned long flags;
 
     flags = cpu_intr_save();
     cpu = cpu_local_ptr(pmu_soft_cpu);
+    bank = cpu_local_ptr(pmu_soft_bank);
     counting = cpu->counting[event];
 
     while (counting != 0) {
         unsigned int id = __builtin_ctz(counting);
-        uint64_t old = cpu->values[id];
+        uint64_t old = bank->values[id];
 
         counting &= counting - 1;
 
         if (pmu_soft_nr_bits == 64) {
-            cpu->values[id] = old + n;
+            bank->values[id] = old + n;
             continue;   /* perfmon needs no wrap reports at this width */
         }
 
         pmu_soft_account_lost(cpu, id, old, n);
-        cpu->values[id] = (old + n) & pmu_soft_mask;
+        bank->values[id] = (old + n) & pmu_soft_mask;
 
         if (pmu_soft_wraps(old, n) != 0) {
             wrapped |= 1U << id;
@@ -222,14 +224,21 @@ static uint64_t
 pmu_soft_start(unsigned int pmc_id, uint64_t config)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
+    struct pmu_soft_bank *bank = cpu_local_ptr(pmu_soft_bank);
+    uint32_t bit = 1U << pmc_id;
+    bool hooked;
 
     pmu_soft_sync_ticks((unsigned int)config);
 
+    /* Polled narrow counters count unread units (lost wraps). */
+    hooked = config == PMU_SOFT_EV_TICK
+             || (!pmu_soft_intr && pmu_soft_nr_bits < 64);
+    bank->hooked = (bank->hooked & ~bit) | (hooked ? bit : 0);
     cpu->events[pmc_id] = (unsigned int)config;
-    cpu->counting[config] |= 1U << pmc_id;
-    cpu->overflowed &= ~(1U << pmc_id);
+    cpu->counting[config] |= bit;
+    cpu->overflowed &= ~bit;
     cpu->unread[pmc_id] = 0;
-    return cpu->values[pmc_id];
+    return bank->values[pmc_id];
 }
 
 static void
@@ -241,29 +250,31 @@ pmu_soft_stop(unsigned int pmc_id)
     cpu->overflowed &= ~(1U << pmc_id);
 }
 
+uint64_t
+pmu_soft_read_hooked(unsigned int id)
+{
+    struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
+
+    pmu_soft_sync_ticks(cpu->events[id]);
+    cpu->unread[id] = 0;
+    return cpu_local_ptr(pmu_soft_bank)->values[id];
+}
+
 static uint64_t
 pmu_soft_read(unsigned int pmc_id)
 {
-    struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
-
-    pmu_soft_sync_ticks(cpu->events[pmc_id]);
-    cpu->unread[pmc_id] = 0;
-    return cpu->values[pmc_id];
+    return pmu_soft_read_local(pmc_id);
 }
 
-/* Take back a wrap the emulated interrupt has not reported yet. */
-static bool
-pmu_soft_overflow_consume(unsigned int pmc_id)
+/* Take back the wraps the emulated interrupt has not reported yet. */
+static uint64_t
+pmu_soft_overflow_consume(uint64_t ids)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
-    uint32_t bit = 1U << pmc_id;
+    uint32_t pending = cpu->overflowed & (uint32_t)ids;
 
-    if (!(cpu->overflowed & bit)) {
-        return false;
-    }
-
-    cpu->overflowed &= ~bit;
-    return true;
+    cpu->overflowed &= ~pending;
+    return pending;
 }
 
 /* The emulated PMI: report the counters that wrapped on this CPU. */

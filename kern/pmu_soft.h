@@ -50,6 +50,7 @@
 #include <stdint.h>
 
 #include <kern/init.h>
+#include <kern/percpu.h>
 
 #define PMU_SOFT_EV_CSWITCH     0
 #define PMU_SOFT_EV_MIGRATION   1
@@ -81,6 +82,44 @@ pmu_soft_emit_channel(unsigned int channel, uint64_t n)
     if (channel < PMU_SOFT_NR_CHANNELS) {
         pmu_soft_count(PMU_SOFT_EV_EMIT + channel, n);
     }
+}
+
+/*
+ * The counters of a CPU, public for pmu_soft_read_local only: perfmon
+ * reads the software PMU's counters inline on its hot paths instead of
+ * through the driver's read operation.
+ */
+struct pmu_soft_bank {
+    uint64_t values[PMU_SOFT_NR_PMCS];
+    uint32_t hooked;    /* counters whose read needs pmu_soft_read_hooked */
+};
+
+extern struct pmu_soft_bank pmu_soft_bank __percpu;
+
+/* The read of a hooked counter (a tick counter, or any counter polled
+ * at a narrow width). Local, interrupts disabled. */
+uint64_t pmu_soft_read_hooked(unsigned int id);
+
+/*
+ * A counter's raw value on the calling CPU: a load, unless the counter
+ * needs more on a read (tick accounting brought up to date, the count of
+ * unread units reset). Local, interrupts disabled.
+ */
+static inline uint64_t
+pmu_soft_bank_read(const struct pmu_soft_bank *bank, unsigned int id)
+{
+    if (bank->hooked & (1U << id)) {
+        return pmu_soft_read_hooked(id);
+    }
+
+    return bank->values[id];
+}
+
+/* The same, for the calling CPU's bank. */
+static inline uint64_t
+pmu_soft_read_local(unsigned int id)
+{
+    return pmu_soft_bank_read(cpu_local_ptr(pmu_soft_bank), id);
 }
 
 /* The configured counter width and overflow mode. Any context. */

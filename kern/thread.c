@@ -308,13 +308,12 @@ thread_switch(struct thread_runq *rq, struct thread *prev,
 
     /* Software events of the thread leaving count before its unload. */
     pmu_soft_count(PMU_SOFT_EV_CSWITCH, 1);
-    perfmon_td_unload(prev);
+    perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
 
     prev->on_cpu = false;
     next->on_cpu = true;
     rq->current = next;
     head->thread = next;
-    perfmon_td_load(next);
 
     next->nr_switches++;
 
@@ -862,7 +861,7 @@ thread_bootstrap(void)
     head->thread = idle;
 
     /* The boot context is running: its (empty) counters are loaded. */
-    perfmon_td_load(idle);
+    perfmon_td_load(&idle->perfmon_td);
 }
 
 void

@@ -9,8 +9,8 @@
  * reference to the caller (released by thread_join() or thread_unref()),
  * and the running thread holds one until it has exited.
  *
- * The context switch calls perfmon_td_unload(prev) and perfmon_td_load(next)
- * with interrupts and preemption disabled.
+ * The context switch calls perfmon_td_switch(prev, next) with interrupts
+ * and preemption disabled.
  */
 #ifndef KERN_THREAD_H
 #define KERN_THREAD_H
@@ -189,6 +189,20 @@ void thread_delay(uint64_t ticks);
  * Return 0 or EINVAL when the mask names no online CPU. Thread context.
  */
 int thread_set_affinity(struct thread *thread, uint64_t mask);
+
+/* Whether a thread has exited (it never runs again). Any context. */
+static inline bool
+thread_exited(const struct thread *thread)
+{
+    return READ_ONCE(thread->exited);
+}
+
+/* The thread's perfmon state, for perfmon. Any context. */
+static inline struct perfmon_td *
+thread_perfmon_td(struct thread *thread)
+{
+    return &thread->perfmon_td;
+}
 
 /* The CPUs a thread may run on now (bit i for CPU i). Any context. */
 static inline uint64_t

@@ -13,6 +13,7 @@
 #include <kern/printf.h>
 #include <kern/test.h>
 #include <kern/thread.h>
+#include <kern/xcall.h>
 #include <machine/cpu.h>
 
 #include "test_util.h"
@@ -161,6 +162,26 @@ bench_read(struct perfmon_event *event)
     return bench_median(bench_samples, BENCH_SAMPLES);
 }
 
+static void
+bench_nop(void *arg)
+{
+    (void)arg;
+}
+
+/* A bare cross-CPU call round trip: what a remote read adds to. */
+static uint64_t
+bench_xcall(unsigned int cpu)
+{
+    for (unsigned int s = 0; s < BENCH_SAMPLES; s++) {
+        uint64_t t0 = cpu_get_tsc();
+
+        xcall_call(cpu, bench_nop, NULL);
+        bench_samples[s] = cpu_get_tsc() - t0;
+    }
+
+    return bench_median(bench_samples, BENCH_SAMPLES);
+}
+
 static uint64_t
 bench_attach_detach(bool cpu_event)
 {
@@ -248,8 +269,12 @@ TEST_DEFINE_MANUAL(bench, perfmon)
     TEST_ASSERT_EQ(perfmon_event_init(&remote_cpu, PMU_SOFT_EV_EMIT,
                                       PERFMON_EF_SW), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&remote_cpu, bench_cpu), 0);
-    bench_row("perfmon_event_read", "remote CPU event (xcall)",
-              bench_read(&remote_cpu), false);
+    bench_row("remote read", "empty xcall to the CPU", bench_xcall(bench_cpu),
+              true);
+    bench_row("remote read", "remote CPU event", bench_read(&remote_cpu),
+              false);
+    bench_row("remote read", "empty xcall to this CPU", bench_xcall(0),
+              false);
     TEST_ASSERT_EQ(perfmon_event_detach(&remote_cpu), 0);
 
     bench_row("attach+detach", "local CPU event", bench_attach_detach(true),

@@ -554,7 +554,7 @@ def check_plan(args):
                               r"^# aborting the run: the test failed with a "
                               r"helper thread still running$"],
                       absent=[r"^(not )?ok 2 ", r"^panic"]))
-    boots.append(Boot("harness-hang", "test=selftest.hang", 1, timeout=8,
+    boots.append(Boot("harness-hang", "test=selftest.hang", 1, timeout=20,
                       expect="timeout", output=[r"^# hanging on purpose$"]))
     # A selection by suite, glob and name runs exactly those tests; a
     # suite leaves its manual tests out (selftest would hang).

@@ -17,6 +17,7 @@
 #include <kern/panic.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/pmu_soft.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
 #include <kern/thread.h>
@@ -99,6 +100,18 @@ uint64_t
 cpu_get_freq(void)
 {
     return HOST_ENV_CPU_FREQ;
+}
+
+/*
+ * perfmon reads the software PMU's counters inline; the host tests
+ * register no software PMU, so these are never reached.
+ */
+struct pmu_soft_bank pmu_soft_bank;
+
+uint64_t
+pmu_soft_read_hooked(unsigned int id)
+{
+    panic("host_env: no software PMU (counter %u)", id);
 }
 
 unsigned int
@@ -398,20 +411,24 @@ host_env_thread_init(struct thread *thread)
 
 /*
  * The CPU always runs some thread: an idle thread stands for "no test
- * thread". A switch is what the scheduler does, the unload of the thread
- * leaving and the load of the next one in one interrupts-off window
- * (perfmon relies on the pair: the load completes the unload's work).
+ * thread". A switch is what the scheduler does: perfmon_td_switch from
+ * the thread leaving to the next one, interrupts off.
  */
 static struct thread host_env_idle;
 static struct thread *host_env_current;
+
+struct thread *
+thread_self(void)
+{
+    return host_env_current;
+}
 
 static void
 host_env_switch(struct thread *prev, struct thread *next)
 {
     unsigned long flags = cpu_intr_save();
 
-    perfmon_td_unload(prev);
-    perfmon_td_load(next);
+    perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
     host_env_current = next;
     cpu_intr_restore(flags);
 }
@@ -427,7 +444,7 @@ host_env_idle_start(void)
 
     host_env_thread_init(&host_env_idle);
     flags = cpu_intr_save();
-    perfmon_td_load(&host_env_idle);
+    perfmon_td_load(&host_env_idle.perfmon_td);
     cpu_intr_restore(flags);
     host_env_current = &host_env_idle;
 }

@@ -551,18 +551,25 @@ pmu_intel_read(unsigned int pmc_id)
     return cpu_get_msr(PMU_INTEL_MSR_PMC(pmc_id));
 }
 
-/* Take back an overflow the PMI has not reported yet. */
-static bool
-pmu_intel_overflow_consume(unsigned int pmc_id)
+/* Take back the overflows the PMI has not reported yet. */
+static uint64_t
+pmu_intel_overflow_consume(uint64_t ids)
 {
-    uint64_t bit = pmu_intel_global_bit(pmc_id);
+    uint64_t status;
 
-    if (!(cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & bit)) {
-        return false;
+    /* Version 1 has no status (and no PMI: never called). */
+    if (!pmu_intel_has_pmi()) {
+        return 0;
     }
 
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, bit);
-    return true;
+    /* A counter's id is its GLOBAL_STATUS bit: one read for the batch. */
+    status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ids;
+
+    if (status != 0) {
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, status);
+    }
+
+    return status;
 }
 
 /* GLOBAL_STATUS bits of the counters that exist. */

@@ -17,6 +17,21 @@ struct thread {
 };
 
 void thread_ref(struct thread *thread);
+
+/* The thread the host environment last switched in. */
+struct thread *thread_self(void);
+
+static inline bool
+thread_exited(const struct thread *thread)
+{
+    return __atomic_load_n(&thread->exited, __ATOMIC_RELAXED);
+}
+
+static inline struct perfmon_td *
+thread_perfmon_td(struct thread *thread)
+{
+    return &thread->perfmon_td;
+}
 void thread_unref(struct thread *thread);
 
 #endif /* KERN_THREAD_H */

@@ -1,0 +1,978 @@
+/*
+ * AMD core performance counter driver.
+ *
+ * MSR numbers and layouts: AMD APM vol. 2, section 13.2 (13.2.1
+ * PerfEvtSel/PERF_CTL, 13.2.2 PerfCtr/PERF_CTR, the PerfMonV2 global
+ * control and status registers) and the family PPRs, "Core Performance
+ * Monitor Counters" (event codes). Where a behaviour is known only from a
+ * hypervisor's implementation, the comment says so.
+ *
+ * Counter allocation is global (perfmon's device lock serializes alloc and
+ * free): a slot gets the same counter on every CPU. Per CPU, the driver
+ * keeps shadows of what it wrote to the control registers (PerfEvtSel and
+ * PerfCntrGlobalCtl), so that it never reads one back: a switch between
+ * threads counting the same events costs counter reads only (perfmon
+ * keeps those counters running), and a start or stop costs writes only.
+ *
+ * This file is also compiled unchanged into the host tests, against a
+ * register-level model of the AMD PMU (tests/host/pmu_model_amd.c).
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kern/arg.h>
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/log.h>
+#include <kern/macros.h>
+#include <kern/percpu.h>
+#include <kern/perfmon.h>
+#include <kern/printf.h>
+#include <kern/syscnt.h>
+#include <kern/xcall.h>
+#include <machine/cpu.h>
+#include <machine/lapic.h>
+#include <machine/pmu_amd.h>
+#include <machine/trap.h>
+
+/* CPUID leaves and bits (APM vol. 3, appendix E). */
+#define PMU_AMD_CPUID_EXT_MAX       0x80000000U
+#define PMU_AMD_CPUID_EXT_FEATURES  0x80000001U
+#define PMU_AMD_CPUID_EXT_PERFMON   0x80000022U
+#define PMU_AMD_EXT_ECX_PERFCTR_CORE    (1U << 23)
+#define PMU_AMD_PERFMON_EAX_V2      (1U << 0)
+#define PMU_AMD_PERFMON_EBX_NR_CORE 0xfU
+
+/* Legacy counters (APM vol. 2, 13.2.1 and 13.2.2). */
+#define PMU_AMD_LEGACY_NR           4
+#define PMU_AMD_MSR_LEGACY_CTL(n)   (0xc0010000U + (n))
+#define PMU_AMD_MSR_LEGACY_CTR(n)   (0xc0010004U + (n))
+
+/* PerfCtrExtCore counters: control and counter interleaved. */
+#define PMU_AMD_EXT_CORE_NR         6
+#define PMU_AMD_MSR_CTL(n)          (0xc0010200U + 2 * (n))
+#define PMU_AMD_MSR_CTR(n)          (0xc0010201U + 2 * (n))
+
+/* PerfMonV2 global registers. */
+#define PMU_AMD_MSR_GLOBAL_STATUS   0xc0000300U
+#define PMU_AMD_MSR_GLOBAL_CTL      0xc0000301U
+#define PMU_AMD_MSR_GLOBAL_STATUS_CLR   0xc0000302U
+
+/* PerfEvtSel (APM vol. 2, figure 13-7). */
+#define PMU_AMD_EVTSEL_EVENT_LO     0xffULL
+#define PMU_AMD_EVTSEL_UMASK        (0xffULL << 8)
+#define PMU_AMD_EVTSEL_USR          (1ULL << 16)
+#define PMU_AMD_EVTSEL_OS           (1ULL << 17)
+#define PMU_AMD_EVTSEL_EDGE         (1ULL << 18)
+#define PMU_AMD_EVTSEL_INT          (1ULL << 20)
+#define PMU_AMD_EVTSEL_EN           (1ULL << 22)
+#define PMU_AMD_EVTSEL_INV          (1ULL << 23)
+#define PMU_AMD_EVTSEL_CMASK        (0xffULL << 24)
+#define PMU_AMD_EVTSEL_EVENT_HI     (0xfULL << 32)
+
+/*
+ * Bits a raw code may carry. The ring bits come from the flags; INT and
+ * EN are the driver's; GuestOnly and HostOnly (bits 40, 41) are never
+ * set, since with SVM off either one may stop the counter and some
+ * hypervisors raise #GP on HostOnly; the rest is reserved.
+ */
+#define PMU_AMD_RAW_ALLOWED         (PMU_AMD_EVTSEL_EVENT_LO            \
+                                     | PMU_AMD_EVTSEL_EVENT_HI          \
+                                     | PMU_AMD_EVTSEL_UMASK             \
+                                     | PMU_AMD_EVTSEL_EDGE              \
+                                     | PMU_AMD_EVTSEL_INV               \
+                                     | PMU_AMD_EVTSEL_CMASK)
+
+#define PMU_AMD_COUNTER_MASK        ((1ULL << PMU_AMD_WIDTH) - 1)
+
+/*
+ * Without PerfMonV2, bit 47 is the overflow flag: the driver keeps it set
+ * and the counter's wrap past 2^48 clears it. The low 47 bits are what
+ * perfmon counts.
+ */
+#define PMU_AMD_TOP_BIT             (1ULL << (PMU_AMD_WIDTH - 1))
+#define PMU_AMD_TOP_BIT_WIDTH       (PMU_AMD_WIDTH - 1)
+
+/* What the probe writes: a code with EN clear, a 48-bit pattern. */
+#define PMU_AMD_PROBE_EVTSEL        (0xc0 | PMU_AMD_EVTSEL_OS           \
+                                     | PMU_AMD_EVTSEL_USR)
+#define PMU_AMD_PROBE_COUNT         0x8a5a5a5a5a5aULL
+
+/*
+ * A bound on the events one counter counts per cycle, for the poll
+ * period: dispatch and retire events count up to a few per cycle; the
+ * "large increment" events that need a merged counter pair are not
+ * offered (no raw code can set up the pair).
+ */
+#define PMU_AMD_MAX_EVENTS_PER_CYCLE    100
+
+/* PMI handler passes before the status is forced clear. */
+#define PMU_AMD_PMI_MAX_LOOPS       16
+
+/* Event select 11:8 sits in bits 35:32 of the register. */
+#define PMU_AMD_CODE(event, umask)  (((uint64_t)(event) & 0xff)         \
+                                     | ((uint64_t)(umask) << 8)         \
+                                     | (((uint64_t)(event) >> 8) << 32))
+
+/*
+ * Generic events per generation, from the PPRs' core PMC tables (0: no
+ * equivalent). Cache references and misses are L2 events from Zen on
+ * (PMCx060 requests, PMCx064 misses); K7 to family 16h count data cache
+ * refills from L2 or the system (PMCx07D, PMCx07E). Reference cycles
+ * exist from Zen 4 only, as PMCx120, unhalted cycles at the P0 rate,
+ * which is the TSC's.
+ */
+static const uint64_t pmu_amd_events[][PERFMON_NR_GENERIC_EVENTS] = {
+    [PMU_AMD_GEN_K7] = {
+        [PERFMON_EV_CYCLE] = PMU_AMD_CODE(0x076, 0x00),
+        [PERFMON_EV_INSTRUCTION] = PMU_AMD_CODE(0x0c0, 0x00),
+        [PERFMON_EV_CACHE_REF] = PMU_AMD_CODE(0x07d, 0x07),
+        [PERFMON_EV_CACHE_MISS] = PMU_AMD_CODE(0x07e, 0x07),
+        [PERFMON_EV_BRANCH] = PMU_AMD_CODE(0x0c2, 0x00),
+        [PERFMON_EV_BRANCH_MISS] = PMU_AMD_CODE(0x0c3, 0x00),
+    },
+    [PMU_AMD_GEN_ZEN1] = {
+        [PERFMON_EV_CYCLE] = PMU_AMD_CODE(0x076, 0x00),
+        [PERFMON_EV_INSTRUCTION] = PMU_AMD_CODE(0x0c0, 0x00),
+        [PERFMON_EV_CACHE_REF] = PMU_AMD_CODE(0x060, 0xff),
+        [PERFMON_EV_CACHE_MISS] = PMU_AMD_CODE(0x064, 0x09),
+        [PERFMON_EV_BRANCH] = PMU_AMD_CODE(0x0c2, 0x00),
+        [PERFMON_EV_BRANCH_MISS] = PMU_AMD_CODE(0x0c3, 0x00),
+    },
+    [PMU_AMD_GEN_ZEN2] = {
+        [PERFMON_EV_CYCLE] = PMU_AMD_CODE(0x076, 0x00),
+        [PERFMON_EV_INSTRUCTION] = PMU_AMD_CODE(0x0c0, 0x00),
+        [PERFMON_EV_CACHE_REF] = PMU_AMD_CODE(0x060, 0xff),
+        [PERFMON_EV_CACHE_MISS] = PMU_AMD_CODE(0x064, 0x09),
+        [PERFMON_EV_BRANCH] = PMU_AMD_CODE(0x0c2, 0x00),
+        [PERFMON_EV_BRANCH_MISS] = PMU_AMD_CODE(0x0c3, 0x00),
+    },
+    [PMU_AMD_GEN_ZEN4] = {
+        [PERFMON_EV_CYCLE] = PMU_AMD_CODE(0x076, 0x00),
+        [PERFMON_EV_REF_CYCLE] = PMU_AMD_CODE(0x120, 0x00),
+        [PERFMON_EV_INSTRUCTION] = PMU_AMD_CODE(0x0c0, 0x00),
+        [PERFMON_EV_CACHE_REF] = PMU_AMD_CODE(0x060, 0xff),
+        [PERFMON_EV_CACHE_MISS] = PMU_AMD_CODE(0x064, 0x09),
+        [PERFMON_EV_BRANCH] = PMU_AMD_CODE(0x0c2, 0x00),
+        [PERFMON_EV_BRANCH_MISS] = PMU_AMD_CODE(0x0c3, 0x00),
+    },
+};
+
+static const char *const pmu_amd_gen_names[] = {
+    [PMU_AMD_GEN_NONE] = "none",
+    [PMU_AMD_GEN_K7] = "K7 to family 16h",
+    [PMU_AMD_GEN_ZEN1] = "Zen 1",
+    [PMU_AMD_GEN_ZEN2] = "Zen 2/3",
+    [PMU_AMD_GEN_ZEN4] = "Zen 4",
+};
+
+static struct pmu_amd_info pmu_amd_info;
+static enum pmu_amd_ovf pmu_amd_ovf;
+static struct perfmon_dev pmu_amd_dev;
+
+/* Allocation state, under perfmon's device lock. */
+static uint32_t pmu_amd_used;
+static unsigned int pmu_amd_slot[PMU_AMD_MAX_COUNTERS];
+
+static uint64_t pmu_amd_start_gap;
+
+/*
+ * What this CPU's control registers hold, as the driver wrote them: the
+ * driver never reads them back. active: counters started and not
+ * stopped; global_ctl: PerfCntrGlobalCtl (PerfMonV2); evtsel: each
+ * active counter's PerfEvtSel, which the top-bit overflow path restores
+ * after re-arming the counter. Local: start, stop, overflow_consume and
+ * the PMI run with interrupts disabled.
+ */
+struct pmu_amd_cpu {
+    uint32_t active;
+    uint64_t global_ctl;
+    uint64_t evtsel[PMU_AMD_MAX_COUNTERS];
+};
+
+static struct pmu_amd_cpu pmu_amd_cpu __percpu;
+
+static struct syscnt pmu_amd_sc_pmis __percpu;
+static struct syscnt pmu_amd_sc_spurious __percpu;
+static struct syscnt pmu_amd_sc_giveups __percpu;
+
+const struct pmu_amd_info *
+pmu_amd_get_info(void)
+{
+    return &pmu_amd_info;
+}
+
+enum pmu_amd_ovf
+pmu_amd_get_ovf_mode(void)
+{
+    return pmu_amd_ovf;
+}
+
+const char *
+pmu_amd_gen_name(enum pmu_amd_gen gen)
+{
+    if ((unsigned int)gen >= ARRAY_SIZE(pmu_amd_gen_names)) {
+        return "?";
+    }
+
+    return pmu_amd_gen_names[gen];
+}
+
+uint64_t
+pmu_amd_generic_code(enum pmu_amd_gen gen, unsigned int perfmon_id)
+{
+    if (gen == PMU_AMD_GEN_NONE
+        || (unsigned int)gen >= ARRAY_SIZE(pmu_amd_events)
+        || perfmon_id >= PERFMON_NR_GENERIC_EVENTS) {
+        return 0;
+    }
+
+    return pmu_amd_events[gen][perfmon_id];
+}
+
+uint64_t
+pmu_amd_nr_pmis(unsigned int cpu)
+{
+    return syscnt_read(percpu_ptr(pmu_amd_sc_pmis, cpu));
+}
+
+uint64_t
+pmu_amd_nr_spurious(unsigned int cpu)
+{
+    return syscnt_read(percpu_ptr(pmu_amd_sc_spurious, cpu));
+}
+
+uint64_t
+pmu_amd_nr_pmi_giveups(unsigned int cpu)
+{
+    return syscnt_read(percpu_ptr(pmu_amd_sc_giveups, cpu));
+}
+
+/* ------------------------------------------------------------------ */
+/* Detection                                                           */
+/* ------------------------------------------------------------------ */
+
+/* CPUID 0 vendor strings, as EBX, EDX, ECX. */
+static bool
+pmu_amd_vendor_is_amd(uint32_t ebx, uint32_t ecx, uint32_t edx)
+{
+    /* "AuthenticAMD" */
+    if (ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163) {
+        return true;
+    }
+
+    /* "HygonGenuine": Zen 1 derived, driven with the same registers. */
+    return ebx == 0x6f677948 && edx == 0x6e65476e && ecx == 0x656e6975;
+}
+
+/*
+ * The event table of a family and model. Zen models of family 17h and
+ * 19h per the PPRs' CPUID tables: 17h 30h-4Fh, 60h-7Fh, 90h-91h and
+ * A0h-AFh are Zen 2, the rest Zen 1; 19h 10h-1Fh and 60h-AFh are Zen 4,
+ * the rest Zen 3, whose generic events are Zen 2's. Hygon's family 18h is
+ * given Zen 1's table, an assumption from its Zen 1 lineage, not checked
+ * against a Hygon document.
+ */
+static enum pmu_amd_gen
+pmu_amd_gen_of(unsigned int family, unsigned int model)
+{
+    if (family < 6) {
+        return PMU_AMD_GEN_NONE;
+    }
+
+    if (family < 0x17) {
+        return PMU_AMD_GEN_K7;
+    }
+
+    if (family == 0x17) {
+        if ((model >= 0x30 && model <= 0x4f)
+            || (model >= 0x60 && model <= 0x7f)
+            || (model >= 0x90 && model <= 0x91)
+            || (model >= 0xa0 && model <= 0xaf)) {
+            return PMU_AMD_GEN_ZEN2;
+        }
+
+        return PMU_AMD_GEN_ZEN1;
+    }
+
+    if (family == 0x18) {
+        return PMU_AMD_GEN_ZEN1;
+    }
+
+    if (family == 0x19) {
+        if ((model >= 0x10 && model <= 0x1f)
+            || (model >= 0x60 && model <= 0xaf)) {
+            return PMU_AMD_GEN_ZEN4;
+        }
+
+        return PMU_AMD_GEN_ZEN2;
+    }
+
+    return PMU_AMD_GEN_ZEN4;
+}
+
+void
+pmu_amd_detect(struct pmu_amd_info *info)
+{
+    uint32_t eax, ebx, ecx, edx, ext_max;
+
+    *info = (struct pmu_amd_info){ 0 };
+    cpu_cpuid(0, 0, &eax, &ebx, &ecx, &edx);
+
+    if (eax < 1 || !pmu_amd_vendor_is_amd(ebx, ecx, edx)) {
+        return;
+    }
+
+    /* Family = base + extended when base is 0Fh; model likewise. */
+    cpu_cpuid(1, 0, &eax, &ebx, &ecx, &edx);
+    info->family = (eax >> 8) & 0xf;
+    info->model = (eax >> 4) & 0xf;
+
+    if (info->family == 0xf) {
+        info->family += (eax >> 20) & 0xff;
+        info->model |= ((eax >> 16) & 0xf) << 4;
+    }
+
+    info->gen = pmu_amd_gen_of(info->family, info->model);
+
+    if (info->gen == PMU_AMD_GEN_NONE) {
+        return;
+    }
+
+    /* The legacy counters have no CPUID bit: the probe decides. */
+    info->nr_counters = PMU_AMD_LEGACY_NR;
+    cpu_cpuid(PMU_AMD_CPUID_EXT_MAX, 0, &ext_max, &ebx, &ecx, &edx);
+
+    if (ext_max < PMU_AMD_CPUID_EXT_FEATURES || ext_max > 0x8000ffffU) {
+        return;
+    }
+
+    cpu_cpuid(PMU_AMD_CPUID_EXT_FEATURES, 0, &eax, &ebx, &ecx, &edx);
+
+    if (!(ecx & PMU_AMD_EXT_ECX_PERFCTR_CORE)) {
+        return;
+    }
+
+    info->ext_core = true;
+    info->nr_counters = PMU_AMD_EXT_CORE_NR;
+
+    if (ext_max < PMU_AMD_CPUID_EXT_PERFMON) {
+        return;
+    }
+
+    /*
+     * PerfMonV2 counts the core counters itself, and a guest may get
+     * fewer than six. A leaf that claims version 2 with no counter is
+     * not believed: the six PerfCtrExtCore counters are used without the
+     * global registers.
+     */
+    cpu_cpuid(PMU_AMD_CPUID_EXT_PERFMON, 0, &eax, &ebx, &ecx, &edx);
+
+    if ((eax & PMU_AMD_PERFMON_EAX_V2)
+        && (ebx & PMU_AMD_PERFMON_EBX_NR_CORE) != 0) {
+        info->perfmon_v2 = true;
+        info->nr_counters = ebx & PMU_AMD_PERFMON_EBX_NR_CORE;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Registers                                                           */
+/* ------------------------------------------------------------------ */
+
+static uint32_t
+pmu_amd_msr_ctl(unsigned int n)
+{
+    return pmu_amd_info.ext_core ? PMU_AMD_MSR_CTL(n)
+                                 : PMU_AMD_MSR_LEGACY_CTL(n);
+}
+
+static uint32_t
+pmu_amd_msr_ctr(unsigned int n)
+{
+    return pmu_amd_info.ext_core ? PMU_AMD_MSR_CTR(n)
+                                 : PMU_AMD_MSR_LEGACY_CTR(n);
+}
+
+/* Global control and status bits of the counters that exist. */
+static uint64_t
+pmu_amd_counter_bits(void)
+{
+    return (1ULL << pmu_amd_info.nr_counters) - 1;
+}
+
+/* The width perfmon counts: bit 47 is the flag in top-bit mode. */
+static unsigned int
+pmu_amd_width(void)
+{
+    return (pmu_amd_ovf == PMU_AMD_OVF_TOP_BIT) ? PMU_AMD_TOP_BIT_WIDTH
+                                                : PMU_AMD_WIDTH;
+}
+
+static uint64_t
+pmu_amd_width_mask(void)
+{
+    return (1ULL << pmu_amd_width()) - 1;
+}
+
+/* ------------------------------------------------------------------ */
+/* perfmon device operations                                           */
+/* ------------------------------------------------------------------ */
+
+static bool
+pmu_amd_has_pmi(void)
+{
+    return pmu_amd_ovf != PMU_AMD_OVF_POLL;
+}
+
+static uint64_t
+pmu_amd_ring_bits(unsigned int flags)
+{
+    return ((flags & PERFMON_EF_KERN) ? PMU_AMD_EVTSEL_OS : 0)
+           | ((flags & PERFMON_EF_USER) ? PMU_AMD_EVTSEL_USR : 0);
+}
+
+static int
+pmu_amd_translate(uint64_t *configp, unsigned int id, unsigned int flags)
+{
+    /* Checked as 64 bits: event select 11:8 is bits 35:32. */
+    uint64_t code = id;
+
+    if (flags & PERFMON_EF_RAW) {
+        if ((code & ~PMU_AMD_RAW_ALLOWED) != 0) {
+            return EINVAL;
+        }
+
+        /* Invert only means something with a counter mask. */
+        if ((code & PMU_AMD_EVTSEL_INV) && !(code & PMU_AMD_EVTSEL_CMASK)) {
+            return EINVAL;
+        }
+
+        *configp = code | pmu_amd_ring_bits(flags);
+        return 0;
+    }
+
+    if (id >= PERFMON_NR_GENERIC_EVENTS) {
+        return EINVAL;
+    }
+
+    code = pmu_amd_generic_code(pmu_amd_info.gen, id);
+
+    if (code == 0) {
+        return ENODEV;
+    }
+
+    *configp = code | pmu_amd_ring_bits(flags);
+    return 0;
+}
+
+static int
+pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp,
+              unsigned int pmc_index, uint64_t config)
+{
+    uint32_t avail = (uint32_t)pmu_amd_counter_bits() & ~pmu_amd_used;
+    unsigned int n;
+
+    (void)config;
+
+    if (avail == 0) {
+        return EAGAIN;
+    }
+
+    n = __builtin_ctz(avail);
+    pmu_amd_used |= 1U << n;
+    pmu_amd_slot[n] = pmc_index;
+    *pmc_idp = n;
+    *widthp = pmu_amd_width();
+    return 0;
+}
+
+static void
+pmu_amd_free(unsigned int pmc_id)
+{
+    pmu_amd_used &= ~(1U << pmc_id);
+}
+
+/*
+ * The value a counter starts from: zero or start_gap events before the
+ * wrap perfmon sees, with the flag bit set in top-bit mode.
+ */
+static uint64_t
+pmu_amd_start_value(void)
+{
+    uint64_t value = -pmu_amd_start_gap & pmu_amd_width_mask();
+
+    if (pmu_amd_ovf == PMU_AMD_OVF_TOP_BIT) {
+        value |= PMU_AMD_TOP_BIT;
+    }
+
+    return value;
+}
+
+/*
+ * Program and enable. A stopped counter has PerfEvtSel 0 and, with
+ * PerfMonV2, its global enable bit clear (setup and stop leave it so), so
+ * the counter and its status can be written without EN to clear first;
+ * PerfEvtSel goes last but for the global enable, which starts it.
+ */
+static uint64_t
+pmu_amd_start(unsigned int pmc_id, uint64_t config)
+{
+    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+    uint64_t bit = 1ULL << pmc_id;
+    uint64_t value = pmu_amd_start_value();
+    uint64_t evtsel = config | PMU_AMD_EVTSEL_EN
+                      | (pmu_amd_has_pmi() ? PMU_AMD_EVTSEL_INT : 0);
+
+    cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
+
+    if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
+    }
+
+    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), evtsel);
+    cpu->evtsel[pmc_id] = evtsel;
+    cpu->active |= (uint32_t)bit;
+
+    if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
+        cpu->global_ctl |= bit;
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctl);
+    }
+
+    return value;
+}
+
+static void
+pmu_amd_stop(unsigned int pmc_id)
+{
+    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+    uint64_t bit = 1ULL << pmc_id;
+
+    if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
+        cpu->global_ctl &= ~bit;
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctl);
+    }
+
+    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), 0);
+    cpu->evtsel[pmc_id] = 0;
+    cpu->active &= ~(uint32_t)bit;
+
+    /*
+     * An overflow of this use must not be reported to the next one: the
+     * status bit is cleared here; in top-bit mode the flag stays clear
+     * in a stopped counter, which no handler looks at, and start sets
+     * it again.
+     */
+    if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
+    }
+}
+
+static uint64_t
+pmu_amd_read(unsigned int pmc_id)
+{
+    return cpu_get_msr(pmu_amd_msr_ctr(pmc_id)) & PMU_AMD_COUNTER_MASK;
+}
+
+/*
+ * Top-bit mode: set the flag of a counter that wrapped, keeping what it
+ * counted. The counter is stopped meanwhile (PerfEvtSel EN clear), so
+ * that nothing it counts between the read and the write is lost; the few
+ * events in that window go uncounted, as by any stopped counter.
+ */
+static void
+pmu_amd_rearm(unsigned int pmc_id)
+{
+    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+    uint32_t ctr = pmu_amd_msr_ctr(pmc_id);
+    uint64_t value;
+
+    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), 0);
+    value = cpu_get_msr(ctr) & PMU_AMD_COUNTER_MASK;
+    cpu_set_msr(ctr, value | PMU_AMD_TOP_BIT);
+    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), cpu->evtsel[pmc_id]);
+}
+
+/* Top-bit mode: a counter whose flag reads 0 wrapped unreported. */
+static bool
+pmu_amd_top_bit_cleared(unsigned int pmc_id)
+{
+    return !(cpu_get_msr(pmu_amd_msr_ctr(pmc_id)) & PMU_AMD_TOP_BIT);
+}
+
+/* Take back an overflow the PMI has not reported yet. */
+static bool
+pmu_amd_overflow_consume(unsigned int pmc_id)
+{
+    uint64_t bit = 1ULL << pmc_id;
+
+    if (pmu_amd_ovf == PMU_AMD_OVF_TOP_BIT) {
+        if (!pmu_amd_top_bit_cleared(pmc_id)) {
+            return false;
+        }
+
+        pmu_amd_rearm(pmc_id);
+        return true;
+    }
+
+    if (pmu_amd_ovf != PMU_AMD_OVF_GLOBAL
+        || !(cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & bit)) {
+        return false;
+    }
+
+    cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
+    return true;
+}
+
+/* Report each counter of mask that is in use to perfmon. */
+static void
+pmu_amd_report(uint64_t mask)
+{
+    while (mask != 0) {
+        unsigned int n = __builtin_ctzll(mask);
+
+        mask &= mask - 1;
+
+        if (pmu_amd_used & (1U << n)) {
+            perfmon_report_overflow(&pmu_amd_dev, pmu_amd_slot[n]);
+        }
+    }
+}
+
+/*
+ * PerfMonV2 PMI: stop counting, acknowledge exactly the counter bits
+ * seen, report each, and loop while new bits appear, then count again.
+ * Status bits besides the counters' (LBR frozen, bits some microcode sets
+ * in error) are neither reported nor written to the clear register,
+ * which some hypervisors fault on for bits they do not know. As with
+ * counting stopped a counter overflows at most once per PMI, each is
+ * reported once; bits that stay after the last pass are forced clear.
+ */
+static void
+pmu_amd_global_intr(void)
+{
+    uint64_t counters = pmu_amd_counter_bits();
+    uint64_t status, reported = 0;
+
+    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, 0);
+    status = cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & counters;
+
+    if (status == 0) {
+        syscnt_inc(cpu_local_ptr(pmu_amd_sc_spurious));
+    }
+
+    for (unsigned int loops = 0; status != 0; loops++) {
+        if (loops == PMU_AMD_PMI_MAX_LOOPS) {
+            cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, counters);
+            syscnt_inc(cpu_local_ptr(pmu_amd_sc_giveups));
+            break;
+        }
+
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, status);
+        pmu_amd_report(status & ~reported);
+        reported |= status;
+        status = cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & counters;
+    }
+
+    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL,
+                cpu_local_var(pmu_amd_cpu).global_ctl);
+}
+
+/*
+ * PMI without PerfMonV2: no status register, so every active counter is
+ * read and those whose flag is clear are re-armed and reported, once each
+ * (a re-armed counter cannot wrap again within a handler: that takes
+ * 2^47 events).
+ */
+static void
+pmu_amd_top_bit_intr(void)
+{
+    uint32_t active = cpu_local_var(pmu_amd_cpu).active;
+    uint64_t wrapped = 0;
+
+    for (uint32_t mask = active; mask != 0; mask &= mask - 1) {
+        unsigned int n = __builtin_ctz(mask);
+
+        if (pmu_amd_top_bit_cleared(n)) {
+            pmu_amd_rearm(n);
+            wrapped |= 1ULL << n;
+        }
+    }
+
+    if (wrapped == 0) {
+        syscnt_inc(cpu_local_ptr(pmu_amd_sc_spurious));
+    }
+
+    pmu_amd_report(wrapped);
+}
+
+/*
+ * The PMI. AMD CPUs do not mask the LVT entry on delivery, but some
+ * hypervisors did (KVM, 2023 to 2024): unmasking it again is one write
+ * that keeps the PMI alive there.
+ */
+static void
+pmu_amd_handle_overflow_intr(void)
+{
+    syscnt_inc(cpu_local_ptr(pmu_amd_sc_pmis));
+
+    if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
+        pmu_amd_global_intr();
+    } else {
+        pmu_amd_top_bit_intr();
+    }
+
+    lapic_pmc_unmask();
+}
+
+static const struct perfmon_dev_ops pmu_amd_ops = {
+    .translate = pmu_amd_translate,
+    .alloc = pmu_amd_alloc,
+    .free = pmu_amd_free,
+    .start = pmu_amd_start,
+    .stop = pmu_amd_stop,
+    .read = pmu_amd_read,
+    .overflow_consume = pmu_amd_overflow_consume,
+    .handle_overflow_intr = pmu_amd_handle_overflow_intr,
+};
+
+int
+pmu_amd_set_start_gap(uint64_t gap)
+{
+    if ((gap != 0 && gap < PMU_AMD_START_GAP_MIN)
+        || gap > pmu_amd_width_mask()) {
+        return EINVAL;
+    }
+
+    pmu_amd_start_gap = gap;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup                                                               */
+/* ------------------------------------------------------------------ */
+
+/* Write value to msr and read it back; on error, name msr in *msrp. */
+static int
+pmu_amd_probe_msr(uint32_t msr, uint64_t value, uint32_t *msrp)
+{
+    uint64_t readback;
+    int error;
+
+    *msrp = msr;
+    error = cpu_set_msr_safe(msr, value);
+
+    if (error) {
+        return error;
+    }
+
+    error = cpu_get_msr_safe(msr, &readback);
+
+    if (error) {
+        return error;
+    }
+
+    return (readback == value) ? 0 : ENODEV;
+}
+
+/*
+ * Prove the registers before trusting them: the legacy counters have no
+ * CPUID bit at all, and a hypervisor with its PMU off may make them read
+ * 0 and drop writes, or fault on the extended and global ones. Through
+ * the safe accessors: the global control (PerfMonV2) written 0, so that
+ * nothing counts; the first and the last counter's control and counter
+ * written and read back, then left 0; the global status read and a clear
+ * of nothing written. Return 0, or EIO (an access faulted) or ENODEV (a
+ * value did not stick) with the MSR in *msrp. Boot CPU.
+ */
+static int
+pmu_amd_probe(uint32_t *msrp)
+{
+    unsigned int ends[2] = { 0, pmu_amd_info.nr_counters - 1 };
+    uint64_t status;
+    int error;
+
+    if (pmu_amd_info.perfmon_v2) {
+        error = pmu_amd_probe_msr(PMU_AMD_MSR_GLOBAL_CTL, 0, msrp);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(ends); i++) {
+        uint32_t ctl = pmu_amd_msr_ctl(ends[i]);
+        uint32_t ctr = pmu_amd_msr_ctr(ends[i]);
+
+        error = pmu_amd_probe_msr(ctl, PMU_AMD_PROBE_EVTSEL, msrp);
+        error = error ? error : pmu_amd_probe_msr(ctl, 0, msrp);
+        error = error ? error : pmu_amd_probe_msr(ctr, PMU_AMD_PROBE_COUNT,
+                                                  msrp);
+        error = error ? error : pmu_amd_probe_msr(ctr, 0, msrp);
+
+        if (error) {
+            return error;
+        }
+    }
+
+    if (!pmu_amd_info.perfmon_v2) {
+        return 0;
+    }
+
+    *msrp = PMU_AMD_MSR_GLOBAL_STATUS;
+    error = cpu_get_msr_safe(PMU_AMD_MSR_GLOBAL_STATUS, &status);
+
+    if (error) {
+        return error;
+    }
+
+    *msrp = PMU_AMD_MSR_GLOBAL_STATUS_CLR;
+    return cpu_set_msr_safe(PMU_AMD_MSR_GLOBAL_STATUS_CLR, 0);
+}
+
+/*
+ * Put the calling CPU's PMU in a known, idle state. Firmware, an earlier
+ * kernel or a rebooted guest (QEMU does not reset these MSRs) may leave
+ * counters enabled, and PerfCntrGlobalCtl comes out of reset with every
+ * counter enabled. With PerfCtrExtCore, the legacy controls are cleared
+ * too: whether they alias the first four extended counters on hardware
+ * is not documented here, and a hypervisor does alias them.
+ */
+static void
+pmu_amd_setup_local(void *arg)
+{
+    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+
+    (void)arg;
+
+    if (pmu_amd_info.perfmon_v2) {
+        cpu->global_ctl = 0;
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, 0);
+    }
+
+    for (unsigned int n = 0; n < pmu_amd_info.nr_counters; n++) {
+        cpu_set_msr(pmu_amd_msr_ctl(n), 0);
+        cpu->evtsel[n] = 0;
+    }
+
+    if (pmu_amd_info.ext_core) {
+        for (unsigned int n = 0; n < PMU_AMD_LEGACY_NR; n++) {
+            cpu_set_msr(PMU_AMD_MSR_LEGACY_CTL(n), 0);
+        }
+    }
+
+    cpu->active = 0;
+
+    if (pmu_amd_info.perfmon_v2) {
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, pmu_amd_counter_bits());
+    }
+
+    if (pmu_amd_has_pmi()) {
+        lapic_pmc_setup(TRAP_PMI);
+    }
+}
+
+static const char *
+pmu_amd_ovf_name(void)
+{
+    switch (pmu_amd_ovf) {
+    case PMU_AMD_OVF_GLOBAL:
+        return "PMI, global status";
+    case PMU_AMD_OVF_TOP_BIT:
+        return "PMI, counter top bit";
+    default:
+        return "polled";
+    }
+}
+
+static int
+pmu_amd_setup(void)
+{
+    struct pmu_amd_info *info = &pmu_amd_info;
+    char name[SYSCNT_NAME_SIZE];
+    struct perfmon_dev *other;
+    uint32_t msr;
+    int error;
+
+    pmu_amd_detect(info);
+
+    if (info->nr_counters == 0) {
+        log_debug("pmu_amd: not an AMD CPU of family 6 or later");
+        return 0;
+    }
+
+    other = perfmon_get_dev(false);
+
+    if (other != NULL) {
+        log_info("pmu_amd: %s drives the hardware PMU already", other->name);
+        return 0;
+    }
+
+    if (arg_is_set("pmu_amd.pmi", "0")) {
+        pmu_amd_ovf = PMU_AMD_OVF_POLL;
+    } else if (info->perfmon_v2) {
+        pmu_amd_ovf = PMU_AMD_OVF_GLOBAL;
+    } else {
+        pmu_amd_ovf = PMU_AMD_OVF_TOP_BIT;
+    }
+
+    error = pmu_amd_probe(&msr);
+
+    if (error) {
+        log_warning("pmu_amd: family %xh: MSR 0x%x %s: no PMU (a "
+                    "hypervisor without one?), software events only",
+                    info->family, msr,
+                    (error == EIO) ? "faults" : "ignores writes");
+        info->nr_counters = 0;
+        return 0;
+    }
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        snprintf(name, sizeof(name), "pmu_amd_pmis/%u", cpu);
+        syscnt_register(percpu_ptr(pmu_amd_sc_pmis, cpu), name);
+        snprintf(name, sizeof(name), "pmu_amd_spurious/%u", cpu);
+        syscnt_register(percpu_ptr(pmu_amd_sc_spurious, cpu), name);
+        snprintf(name, sizeof(name), "pmu_amd_pmi_giveup/%u", cpu);
+        syscnt_register(percpu_ptr(pmu_amd_sc_giveups, cpu), name);
+    }
+
+    xcall_broadcast(pmu_amd_setup_local, NULL);
+
+    pmu_amd_dev.name = "pmu_amd";
+    pmu_amd_dev.ops = &pmu_amd_ops;
+    pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
+    pmu_amd_dev.nr_pmcs = info->nr_counters;
+    pmu_amd_dev.min_width = pmu_amd_width();
+    pmu_amd_dev.max_rate = cpu_get_freq() / CLOCK_HZ
+                           * PMU_AMD_MAX_EVENTS_PER_CYCLE;
+    pmu_amd_dev.sw = false;
+    error = perfmon_register(&pmu_amd_dev);
+
+    if (error) {
+        log_err("pmu_amd: registration failed: %s", errno_name(error));
+        return error;
+    }
+
+    log_info("pmu_amd: family %xh model %xh (%s events), %u counters of "
+             "%u bits (%s), %s", info->family, info->model,
+             pmu_amd_gen_name(info->gen), info->nr_counters, PMU_AMD_WIDTH,
+             info->perfmon_v2 ? "PerfMonV2"
+                              : (info->ext_core ? "PerfCtrExtCore"
+                                                : "legacy"),
+             pmu_amd_ovf_name());
+    return 0;
+}
+
+/*
+ * After the Intel driver, so that the order is fixed: on an AMD CPU its
+ * leaf 0AH is absent and it registers nothing; should a hypervisor
+ * expose that leaf anyway, the driver that registered first keeps the
+ * PMU and this one steps aside (see pmu_amd_setup).
+ */
+INIT_OP_DECLARE(pmu_intel_setup);
+
+INIT_OP_DEFINE(pmu_amd_setup,
+               INIT_OP_DEP(perfmon_setup, true),
+               INIT_OP_DEP(pmu_intel_setup, false),
+               INIT_OP_DEP(xcall_setup, true));

@@ -1,0 +1,909 @@
+/*
+ * Host tests of the AMD PMU driver (arch/x86/machine/pmu_amd.c) through
+ * perfmon (kern/perfmon.c), both compiled unchanged, against the register
+ * model of pmu_model_amd.c in the single-CPU environment of host_env.c.
+ *
+ * One PMU per binary (perfmon registers one device per process), chosen
+ * by PMU_TEST_CONFIG:
+ *   1  legacy: family 10h, four legacy counters, PMI by the top bit.
+ *   2  extcore: Zen 1 (17h model 01h), six PerfCtrExtCore counters, PMI
+ *      by the top bit.
+ *   3  v2: Zen 3 (19h model 01h) under a hypervisor exposing PerfMonV2
+ *      with five counters, whose PMI masks the LVT entry (KVM's bug).
+ *   4  zen4: 19h model 11h, PerfMonV2 with six counters.
+ *   5  poll: Zen 2 (17h model 31h), PerfCtrExtCore, pmu_amd.pmi=0.
+ *
+ * Expected event codes come from the tables below, written from the PPRs
+ * (and the facts sheet quoting them), not from the driver.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <kern/arg.h>
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/perfmon.h>
+#include <kern/syscnt.h>
+#include <kern/thread.h>
+#include <machine/cpu.h>
+#include <machine/pmu_amd.h>
+#include <machine/trap.h>
+
+#include "host_env.h"
+#include "host_test.h"
+#include "pmu_model_amd.h"
+
+#define PMU_TEST_CYCLES         MODEL_AMD_EV_CYCLES
+#define PMU_TEST_INSTRUCTIONS   MODEL_AMD_EV_INSTRUCTIONS
+
+#if PMU_TEST_CONFIG == 1
+
+#define PMU_TEST_NR             4
+#define PMU_TEST_OVF            PMU_AMD_OVF_TOP_BIT
+#define PMU_TEST_GEN            PMU_AMD_GEN_K7
+static const struct model_amd_config pmu_test_config = {
+    .family = 0x10, .model = 0x02, .ext_max = 0x8000001b,
+};
+
+#elif PMU_TEST_CONFIG == 2
+
+#define PMU_TEST_NR             6
+#define PMU_TEST_OVF            PMU_AMD_OVF_TOP_BIT
+#define PMU_TEST_GEN            PMU_AMD_GEN_ZEN1
+static const struct model_amd_config pmu_test_config = {
+    .family = 0x17, .model = 0x01, .ext_max = 0x8000001f, .ext_core = true,
+};
+
+#elif PMU_TEST_CONFIG == 3
+
+#define PMU_TEST_NR             5
+#define PMU_TEST_OVF            PMU_AMD_OVF_GLOBAL
+#define PMU_TEST_GEN            PMU_AMD_GEN_ZEN2
+static const struct model_amd_config pmu_test_config = {
+    .family = 0x19, .model = 0x01, .ext_max = 0x80000022, .ext_core = true,
+    .perfmon_v2 = true, .v2_nr = 5, .lvt_masks = true,
+};
+
+#elif PMU_TEST_CONFIG == 4
+
+#define PMU_TEST_NR             6
+#define PMU_TEST_OVF            PMU_AMD_OVF_GLOBAL
+#define PMU_TEST_GEN            PMU_AMD_GEN_ZEN4
+static const struct model_amd_config pmu_test_config = {
+    .family = 0x19, .model = 0x11, .ext_max = 0x80000028, .ext_core = true,
+    .perfmon_v2 = true, .v2_nr = 6,
+};
+
+#elif PMU_TEST_CONFIG == 5
+
+#define PMU_TEST_NR             6
+#define PMU_TEST_OVF            PMU_AMD_OVF_POLL
+#define PMU_TEST_GEN            PMU_AMD_GEN_ZEN2
+#define PMU_TEST_CMDLINE_PMI_OFF
+static const struct model_amd_config pmu_test_config = {
+    .family = 0x17, .model = 0x31, .ext_max = 0x80000020, .ext_core = true,
+};
+
+#else
+#error "PMU_TEST_CONFIG must be 1 to 5"
+#endif
+
+#define PMU_TEST_HAS_PMI        (PMU_TEST_OVF != PMU_AMD_OVF_POLL)
+#define PMU_TEST_V2             (PMU_TEST_OVF == PMU_AMD_OVF_GLOBAL)
+#define PMU_TEST_WIDTH          ((PMU_TEST_OVF == PMU_AMD_OVF_TOP_BIT)   \
+                                 ? 47 : 48)
+#define PMU_TEST_PERIOD         (1ULL << PMU_TEST_WIDTH)
+#define PMU_TEST_TOP_BIT        (1ULL << 47)
+/* Half the time 2^48 events take at 100 per cycle at 1 GHz, in ticks. */
+#define PMU_TEST_POLL_TICKS     ((PMU_TEST_OVF == PMU_AMD_OVF_POLL)      \
+                                 ? 140737 : 0)
+
+#define PMU_TEST_MAX_EVENTS     16
+#define PMU_TEST_MAX_THREADS    2
+
+/* Generic events per generation (PPR core PMC tables); 0: none. */
+static const uint64_t pmu_test_generic[][PERFMON_NR_GENERIC_EVENTS] = {
+    [PMU_AMD_GEN_K7] = {
+        MODEL_AMD_EV_CYCLES, 0, MODEL_AMD_EV_INSTRUCTIONS,
+        MODEL_AMD_EV_K7_DC_REFILL_L2, MODEL_AMD_EV_K7_DC_REFILL_SYS,
+        MODEL_AMD_EV_BRANCHES, MODEL_AMD_EV_BRANCH_MISSES,
+    },
+    [PMU_AMD_GEN_ZEN1] = {
+        MODEL_AMD_EV_CYCLES, 0, MODEL_AMD_EV_INSTRUCTIONS,
+        MODEL_AMD_EV_ZEN_L2_REQUESTS, MODEL_AMD_EV_ZEN_L2_MISSES,
+        MODEL_AMD_EV_BRANCHES, MODEL_AMD_EV_BRANCH_MISSES,
+    },
+    [PMU_AMD_GEN_ZEN2] = {
+        MODEL_AMD_EV_CYCLES, 0, MODEL_AMD_EV_INSTRUCTIONS,
+        MODEL_AMD_EV_ZEN_L2_REQUESTS, MODEL_AMD_EV_ZEN_L2_MISSES,
+        MODEL_AMD_EV_BRANCHES, MODEL_AMD_EV_BRANCH_MISSES,
+    },
+    [PMU_AMD_GEN_ZEN4] = {
+        MODEL_AMD_EV_CYCLES, MODEL_AMD_EV_ZEN4_P0_CYCLES,
+        MODEL_AMD_EV_INSTRUCTIONS, MODEL_AMD_EV_ZEN_L2_REQUESTS,
+        MODEL_AMD_EV_ZEN_L2_MISSES, MODEL_AMD_EV_BRANCHES,
+        MODEL_AMD_EV_BRANCH_MISSES,
+    },
+};
+
+/* The Intel driver's init op, which pmu_amd_setup orders itself after. */
+const struct init_op init_op_pmu_intel_setup = { .name = "pmu_intel_setup" };
+
+/* The command line, as kern/arg.c would parse it. */
+bool
+arg_is_set(const char *key, const char *value)
+{
+#ifdef PMU_TEST_CMDLINE_PMI_OFF
+    return strcmp(key, "pmu_amd.pmi") == 0 && strcmp(value, "0") == 0;
+#else
+    (void)key;
+    (void)value;
+    return false;
+#endif
+}
+
+static bool pmu_test_booted;
+static int pmu_test_setup_error;
+static unsigned int pmu_test_boot_faults;
+static struct perfmon_event pmu_test_events[PMU_TEST_MAX_EVENTS];
+static unsigned int pmu_test_nr_events;
+static struct thread pmu_test_threads[PMU_TEST_MAX_THREADS];
+static unsigned int pmu_test_nr_threads;
+
+static uint32_t
+pmu_test_msr_ctl(unsigned int n)
+{
+    return pmu_test_config.ext_core ? MODEL_AMD_MSR_CTL(n)
+                                    : MODEL_AMD_MSR_LEGACY_CTL(n);
+}
+
+static uint32_t
+pmu_test_msr_ctr(unsigned int n)
+{
+    return pmu_test_config.ext_core ? MODEL_AMD_MSR_CTR(n)
+                                    : MODEL_AMD_MSR_LEGACY_CTR(n);
+}
+
+/* State firmware, an earlier kernel or a rebooted guest leaves. */
+static void
+pmu_test_dirty_pmu(void)
+{
+    model_amd_poke(pmu_test_msr_ctl(0), MODEL_AMD_EVTSEL_EN
+                   | MODEL_AMD_EVTSEL_OS | MODEL_AMD_EVTSEL_INT
+                   | PMU_TEST_CYCLES);
+    model_amd_poke(pmu_test_msr_ctl(PMU_TEST_NR - 1), MODEL_AMD_EVTSEL_EN
+                   | MODEL_AMD_EVTSEL_USR | PMU_TEST_INSTRUCTIONS);
+    model_amd_poke(MODEL_AMD_MSR_LEGACY_CTL(3), MODEL_AMD_EVTSEL_EN
+                   | MODEL_AMD_EVTSEL_OS | PMU_TEST_CYCLES);
+
+    if (PMU_TEST_V2) {
+        model_amd_poke(MODEL_AMD_MSR_GLOBAL_STATUS, 0x3);
+    }
+}
+
+static void
+pmu_test_boot(void)
+{
+    if (pmu_test_booted) {
+        return;
+    }
+
+    pmu_test_booted = true;
+    model_amd_reset(&pmu_test_config);
+    pmu_test_dirty_pmu();
+    HOST_ASSERT_EQ(init_op_perfmon_setup.fn(), 0);
+    pmu_test_setup_error = init_op_pmu_amd_setup.fn();
+    pmu_test_boot_faults = model_amd_nr_faults();
+}
+
+static struct perfmon_dev *
+pmu_test_dev(void)
+{
+    struct perfmon_dev *dev = perfmon_get_dev(false);
+
+    HOST_ASSERT(dev != NULL);
+    return dev;
+}
+
+static void
+pmu_test_assert_no_fault(void)
+{
+    if (model_amd_nr_faults() != 0) {
+        HOST_FAIL("%u #GP, first: %s", model_amd_nr_faults(),
+                  model_amd_first_fault());
+    }
+
+    HOST_ASSERT_EQ(model_amd_nr_reserved_writes(), 0);
+}
+
+static void
+pmu_test_begin(void)
+{
+    pmu_test_boot();
+    host_env_recover();
+    model_amd_set_drift(0);
+    model_amd_set_stuck_status(0);
+
+    if (model_amd_pmi_take()) {
+        host_env_raise_trap(TRAP_PMI);
+    }
+
+    for (unsigned int i = 0; i < pmu_test_nr_threads; i++) {
+        struct thread *thread = &pmu_test_threads[i];
+
+        if (thread->perfmon_td.loaded_cpu != PERFMON_CPU_NONE) {
+            host_env_switch_out(thread);
+        }
+    }
+
+    for (unsigned int i = 0; i < pmu_test_nr_events; i++) {
+        if (perfmon_event_attached(&pmu_test_events[i])) {
+            perfmon_event_detach(&pmu_test_events[i]);
+        }
+    }
+
+    pmu_test_nr_events = 0;
+    pmu_test_nr_threads = 0;
+    pmu_amd_set_start_gap(0);
+    host_env_advance(PMU_TEST_POLL_TICKS);
+    model_amd_clear_faults();
+    pmu_test_dev();
+}
+
+/* The counter n is idle: no EN, no global enable. */
+static void
+pmu_test_assert_disabled(unsigned int n)
+{
+    HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctl(n)), 0);
+
+    if (PMU_TEST_V2) {
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_CTL)
+                       & (1ULL << n), 0);
+    }
+}
+
+static void
+pmu_test_end(void)
+{
+    pmu_test_assert_no_fault();
+    HOST_ASSERT(!model_amd_pmi_pending());
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(host_env_nr_locks_held(), 0);
+    HOST_ASSERT(cpu_intr_enabled());
+
+    for (unsigned int n = 0; n < PMU_TEST_NR; n++) {
+        pmu_test_assert_disabled(n);
+    }
+}
+
+static struct perfmon_event *
+pmu_test_event(unsigned int id, unsigned int flags)
+{
+    struct perfmon_event *event;
+
+    HOST_ASSERT(pmu_test_nr_events < PMU_TEST_MAX_EVENTS);
+    event = &pmu_test_events[pmu_test_nr_events++];
+    HOST_ASSERT_EQ(perfmon_event_init(event, id, flags), 0);
+    return event;
+}
+
+static struct perfmon_event *
+pmu_test_attach_cpu(unsigned int id, unsigned int flags)
+{
+    struct perfmon_event *event = pmu_test_event(id, flags);
+
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
+    return event;
+}
+
+static struct thread *
+pmu_test_thread(void)
+{
+    struct thread *thread;
+
+    HOST_ASSERT(pmu_test_nr_threads < PMU_TEST_MAX_THREADS);
+    thread = &pmu_test_threads[pmu_test_nr_threads++];
+    host_env_thread_init(thread);
+    return thread;
+}
+
+static uint64_t
+pmu_test_read(struct perfmon_event *event)
+{
+    uint64_t value = ~0ULL;
+
+    HOST_ASSERT_EQ(perfmon_event_get(event, &value), 0);
+    return value;
+}
+
+static unsigned int
+pmu_test_counter(const struct perfmon_event *event)
+{
+    return pmu_test_dev()->pmcs[perfmon_event_pmc_index(event)].pmc_id;
+}
+
+static uint64_t
+pmu_test_evtsel(uint64_t code, unsigned int flags)
+{
+    return code | MODEL_AMD_EVTSEL_EN
+           | (PMU_TEST_HAS_PMI ? MODEL_AMD_EVTSEL_INT : 0)
+           | ((flags & PERFMON_EF_KERN) ? MODEL_AMD_EVTSEL_OS : 0)
+           | ((flags & PERFMON_EF_USER) ? MODEL_AMD_EVTSEL_USR : 0);
+}
+
+static void
+pmu_test_assert_programmed(unsigned int n, uint64_t code, unsigned int flags)
+{
+    HOST_ASSERT(n < PMU_TEST_NR);
+    HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctl(n)),
+                   pmu_test_evtsel(code, flags));
+
+    if (PMU_TEST_V2) {
+        HOST_ASSERT(model_amd_msr(MODEL_AMD_MSR_GLOBAL_CTL) & (1ULL << n));
+    }
+}
+
+static void
+pmu_test_deliver_pmi(void)
+{
+    HOST_ASSERT(model_amd_pmi_take());
+    host_env_raise_trap(TRAP_PMI);
+}
+
+/* Let perfmon see the counters: the pending PMI, or the next poll. */
+static void
+pmu_test_catch_up(void)
+{
+    if (PMU_TEST_HAS_PMI) {
+        if (model_amd_pmi_pending()) {
+            pmu_test_deliver_pmi();
+        }
+    } else {
+        host_env_advance(PMU_TEST_POLL_TICKS);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup                                                               */
+/* ------------------------------------------------------------------ */
+
+HOST_TEST(setup_registers_device_and_idles_pmu)
+{
+    const struct pmu_amd_info *info;
+    struct perfmon_dev *dev;
+    uint64_t value;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_test_setup_error, 0);
+    HOST_ASSERT_EQ(pmu_test_boot_faults, 0);
+
+    info = pmu_amd_get_info();
+    HOST_ASSERT_EQ(info->family, pmu_test_config.family);
+    HOST_ASSERT_EQ(info->model, pmu_test_config.model);
+    HOST_ASSERT_EQ(info->gen, PMU_TEST_GEN);
+    HOST_ASSERT_EQ(info->ext_core, pmu_test_config.ext_core);
+    HOST_ASSERT_EQ(info->perfmon_v2, pmu_test_config.perfmon_v2);
+    HOST_ASSERT_EQ(info->nr_counters, PMU_TEST_NR);
+    HOST_ASSERT_EQ(pmu_amd_get_ovf_mode(), PMU_TEST_OVF);
+
+    dev = pmu_test_dev();
+    HOST_ASSERT_STREQ(dev->name, "pmu_amd");
+    HOST_ASSERT_EQ(dev->sw, false);
+    HOST_ASSERT_EQ(dev->nr_pmcs, PMU_TEST_NR);
+    HOST_ASSERT_EQ(dev->min_width, PMU_TEST_WIDTH);
+    HOST_ASSERT_EQ(dev->overflow_intr, PMU_TEST_HAS_PMI);
+    HOST_ASSERT_EQ(perfmon_dev_poll_ticks(dev), PMU_TEST_POLL_TICKS);
+
+    /* What firmware left running is off, legacy aliases included. */
+    for (unsigned int n = 0; n < PMU_TEST_NR; n++) {
+        pmu_test_assert_disabled(n);
+    }
+
+    for (unsigned int n = 0; n < 4; n++) {
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_LEGACY_CTL(n)), 0);
+    }
+
+    if (PMU_TEST_V2) {
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_CTL), 0);
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS), 0);
+    }
+
+    if (PMU_TEST_HAS_PMI) {
+        HOST_ASSERT_EQ(model_amd_lvt_pmc(), TRAP_PMI);
+    } else {
+        HOST_ASSERT(model_amd_lvt_pmc() & MODEL_AMD_LVT_MASKED);
+    }
+
+    value = ~0ULL;
+    HOST_ASSERT_EQ(syscnt_lookup("pmu_amd_pmis/0", &value), 0);
+    HOST_ASSERT_EQ(value, pmu_amd_nr_pmis(0));
+    pmu_test_end();
+}
+
+/* ------------------------------------------------------------------ */
+/* Events                                                              */
+/* ------------------------------------------------------------------ */
+
+HOST_TEST(generic_events_program_the_family_codes)
+{
+    unsigned int flags = PERFMON_EF_KERN | PERFMON_EF_USER;
+
+    pmu_test_begin();
+
+    for (unsigned int id = 0; id < PERFMON_NR_GENERIC_EVENTS; id++) {
+        uint64_t code = pmu_test_generic[PMU_TEST_GEN][id];
+        struct perfmon_event *event;
+
+        if (code == 0) {
+            HOST_ASSERT_EQ(perfmon_event_check(id, flags), ENODEV);
+            continue;
+        }
+
+        HOST_ASSERT_EQ(pmu_amd_generic_code(PMU_TEST_GEN, id), code);
+        event = pmu_test_attach_cpu(id, flags);
+        pmu_test_assert_programmed(pmu_test_counter(event), code, flags);
+        HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+        pmu_test_assert_disabled(pmu_test_counter(event));
+    }
+
+    pmu_test_end();
+}
+
+HOST_TEST(ring_flags_select_os_and_usr)
+{
+    static const unsigned int rings[] = {
+        PERFMON_EF_KERN, PERFMON_EF_USER, PERFMON_EF_KERN | PERFMON_EF_USER,
+    };
+
+    pmu_test_begin();
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(rings); i++) {
+        struct perfmon_event *event;
+
+        event = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, rings[i]);
+        pmu_test_assert_programmed(pmu_test_counter(event),
+                                   PMU_TEST_INSTRUCTIONS, rings[i]);
+        model_amd_retire(PMU_TEST_INSTRUCTIONS, 10, MODEL_AMD_RING_KERN);
+        model_amd_retire(PMU_TEST_INSTRUCTIONS, 1000, MODEL_AMD_RING_USER);
+        HOST_ASSERT_EQ(pmu_test_read(event),
+                       ((rings[i] & PERFMON_EF_KERN) ? 10 : 0)
+                       + ((rings[i] & PERFMON_EF_USER) ? 1000 : 0));
+        HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    }
+
+    pmu_test_end();
+}
+
+HOST_TEST(raw_codes_with_modifiers_are_programmed)
+{
+    /* Event 0xC0, unit mask 0x01, edge, counter mask 2 with invert. */
+    uint64_t code = 0xc0 | (0x01 << 8) | MODEL_AMD_EVTSEL_EDGE
+                    | MODEL_AMD_EVTSEL_INV | MODEL_AMD_EVTSEL_CMASK(2);
+    struct perfmon_event *event;
+
+    pmu_test_begin();
+    event = pmu_test_attach_cpu((unsigned int)code,
+                                PERFMON_EF_RAW | PERFMON_EF_KERN);
+    pmu_test_assert_programmed(pmu_test_counter(event), code,
+                               PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(refused_raw_codes_touch_no_register)
+{
+    static const uint32_t refused[] = {
+        0xc0 | (1U << 16),              /* USR */
+        0xc0 | (1U << 17),              /* OS */
+        0xc0 | (1U << 19),              /* reserved */
+        0xc0 | (1U << 20),              /* INT */
+        0xc0 | (1U << 21),              /* reserved */
+        0xc0 | (1U << 22),              /* EN */
+        0xc0 | (1U << 23),              /* invert without counter mask */
+    };
+    struct model_amd_regs before, after;
+    unsigned long writes;
+    const char *diff;
+
+    pmu_test_begin();
+    model_amd_snapshot(&before);
+    writes = model_amd_nr_all_writes();
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(refused); i++) {
+        struct perfmon_event *event;
+
+        HOST_ASSERT_EQ(perfmon_event_check(refused[i], PERFMON_EF_RAW
+                                                       | PERFMON_EF_KERN),
+                       EINVAL);
+        event = pmu_test_event(refused[i], PERFMON_EF_RAW | PERFMON_EF_KERN);
+        HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), EINVAL);
+    }
+
+    model_amd_snapshot(&after);
+    diff = model_amd_regs_diff(&before, &after);
+
+    if (diff != NULL) {
+        HOST_FAIL("a refused code changed a register: %s", diff);
+    }
+
+    HOST_ASSERT_EQ(model_amd_nr_all_writes(), writes);
+    pmu_test_end();
+}
+
+HOST_TEST(exhausted_counters_give_eagain)
+{
+    struct perfmon_event *extra;
+    uint32_t seen = 0;
+
+    pmu_test_begin();
+
+    for (unsigned int i = 0; i < PMU_TEST_NR; i++) {
+        struct perfmon_event *event;
+
+        event = pmu_test_attach_cpu(0x10 + i, PERFMON_EF_RAW
+                                              | PERFMON_EF_KERN);
+        seen |= 1U << pmu_test_counter(event);
+    }
+
+    HOST_ASSERT_EQ(seen, (1U << PMU_TEST_NR) - 1);
+    extra = pmu_test_event(0x40, PERFMON_EF_RAW | PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(extra, 0), EAGAIN);
+
+    for (unsigned int i = 0; i < pmu_test_nr_events - 1; i++) {
+        HOST_ASSERT_EQ(perfmon_event_detach(&pmu_test_events[i]), 0);
+    }
+
+    pmu_test_end();
+}
+
+/* ------------------------------------------------------------------ */
+/* Counting                                                            */
+/* ------------------------------------------------------------------ */
+
+HOST_TEST(cpu_event_counts_exactly_with_drift)
+{
+    struct perfmon_event *event;
+    uint64_t before;
+    unsigned int n;
+
+    pmu_test_begin();
+    model_amd_set_drift(3);
+    event = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    n = pmu_test_counter(event);
+    before = model_amd_nr_counted(n);
+    model_amd_retire(PMU_TEST_CYCLES, 12345, MODEL_AMD_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event),
+                   model_amd_counted_at_read(n) - before);
+    HOST_ASSERT(model_amd_counted_at_read(n) - before > 12345);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(thread_event_counts_only_while_switched_in)
+{
+    struct perfmon_event *event;
+    struct thread *thread;
+
+    pmu_test_begin();
+    thread = pmu_test_thread();
+    event = pmu_test_event(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
+    model_amd_retire(PMU_TEST_INSTRUCTIONS, 100, MODEL_AMD_RING_KERN);
+    host_env_switch_in(thread);
+    model_amd_retire(PMU_TEST_INSTRUCTIONS, 700, MODEL_AMD_RING_KERN);
+    host_env_switch_out(thread);
+    model_amd_retire(PMU_TEST_INSTRUCTIONS, 100, MODEL_AMD_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(event), 700);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+/*
+ * Many wraps with drift: each round retires most of a period, so the
+ * counter wraps every round or two; perfmon's count must equal what the
+ * counter counted, exactly.
+ */
+HOST_TEST(hundreds_of_wraps_stay_exact)
+{
+    uint64_t before_pmis = pmu_amd_nr_pmis(0);
+    uint64_t counted, wraps;
+    struct perfmon_event *event;
+    unsigned int n;
+
+    pmu_test_begin();
+    model_amd_set_drift(5);
+    HOST_ASSERT_EQ(pmu_amd_set_start_gap(1000), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    n = pmu_test_counter(event);
+    counted = model_amd_nr_counted(n);
+    wraps = model_amd_nr_wraps(n);
+
+    for (unsigned int round = 0; round < 300; round++) {
+        model_amd_retire(PMU_TEST_CYCLES, PMU_TEST_PERIOD / 2 + round * 7,
+                         MODEL_AMD_RING_KERN);
+        pmu_test_catch_up();
+    }
+
+    HOST_ASSERT(model_amd_nr_wraps(n) - wraps >= 140);
+    HOST_ASSERT_EQ(pmu_test_read(event),
+                   model_amd_counted_at_read(n) - counted);
+
+    if (PMU_TEST_HAS_PMI) {
+        HOST_ASSERT(pmu_amd_nr_pmis(0) - before_pmis >= 140);
+    }
+
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(thread_counts_exactly_through_wraps_and_switches)
+{
+    struct perfmon_event *event;
+    struct thread *thread;
+    uint64_t expected = 0;
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_amd_set_start_gap(50), 0);
+    thread = pmu_test_thread();
+    event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
+
+    for (unsigned int round = 0; round < 50; round++) {
+        host_env_switch_in(thread);
+        model_amd_retire(MODEL_AMD_EV_BRANCHES, 40 + round,
+                         MODEL_AMD_RING_KERN);
+        expected += 40 + round;
+        pmu_test_catch_up();
+        host_env_switch_out(thread);
+        model_amd_retire(MODEL_AMD_EV_BRANCHES, 1000, MODEL_AMD_RING_KERN);
+    }
+
+    HOST_ASSERT_EQ(pmu_test_read(event), expected);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+/* ------------------------------------------------------------------ */
+/* Overflow interrupt                                                  */
+/* ------------------------------------------------------------------ */
+
+HOST_TEST(pmi_acknowledges_overflow_and_reports_once)
+{
+    uint64_t pmis, spurious, wraps;
+    struct perfmon_event *event;
+    unsigned int n;
+
+    if (!PMU_TEST_HAS_PMI) {
+        return;
+    }
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_amd_set_start_gap(100), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    n = pmu_test_counter(event);
+    wraps = model_amd_nr_wraps(n);
+    model_amd_retire(PMU_TEST_INSTRUCTIONS, 150, MODEL_AMD_RING_KERN);
+    HOST_ASSERT_EQ(model_amd_nr_wraps(n) - wraps, 1);
+    HOST_ASSERT(model_amd_pmi_pending());
+
+    if (PMU_TEST_V2) {
+        HOST_ASSERT(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS) & (1ULL << n));
+    } else {
+        HOST_ASSERT(!(model_amd_msr(pmu_test_msr_ctr(n)) & PMU_TEST_TOP_BIT));
+    }
+
+    pmis = pmu_amd_nr_pmis(0);
+    spurious = pmu_amd_nr_spurious(0);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_amd_nr_pmis(0), pmis + 1);
+    HOST_ASSERT_EQ(pmu_amd_nr_spurious(0), spurious);
+
+    /* Acknowledged, and the LVT entry open for the next one. */
+    if (PMU_TEST_V2) {
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS), 0);
+        pmu_test_assert_programmed(n, PMU_TEST_INSTRUCTIONS,
+                                   PERFMON_EF_KERN);
+    } else {
+        HOST_ASSERT(model_amd_msr(pmu_test_msr_ctr(n)) & PMU_TEST_TOP_BIT);
+        pmu_test_assert_programmed(n, PMU_TEST_INSTRUCTIONS,
+                                   PERFMON_EF_KERN);
+    }
+
+    HOST_ASSERT_EQ(model_amd_lvt_pmc() & MODEL_AMD_LVT_MASKED, 0);
+    HOST_ASSERT_EQ(pmu_test_read(event), 150);
+
+    /* A second PMI with nothing new reports nothing. */
+    host_env_raise_trap(TRAP_PMI);
+    HOST_ASSERT_EQ(pmu_amd_nr_spurious(0), spurious + 1);
+    HOST_ASSERT_EQ(pmu_test_read(event), 150);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(read_between_wrap_and_pmi_counts_wrap_once)
+{
+    struct perfmon_event *event;
+    uint64_t spurious;
+
+    if (!PMU_TEST_HAS_PMI) {
+        return;
+    }
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_amd_set_start_gap(100), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    model_amd_retire(PMU_TEST_INSTRUCTIONS, PMU_TEST_PERIOD + 50,
+                     MODEL_AMD_RING_KERN);
+    HOST_ASSERT(model_amd_pmi_pending());
+
+    /* The interrupt is held back; the read consumes the overflow. */
+    HOST_ASSERT_EQ(pmu_test_read(event), PMU_TEST_PERIOD + 50);
+    spurious = pmu_amd_nr_spurious(0);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_amd_nr_spurious(0), spurious + 1);
+    HOST_ASSERT_EQ(pmu_test_read(event), PMU_TEST_PERIOD + 50);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(overflow_pending_at_detach_is_not_reported)
+{
+    struct perfmon_event *event, *next;
+
+    if (!PMU_TEST_HAS_PMI) {
+        return;
+    }
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_amd_set_start_gap(10), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    model_amd_retire(PMU_TEST_CYCLES, 20, MODEL_AMD_RING_KERN);
+    HOST_ASSERT(model_amd_pmi_pending());
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    HOST_ASSERT_EQ(pmu_test_read(event), 20);
+
+    /* The next user of the counter starts clean. */
+    HOST_ASSERT_EQ(pmu_amd_set_start_gap(0), 0);
+    next = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    pmu_test_deliver_pmi();
+    model_amd_retire(PMU_TEST_CYCLES, 5, MODEL_AMD_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(next), 5);
+    HOST_ASSERT_EQ(perfmon_event_detach(next), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(pmi_with_stuck_status_bit_gives_up_and_returns)
+{
+    struct perfmon_event *event;
+    uint64_t giveups;
+    unsigned int n;
+
+    if (!PMU_TEST_V2) {
+        return;
+    }
+
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_amd_set_start_gap(10), 0);
+    event = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    n = pmu_test_counter(event);
+    model_amd_retire(PMU_TEST_CYCLES, 20, MODEL_AMD_RING_KERN);
+    model_amd_set_stuck_status(1ULL << n);
+    giveups = pmu_amd_nr_pmi_giveups(0);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_amd_nr_pmi_giveups(0), giveups + 1);
+
+    /* Reported once, not once per pass; counting goes on. */
+    HOST_ASSERT(model_amd_msr(MODEL_AMD_MSR_GLOBAL_CTL) & (1ULL << n));
+    model_amd_set_stuck_status(0);
+    model_amd_poke(MODEL_AMD_MSR_GLOBAL_STATUS, 0);
+    HOST_ASSERT_EQ(pmu_test_read(event), 20);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+/* ------------------------------------------------------------------ */
+/* Switch budget                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A direct switch between two threads counting the same event, while a
+ * CPU event keeps the counter in use: the driver is asked to read only,
+ * and must neither write a register nor read a control one (its shadows
+ * stand in for them). With PerfMonV2 each overflow check reads the
+ * global status once.
+ */
+HOST_TEST(switch_between_threads_with_same_events_only_reads)
+{
+    struct thread *a, *b;
+    struct perfmon_event *ea, *eb, *ecpu;
+    unsigned long writes, reads, counter_reads;
+    unsigned long status_reads = 0;
+    unsigned long flags;
+
+    pmu_test_begin();
+    a = pmu_test_thread();
+    b = pmu_test_thread();
+    ecpu = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    ea = pmu_test_event(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    eb = pmu_test_event(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach(ea, a), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach(eb, b), 0);
+    host_env_switch_in(a);
+    model_amd_retire(PMU_TEST_CYCLES, 10, MODEL_AMD_RING_KERN);
+
+    writes = model_amd_nr_all_writes();
+    reads = model_amd_nr_all_reads();
+    counter_reads = model_amd_nr_counter_reads();
+
+    if (PMU_TEST_V2) {
+        status_reads = model_amd_nr_reads(MODEL_AMD_MSR_GLOBAL_STATUS);
+    }
+
+    flags = cpu_intr_save();
+    perfmon_td_unload(a);
+    perfmon_td_load(b);
+    cpu_intr_restore(flags);
+    model_amd_retire(PMU_TEST_CYCLES, 20, MODEL_AMD_RING_KERN);
+    flags = cpu_intr_save();
+    perfmon_td_unload(b);
+    perfmon_td_load(a);
+    cpu_intr_restore(flags);
+
+    HOST_ASSERT_EQ(model_amd_nr_all_writes(), writes);
+
+    if (PMU_TEST_V2) {
+        status_reads = model_amd_nr_reads(MODEL_AMD_MSR_GLOBAL_STATUS)
+                       - status_reads;
+    }
+
+    HOST_ASSERT_EQ(model_amd_nr_all_reads() - reads,
+                   model_amd_nr_counter_reads() - counter_reads
+                   + status_reads);
+    HOST_ASSERT(model_amd_nr_counter_reads() - counter_reads <= 8);
+
+    model_amd_retire(PMU_TEST_CYCLES, 5, MODEL_AMD_RING_KERN);
+    host_env_switch_out(a);
+    HOST_ASSERT_EQ(pmu_test_read(ea), 15);
+    HOST_ASSERT_EQ(pmu_test_read(eb), 20);
+    HOST_ASSERT_EQ(pmu_test_read(ecpu), 35);
+    HOST_ASSERT_EQ(perfmon_event_detach(ea), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(eb), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(ecpu), 0);
+    pmu_test_end();
+}
+
+/* Start and stop write, and never read, control registers. */
+HOST_TEST(start_and_stop_never_read_control_registers)
+{
+    struct perfmon_event *event;
+    unsigned long reads, ctl_reads, global_reads, counter_reads;
+    unsigned long status_reads;
+
+    if (!PMU_TEST_HAS_PMI) {
+        return;
+    }
+
+    pmu_test_begin();
+    reads = model_amd_nr_all_reads();
+    ctl_reads = model_amd_nr_reads(pmu_test_msr_ctl(0));
+    global_reads = model_amd_nr_reads(MODEL_AMD_MSR_GLOBAL_CTL);
+    counter_reads = model_amd_nr_counter_reads();
+    status_reads = model_amd_nr_reads(MODEL_AMD_MSR_GLOBAL_STATUS);
+    event = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+
+    /* Attach and detach read counters and the status, nothing else. */
+    HOST_ASSERT_EQ(model_amd_nr_all_reads() - reads,
+                   model_amd_nr_counter_reads() - counter_reads
+                   + model_amd_nr_reads(MODEL_AMD_MSR_GLOBAL_STATUS)
+                   - status_reads);
+    HOST_ASSERT_EQ(model_amd_nr_reads(pmu_test_msr_ctl(0)), ctl_reads);
+    HOST_ASSERT_EQ(model_amd_nr_reads(MODEL_AMD_MSR_GLOBAL_CTL),
+                   global_reads);
+
+    pmu_test_end();
+}
+
+HOST_TEST_MAIN()
