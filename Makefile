@@ -12,6 +12,7 @@ SMP     ?= 4
 ACCEL   ?= auto
 MEM     ?= 512M
 ARGS    ?=
+TESTS   ?=
 
 # Quiet by default; make V=1 shows the commands.
 ifeq ($(V),1)
@@ -52,23 +53,33 @@ all: $(ISO) host-tests
 help:
 	@echo "make            build build/kernel.elf, the ISO and the host tests"
 	@echo "make run        boot in QEMU with the serial shell on this terminal"
-	@echo "                (SMP=n CPUs, ACCEL=kvm|tcg, ARGS='extra cmdline')"
-	@echo "make check      boot the in-kernel suites on 1, 2 and 4 CPUs and run"
-	@echo "                the host tests; ends with 'N passed, N failed'"
-	@echo "make check SMP=n   the kernel suites on n CPUs only"
+	@echo "make check      boot the in-kernel suites on 1, 2 and 4 CPUs, the"
+	@echo "                shell and runner checks, and the host tests: a line"
+	@echo "                per boot, a recap of failures, 'N passed, N failed';"
+	@echo "                serial logs in build/logs/"
 	@echo "make soak       the kernel suites of make check RUNS=10 times on"
-	@echo "                SMP='1 2 4 8 64' CPUs: proves a change flake-free;"
-	@echo "                per configuration, runs passed and each failing"
-	@echo "                test with its count, diagnostic and replay command"
-	@echo "make check-hw   the hardware PMU suite under KVM, with full-width and"
-	@echo "                32-bit counter writes (needs an Intel host PMU;"
-	@echo "                fails, saying why, when nothing could be tested)"
+	@echo "                SMP='1 2 4 8 64' CPUs: proves a change flake-free"
+	@echo "make check-hw   the hardware PMU suite under KVM (needs an Intel"
+	@echo "                host PMU; fails, saying why, when nothing was tested)"
 	@echo "make bench      perfmon benchmark under TCG -icount (instructions)"
-	@echo "make torture    the long perfmon torture run (minutes)"
+	@echo "make torture    the long perfmon torture run (progress every 10 s)"
 	@echo "make debug      boot with QEMU waiting for gdb on :1234"
 	@echo "                (then: gdb -x tools/gdbinit)"
 	@echo "make lint       cppcheck over kern/ and arch/"
+	@echo "make deps       install QEMU, GRUB and the ISO tools (as root)"
 	@echo "make clean      remove build/"
+	@echo ""
+	@echo "Variables:"
+	@echo "  SMP=n         CPUs (1 to 64; default 4, check: 1 2 4, soak: 1 2 4 8 64)"
+	@echo "  MEM=512M      guest memory (at least 64M)"
+	@echo "  ACCEL=kvm|tcg accelerator (default: KVM only with vmx/svm)"
+	@echo "  TESTS=sel     tests to run (check, run): suites, suite.name, globs"
+	@echo "                e.g. TESTS='kmem,perfmon.*'"
+	@echo "  ARGS='words'  extra kernel command line (run, check, torture, ...)"
+	@echo "  TORTURE_OPS=n operations per CPU for make torture (default 500000)"
+	@echo "  RUNS=n        runs for make soak (default 10)"
+	@echo "  V=1           show build commands; check prints every test's line"
+	@echo "  -j2           build on two cores"
 
 deps:
 	@tools/install-deps
@@ -225,7 +236,7 @@ host-tests: $(addprefix $(BUILD)/host/test_,$(HOST_TESTS))
 
 run: deps $(ISO)
 	$(PYTHON) tools/runner.py run --iso $(ISO) --smp $(SMP) --accel $(ACCEL) \
-	    --mem $(MEM) --cmdline "$(ARGS)"
+	    --mem $(MEM) --cmdline "$(strip $(if $(TESTS),test=$(TESTS)) $(ARGS))"
 
 debug: deps $(ISO)
 	@echo "QEMU waits for gdb: in another terminal run gdb -x tools/gdbinit"
@@ -235,7 +246,8 @@ debug: deps $(ISO)
 check: deps all
 	@$(PYTHON) tools/runner.py check --iso $(ISO) --smp "$(CHECK_SMP)" \
 	    --accel $(ACCEL) --mem $(MEM) --host-tests $(BUILD)/host \
-	    --host-list "$(HOST_TESTS)"
+	    --host-list "$(HOST_TESTS)" --tests "$(TESTS)" --cmdline "$(ARGS)" \
+	    --logdir $(BUILD)/logs $(if $(filter 1,$(V)),--verbose)
 
 CHECK_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),1 2 4)
 
@@ -254,7 +266,7 @@ soak: deps $(ISO)
 # saying why, since it tested nothing.
 check-hw: deps $(ISO)
 	@$(PYTHON) tools/runner.py check-hw --iso $(ISO) --smp $(SMP) \
-	    --accel $(if $(filter auto,$(ACCEL)),kvm,$(ACCEL)) --mem $(MEM) \
+	    --accel $(ACCEL) --mem $(MEM) \
 	    --timeout 600 --cmdline "$(ARGS)"
 
 # The benchmark boots on 2 CPUs; under TCG with -icount shift=0.
@@ -267,7 +279,7 @@ bench: deps $(ISO)
 TORTURE_OPS ?= 500000
 torture: deps $(ISO)
 	@$(PYTHON) tools/runner.py boot --name torture --iso $(ISO) --smp $(SMP) \
-	    --accel $(ACCEL) --mem $(MEM) --timeout 3600 --cmdline \
+	    --accel $(ACCEL) --mem $(MEM) --timeout 3600 --progress --cmdline \
 	    "test=perfmon_torture torture.ops=$(TORTURE_OPS) pmu_soft.width=12 pmu_soft.intr=1 $(ARGS)"
 
 lint:

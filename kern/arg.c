@@ -2,14 +2,22 @@
  * Kernel command line. arg_setup() keeps a copy of the text for display and
  * splits a second copy into NUL-terminated keys and values, so lookups hand
  * out stable pointers.
+ *
+ * Every key the kernel reads is listed in arg_keys below with the values it
+ * accepts, so that arg_check() can report a misspelt key or a bad value at
+ * boot: a key read only by one test (torture.ops) would otherwise be
+ * silently ignored on every other run. A module that reads a new key adds
+ * it there.
  */
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <kern/arg.h>
 #include <kern/errno.h>
 #include <kern/log.h>
 #include <kern/macros.h>
+#include <kern/printf.h>
 #include <kern/string.h>
 #include <machine/fwcfg.h>
 
@@ -22,10 +30,34 @@ struct arg {
     const char *value;
 };
 
+/*
+ * A known key: a non-empty string when choice and max are both unset, one
+ * fixed word when choice is set, else an integer in [min, max].
+ */
+struct arg_key {
+    const char *key;
+    const char *choice;
+    uint64_t min;
+    uint64_t max;
+};
+
+static const struct arg_key arg_keys[] = {
+    { "test", NULL, 0, 0 },
+    { "loglevel", NULL, 0, 7 },
+    { "panic", "halt", 0, 0 },
+    { "pmu_soft.width", NULL, 8, 64 },
+    { "pmu_soft.intr", NULL, 0, 1 },
+    { "pmu_intel.full_width", NULL, 0, 1 },
+    { "pmu_amd.pmi", NULL, 0, 1 },
+    { "torture.ops", NULL, 1, UINT64_MAX },
+    { "torture.seed", NULL, 0, UINT64_MAX },
+};
+
 static char arg_text[ARG_CMDLINE_MAX];
 static char arg_split[ARG_CMDLINE_MAX];
 static struct arg arg_table[ARG_MAX];
 static unsigned int arg_count;
+static unsigned int arg_nr_errs;
 
 static void
 arg_parse(void)
@@ -80,7 +112,10 @@ arg_setup(const char *cmdline)
     if (fwcfg_read_file(ARG_EXTRA_FILE, extra, sizeof(extra)) == 0) {
         len = strlen(arg_text);
 
-        if (len + 1 + strlen(extra) < sizeof(arg_text)) {
+        /* No separator after an empty boot loader line: no leading blank. */
+        if (len == 0) {
+            strlcpy(arg_text, extra, sizeof(arg_text));
+        } else if (len + 1 + strlen(extra) < sizeof(arg_text)) {
             arg_text[len] = ' ';
             strlcpy(arg_text + len + 1, extra, sizeof(arg_text) - len - 1);
         } else {
@@ -133,4 +168,90 @@ arg_get_u64(const char *key, uint64_t *valuep)
 
     *valuep = v;
     return 0;
+}
+
+static const struct arg_key *
+arg_key_lookup(const char *key)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(arg_keys); i++) {
+        if (strcmp(arg_keys[i].key, key) == 0) {
+            return &arg_keys[i];
+        }
+    }
+
+    return NULL;
+}
+
+/* Report one problem with word arg; its text names the word as typed. */
+static void
+arg_report(const struct arg *arg, const char *problem)
+{
+    arg_nr_errs++;
+    log_err("command line: %s%s%s: %s", arg->key,
+            (arg->value[0] == '\0') ? "" : "=", arg->value, problem);
+}
+
+static void
+arg_check_one(const struct arg *arg)
+{
+    const struct arg_key *known = arg_key_lookup(arg->key);
+    unsigned long long v;
+    char problem[96];
+
+    if (known == NULL) {
+        arg_report(arg, "unknown key (see README, Kernel command line)");
+        return;
+    }
+
+    if (known->choice != NULL) {
+        if (strcmp(arg->value, known->choice) != 0) {
+            snprintf(problem, sizeof(problem), "the only value is %s",
+                     known->choice);
+            arg_report(arg, problem);
+        }
+
+        return;
+    }
+
+    if (known->max == 0) {
+        if (arg->value[0] == '\0') {
+            arg_report(arg, "needs a value");
+        }
+
+        return;
+    }
+
+    if (string_parse_u64(arg->value, &v) != 0 || v < known->min
+        || v > known->max) {
+        if (known->max == UINT64_MAX) {
+            snprintf(problem, sizeof(problem),
+                     "needs an integer from %llu (0x for hex)",
+                     (unsigned long long)known->min);
+        } else {
+            snprintf(problem, sizeof(problem),
+                     "needs an integer from %llu to %llu",
+                     (unsigned long long)known->min,
+                     (unsigned long long)known->max);
+        }
+
+        arg_report(arg, problem);
+    }
+}
+
+unsigned int
+arg_check(void)
+{
+    arg_nr_errs = 0;
+
+    for (unsigned int i = 0; i < arg_count; i++) {
+        arg_check_one(&arg_table[i]);
+    }
+
+    return arg_nr_errs;
+}
+
+unsigned int
+arg_nr_errors(void)
+{
+    return arg_nr_errs;
 }

@@ -33,4 +33,15 @@ bool arg_is_set(const char *key, const char *value);
  */
 int arg_get_u64(const char *key, uint64_t *valuep);
 
+/*
+ * Check every word against the keys the kernel knows and the values each
+ * accepts, logging one "command line: ..." error per bad word (unknown
+ * key, value out of range or malformed). Return the number of bad words.
+ * Boot only, after arg_setup.
+ */
+unsigned int arg_check(void);
+
+/* The number of bad words arg_check found. Any context. */
+unsigned int arg_nr_errors(void);
+
 #endif /* KERN_ARG_H */

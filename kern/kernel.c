@@ -29,7 +29,8 @@ kernel_main_thread(void *arg)
     (void)arg;
 
     if (tests != NULL) {
-        unsigned int nr_failed = test_run_all(tests);
+        /* A misspelt option fails the run: the tests ran without it. */
+        unsigned int nr_failed = test_run_all(tests) + arg_nr_errors();
 
         qemu_exit(nr_failed == 0 ? QEMU_EXIT_PASS : QEMU_EXIT_FAIL);
     }
@@ -51,12 +52,15 @@ kernel_main(uint32_t magic, uint32_t info_phys)
     boot_info_parse(magic, info_phys);
     boot_switch_to_kernel_pml4();
     arg_setup(boot_info.cmdline);
+    log_info("perfmon kernel booting, command line: %s",
+             (arg_cmdline()[0] == '\0') ? "(empty)" : arg_cmdline());
 
-    if (arg_get_u64("loglevel", &level) == 0) {
+    /* Checked at the default level, so that loglevel=0 cannot hide it. */
+    arg_check();
+
+    if (arg_get_u64("loglevel", &level) == 0 && level <= LOG_DEBUG) {
         log_set_level((int)level);
     }
-
-    log_info("perfmon kernel booting, command line: %s", arg_cmdline());
 
     /*
      * Init operations run with interrupts enabled (each interrupt source

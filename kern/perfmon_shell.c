@@ -2,12 +2,22 @@
  * perfmon's shell commands:
  *
  *   perf list
- *   perf stat <cpu N | thread NAME> <event>[,<event>...] <ms>
+ *   perf stat [cpu N | thread NAME | all] <event>[,<event>...] [MS]
+ *             [-- spin MS | -- pingpong N]
+ *
+ * perf stat counts the events on one CPU, every CPU, a thread, or (with a
+ * built-in workload and no target) the workload's own threads, for MS
+ * milliseconds or until the workload ends, then prints Linux perf's
+ * layout: each count right-aligned with thousands separators, the event,
+ * a rate, and the measured time. An event that cannot be counted prints
+ * <not supported> and the others still count. Ctrl-C ends the count
+ * early and prints what was counted.
  *
  * Event names: the generic hardware events (cycles, instructions, ...),
- * the software events (cswitch, migration, tick, xcall, emit, emit1..7),
- * and raw hardware codes as raw:0xCODE. A hardware event counts kernel and
- * user mode; a ":k" or ":u" suffix restricts it to one.
+ * the software events (cswitch, migration, tick, xcall, emit, emit1..7,
+ * with Linux's context-switches/cs and cpu-migrations/migrations, and
+ * ticks), and raw hardware codes as raw:0xCODE. A hardware event counts
+ * kernel and user mode; a ":k" or ":u" suffix restricts it to one.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -15,6 +25,7 @@
 
 #include <kern/clock.h>
 #include <kern/errno.h>
+#include <kern/kmem.h>
 #include <kern/perfmon.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
@@ -22,15 +33,54 @@
 #include <kern/string.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
+#include <machine/uart.h>
 
 #define PERFMON_SHELL_MAX_EVENTS 8U
+#define PERFMON_SHELL_MAX_MS     60000ULL
+#define PERFMON_SHELL_MAX_ROUNDS 1000000ULL
 #define PERFMON_SHELL_NAME_SIZE  32
+#define PERFMON_SHELL_MAX_TARGETS 64U   /* CPUs with "all" */
 
 struct perfmon_shell_event {
     char name[PERFMON_SHELL_NAME_SIZE];
     unsigned int id;
     unsigned int flags;
-    struct perfmon_event event;
+    int error;                          /* why it is not counted, or 0 */
+    unsigned int nr_attached;
+    struct perfmon_event *events;       /* one per target */
+};
+
+/* Linux perf's names for the software events, and ours. */
+struct perfmon_shell_alias {
+    const char *name;
+    unsigned int id;
+};
+
+static const struct perfmon_shell_alias perfmon_shell_aliases[] = {
+    { "context-switches", PMU_SOFT_EV_CSWITCH },
+    { "cs", PMU_SOFT_EV_CSWITCH },
+    { "cpu-migrations", PMU_SOFT_EV_MIGRATION },
+    { "migrations", PMU_SOFT_EV_MIGRATION },
+    { "ticks", PMU_SOFT_EV_TICK },
+};
+
+static const char *const perfmon_shell_generic_help[] = {
+    [PERFMON_EV_CYCLE] = "core cycles while not halted",
+    [PERFMON_EV_REF_CYCLE] = "reference cycles (TSC rate) while not halted",
+    [PERFMON_EV_INSTRUCTION] = "instructions retired",
+    [PERFMON_EV_CACHE_REF] = "last level cache references",
+    [PERFMON_EV_CACHE_MISS] = "last level cache misses",
+    [PERFMON_EV_BRANCH] = "branch instructions retired",
+    [PERFMON_EV_BRANCH_MISS] = "mispredicted branches retired",
+};
+
+static const char *const perfmon_shell_soft_help[] = {
+    [PMU_SOFT_EV_CSWITCH] = "context switches away from the thread "
+                            "(context-switches, cs)",
+    [PMU_SOFT_EV_MIGRATION] = "a thread starting on another CPU "
+                              "(cpu-migrations, migrations)",
+    [PMU_SOFT_EV_TICK] = "clock ticks, 100 per second per CPU (ticks)",
+    [PMU_SOFT_EV_XCALL] = "cross-CPU calls received",
 };
 
 static void
@@ -46,7 +96,7 @@ perfmon_shell_list(void)
     struct perfmon_dev *sw = perfmon_get_dev(true);
 
     if (hw == NULL) {
-        printf("hardware events: none (no hardware PMU on this machine)\n");
+        printf("hardware events: none counted here (no hardware PMU)\n");
     } else {
         printf("hardware events (%s, %u counters, :k kernel / :u user "
                "only):\n", hw->name, hw->nr_pmcs);
@@ -56,8 +106,9 @@ perfmon_shell_list(void)
         int error = perfmon_event_check(id, PERFMON_EF_KERN
                                             | PERFMON_EF_USER);
 
-        printf("  %-20s %s\n", perfmon_generic_name(id),
-               (error == 0) ? "available" : "unavailable");
+        printf("  %-20s %s%s\n", perfmon_generic_name(id),
+               perfmon_shell_generic_help[id],
+               (error == 0) ? "" : " [unavailable]");
     }
 
     if (hw != NULL) {
@@ -70,7 +121,14 @@ perfmon_shell_list(void)
                sw->nr_pmcs, sw->min_width);
 
         for (unsigned int id = 0; id < PMU_SOFT_NR_EVENTS; id++) {
-            printf("  %-20s available\n", pmu_soft_event_name(id));
+            if (id < PMU_SOFT_EV_EMIT) {
+                printf("  %-20s %s\n", pmu_soft_event_name(id),
+                       perfmon_shell_soft_help[id]);
+            } else {
+                printf("  %-20s units code emits on channel %u "
+                       "(pmu_soft_emit_channel)\n", pmu_soft_event_name(id),
+                       id - PMU_SOFT_EV_EMIT);
+            }
         }
     }
 }
@@ -118,10 +176,18 @@ perfmon_shell_parse_event(struct perfmon_shell_event *ev)
         return EINVAL;  /* ring suffixes are for hardware events */
     }
 
+    ev->flags = PERFMON_EF_SW;
+
     for (unsigned int id = 0; id < PMU_SOFT_NR_EVENTS; id++) {
         if (strcmp(name, pmu_soft_event_name(id)) == 0) {
             ev->id = id;
-            ev->flags = PERFMON_EF_SW;
+            return 0;
+        }
+    }
+
+    for (size_t i = 0; i < ARRAY_SIZE(perfmon_shell_aliases); i++) {
+        if (strcmp(name, perfmon_shell_aliases[i].name) == 0) {
+            ev->id = perfmon_shell_aliases[i].id;
             return 0;
         }
     }
@@ -149,6 +215,7 @@ perfmon_shell_parse_events(char *list, struct perfmon_shell_event *events)
             return -1;
         }
 
+        memset(&events[n], 0, sizeof(events[n]));
         memcpy(events[n].name, p, len);
         events[n].name[len] = '\0';
 
@@ -165,103 +232,509 @@ perfmon_shell_parse_events(char *list, struct perfmon_shell_event *events)
     return n;
 }
 
+/* ---- built-in workloads ------------------------------------------- */
+
+struct perfmon_shell_work {
+    volatile bool go;
+    volatile bool stop;
+    volatile unsigned int turn;         /* pingpong: whose turn, 0 or 1 */
+    unsigned int nr_running;            /* workers not yet returned */
+    uint64_t end_tsc;                   /* spin */
+    uint64_t rounds;                    /* pingpong */
+    unsigned int nr_threads;
+    struct thread *threads[2];
+};
+
+static void
+perfmon_shell_work_wait_go(struct perfmon_shell_work *work)
+{
+    while (!__atomic_load_n(&work->go, __ATOMIC_ACQUIRE)) {
+        thread_delay(1);
+    }
+}
+
+/* A busy loop that emits one unit on channel 0 per iteration. */
+static void
+perfmon_shell_spin(void *arg)
+{
+    struct perfmon_shell_work *work = arg;
+
+    perfmon_shell_work_wait_go(work);
+
+    while (!work->stop && cpu_get_tsc() < work->end_tsc) {
+        for (unsigned int i = 0; i < 1000; i++) {
+            cpu_pause();
+        }
+
+        pmu_soft_emit(1);
+    }
+
+    __atomic_sub_fetch(&work->nr_running, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * One of a pair on the same CPU passing a turn back and forth: each pass
+ * is a yield to the other thread, so a context switch each way.
+ */
+static void
+perfmon_shell_pingpong(void *arg)
+{
+    struct perfmon_shell_work *work = arg;
+    unsigned int self = (thread_self() == work->threads[0]) ? 0 : 1;
+
+    perfmon_shell_work_wait_go(work);
+
+    for (uint64_t i = 0; i < work->rounds && !work->stop; i++) {
+        while (work->turn != self && !work->stop) {
+            thread_yield();
+        }
+
+        pmu_soft_emit(1);
+        __atomic_store_n(&work->turn, 1 - self, __ATOMIC_RELEASE);
+    }
+
+    __atomic_sub_fetch(&work->nr_running, 1, __ATOMIC_RELEASE);
+}
+
+/* Start the workload's threads, waiting for go. Return 0 or an error. */
+static int
+perfmon_shell_work_start(struct perfmon_shell_work *work, const char *kind,
+                         const char *value)
+{
+    struct thread_attr attr = { 0 };
+    unsigned long long v;
+    int error;
+
+    if (string_parse_u64(value, &v) != 0 || v == 0) {
+        return EINVAL;
+    }
+
+    if (strcmp(kind, "spin") == 0 && v <= PERFMON_SHELL_MAX_MS) {
+        work->end_tsc = ~0ULL;
+        work->rounds = v;               /* ms until go sets end_tsc */
+        attr.name = "spin";
+        error = thread_create(&work->threads[0], &attr, perfmon_shell_spin,
+                              work);
+
+        if (error == 0) {
+            work->nr_threads = work->nr_running = 1;
+        }
+
+        return error;
+    }
+
+    if (strcmp(kind, "pingpong") == 0 && v <= PERFMON_SHELL_MAX_ROUNDS) {
+        work->rounds = v;
+        attr.affinity = 1ULL << (cpu_count() - 1);
+
+        for (unsigned int i = 0; i < 2; i++) {
+            attr.name = (i == 0) ? "ping" : "pong";
+            error = thread_create(&work->threads[i], &attr,
+                                  perfmon_shell_pingpong, work);
+
+            if (error) {
+                return error;
+            }
+
+            work->nr_threads++;
+            work->nr_running++;
+        }
+
+        return 0;
+    }
+
+    return EINVAL;
+}
+
+/* ---- perf stat ------------------------------------------------------- */
+
+/* a * b / c without overflow, for c * b below 2^64. */
+static uint64_t
+perfmon_shell_muldiv(uint64_t a, uint64_t b, uint64_t c)
+{
+    return (a / c) * b + (a % c) * b / c;
+}
+
+/* n with a comma every three digits, into buf. */
+static void
+perfmon_shell_format_count(char *buf, size_t size, uint64_t n)
+{
+    char digits[24];
+    int len = snprintf(digits, sizeof(digits), "%llu",
+                       (unsigned long long)n);
+    size_t j = 0;
+
+    for (int i = 0; i < len && j + 1 < size; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && j + 2 < size) {
+            buf[j++] = ',';
+        }
+
+        buf[j++] = digits[i];
+    }
+
+    buf[j] = '\0';
+}
+
+/* Whether Ctrl-C was typed; other input typed meanwhile is dropped. */
+static bool
+perfmon_shell_interrupted(void)
+{
+    char c;
+
+    while (uart_getc(&c)) {
+        if (c == 0x03) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+static void
+perfmon_shell_stat_usage(void)
+{
+    printf("usage: perf stat [cpu N | thread NAME | all] "
+           "<event>[,<event>...] [MS]\n"
+           "                 [-- spin MS | -- pingpong N]\n"
+           "  at most %u events; MS 1 to %llu; spin MS up to %llu; "
+           "pingpong N up to %llu;\n"
+           "  no target: count the workload's threads; Ctrl-C stops early\n",
+           PERFMON_SHELL_MAX_EVENTS, PERFMON_SHELL_MAX_MS,
+           PERFMON_SHELL_MAX_MS, PERFMON_SHELL_MAX_ROUNDS);
+}
+
+static uint64_t
+perfmon_shell_event_sum(const struct perfmon_shell_event *ev)
+{
+    uint64_t sum = 0;
+
+    for (unsigned int i = 0; i < ev->nr_attached; i++) {
+        sum += perfmon_event_read(&ev->events[i]);
+    }
+
+    return sum;
+}
+
+static void
+perfmon_shell_print_row(const struct perfmon_shell_event *ev,
+                        const struct perfmon_shell_event *events, int n,
+                        uint64_t us)
+{
+    char count[32];
+    uint64_t value, cycles = 0;
+    bool have_cycles = false;
+
+    if (ev->error) {
+        printf("%18s      %-25s # %s\n", "<not supported>", ev->name,
+               errno_str(ev->error));
+        return;
+    }
+
+    value = perfmon_shell_event_sum(ev);
+    perfmon_shell_format_count(count, sizeof(count), value);
+
+    for (int i = 0; i < n; i++) {
+        if (!events[i].error && events[i].id == PERFMON_EV_CYCLE
+            && !(events[i].flags & (PERFMON_EF_RAW | PERFMON_EF_SW))) {
+            cycles = perfmon_shell_event_sum(&events[i]);
+            have_cycles = true;
+        }
+    }
+
+    if (ev->id == PERFMON_EV_INSTRUCTION
+        && !(ev->flags & (PERFMON_EF_RAW | PERFMON_EF_SW)) && have_cycles
+        && cycles != 0) {
+        uint64_t ipc = perfmon_shell_muldiv(value, 100, cycles);
+
+        printf("%18s      %-25s # %4llu.%02llu  insn per cycle\n", count,
+               ev->name, (unsigned long long)(ipc / 100),
+               (unsigned long long)(ipc % 100));
+    } else if (us != 0) {
+        /* Per second, with three decimals: count * 10^9 / us. */
+        uint64_t rate = perfmon_shell_muldiv(value, 1000000000ULL, us);
+
+        printf("%18s      %-25s # %8llu.%03llu /sec\n", count, ev->name,
+               (unsigned long long)(rate / 1000),
+               (unsigned long long)(rate % 1000));
+    } else {
+        printf("%18s      %s\n", count, ev->name);
+    }
+}
+
+/* The CPUs or threads perf stat attaches each event to. */
+struct perfmon_shell_target {
+    char desc[48];
+    unsigned int nr;
+    unsigned int cpu;                   /* the first CPU of a CPU target */
+    struct thread *thread;              /* a thread target, referenced */
+    struct perfmon_shell_work *work;    /* a workload, or NULL */
+};
+
+static int
+perfmon_shell_attach_one(struct perfmon_shell_event *ev,
+                         const struct perfmon_shell_target *target,
+                         unsigned int i)
+{
+    struct perfmon_event *event = &ev->events[i];
+    int error;
+
+    error = perfmon_event_init(event, ev->id, ev->flags);
+
+    if (error) {
+        return error;
+    }
+
+    if (target->work != NULL) {
+        return perfmon_event_attach(event, target->work->threads[i]);
+    }
+
+    if (target->thread != NULL) {
+        return perfmon_event_attach(event, target->thread);
+    }
+
+    return perfmon_event_attach_cpu(event, target->cpu + i);
+}
+
+/* Attach ev to every target, or to none with ev->error set. */
+static void
+perfmon_shell_attach(struct perfmon_shell_event *ev,
+                     const struct perfmon_shell_target *target)
+{
+    ev->events = kmem_zalloc(target->nr * sizeof(ev->events[0]));
+
+    if (ev->events == NULL) {
+        ev->error = ENOMEM;
+        return;
+    }
+
+    for (unsigned int i = 0; i < target->nr; i++) {
+        int error = perfmon_shell_attach_one(ev, target, i);
+
+        if (error) {
+            while (ev->nr_attached > 0) {
+                perfmon_event_detach(&ev->events[--ev->nr_attached]);
+            }
+
+            ev->error = error;
+            return;
+        }
+
+        ev->nr_attached++;
+    }
+}
+
+/* Parse the target words; return how many argv entries they took, or -1. */
+static int
+perfmon_shell_parse_target(struct perfmon_shell_target *target, int argc,
+                           char **argv)
+{
+    unsigned long long cpu;
+
+    if (argc >= 1 && strcmp(argv[0], "all") == 0) {
+        target->cpu = 0;
+        target->nr = cpu_count();
+        snprintf(target->desc, sizeof(target->desc), "all %u CPU%s",
+                 cpu_count(), (cpu_count() == 1) ? "" : "s");
+        return 1;
+    }
+
+    if (argc >= 2 && strcmp(argv[0], "cpu") == 0) {
+        if (string_parse_u64(argv[1], &cpu) != 0 || cpu >= cpu_count()) {
+            perfmon_shell_error("bad CPU", EINVAL);
+            return -1;
+        }
+
+        target->cpu = (unsigned int)cpu;
+        target->nr = 1;
+        snprintf(target->desc, sizeof(target->desc), "cpu %llu", cpu);
+        return 2;
+    }
+
+    if (argc >= 2 && strcmp(argv[0], "thread") == 0) {
+        target->thread = thread_lookup(argv[1]);
+
+        if (target->thread == NULL) {
+            printf("perf: no thread named '%s' (see threads)\n", argv[1]);
+            return -1;
+        }
+
+        target->nr = 1;
+        snprintf(target->desc, sizeof(target->desc), "thread %s",
+                 thread_name(target->thread));
+        return 2;
+    }
+
+    return 0;
+}
+
 static void
 perfmon_shell_stat(int argc, char **argv)
 {
     struct perfmon_shell_event events[PERFMON_SHELL_MAX_EVENTS];
-    struct thread *thread = NULL;
-    unsigned long long cpu = 0, ms;
-    int n, attached = 0, error;
+    struct perfmon_shell_target target = { .nr = 0 };
+    struct perfmon_shell_work work = { .go = false };
+    unsigned long long ms = 0;
+    uint64_t start, end, us, deadline;
+    int nargs, dashes = argc, n = 0, nr_counted = 0, used;
+    bool interrupted = false;
+    char *list;
 
-    if (argc != 6) {
-        printf("usage: perf stat <cpu N | thread NAME> <event>[,<event>...] "
-               "<ms>\n");
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            dashes = i;
+            break;
+        }
+    }
+
+    /* perf stat [target] events [ms] [-- kind value] */
+    used = perfmon_shell_parse_target(&target, dashes - 2, argv + 2);
+
+    if (used < 0) {
         return;
     }
 
-    if (strcmp(argv[2], "cpu") == 0) {
-        if (string_parse_u64(argv[3], &cpu) != 0 || cpu >= cpu_count()) {
-            perfmon_shell_error("bad CPU", EINVAL);
-            return;
-        }
-    } else if (strcmp(argv[2], "thread") == 0) {
-        thread = thread_lookup(argv[3]);
+    nargs = dashes - 2 - used;
 
-        if (thread == NULL) {
-            printf("perf: no thread named '%s' (see threads)\n", argv[3]);
-            return;
-        }
-    } else {
-        printf("perf: target must be 'cpu N' or 'thread NAME'\n");
-        return;
-    }
-
-    if (string_parse_u64(argv[5], &ms) != 0 || ms == 0 || ms > 60000) {
-        perfmon_shell_error("duration must be 1 to 60000 ms", EINVAL);
+    if (nargs < 1 || nargs > 2
+        || (dashes != argc && dashes + 3 != argc)
+        || (dashes == argc && nargs != 2)
+        || (target.nr == 0 && dashes == argc)) {
+        perfmon_shell_stat_usage();
         goto out;
     }
 
-    n = perfmon_shell_parse_events(argv[4], events);
+    list = argv[2 + used];
+
+    if (nargs == 2
+        && (string_parse_u64(argv[3 + used], &ms) != 0 || ms == 0
+            || ms > PERFMON_SHELL_MAX_MS)) {
+        printf("perf: duration must be 1 to %llu ms\n", PERFMON_SHELL_MAX_MS);
+        goto out;
+    }
+
+    n = perfmon_shell_parse_events(list, events);
 
     if (n < 0) {
+        n = 0;
         goto out;
     }
 
-    for (attached = 0; attached < n; attached++) {
-        struct perfmon_shell_event *ev = &events[attached];
-
-        error = perfmon_event_init(&ev->event, ev->id, ev->flags);
-
-        if (error == 0) {
-            error = (thread != NULL)
-                    ? perfmon_event_attach(&ev->event, thread)
-                    : perfmon_event_attach_cpu(&ev->event,
-                                               (unsigned int)cpu);
-        }
+    if (dashes != argc) {
+        int error = perfmon_shell_work_start(&work, argv[dashes + 1],
+                                             argv[dashes + 2]);
 
         if (error) {
-            perfmon_shell_error(ev->name, error);
-            goto detach;
+            printf("perf: workload must be spin MS (1 to %llu) or pingpong "
+                   "N (1 to %llu): %s\n", PERFMON_SHELL_MAX_MS,
+                   PERFMON_SHELL_MAX_ROUNDS, errno_name(error));
+            work.stop = true;
+            work.go = true;
+            goto join;
+        }
+
+        if (target.nr == 0) {
+            target.work = &work;
+            target.nr = work.nr_threads;
+            snprintf(target.desc, sizeof(target.desc), "%s %s",
+                     argv[dashes + 1], argv[dashes + 2]);
         }
     }
 
-    thread_delay(clock_ticks_from_ms(ms));
-
-    if (thread != NULL) {
-        printf("perf stat thread %s, %llu ms:\n", thread_name(thread), ms);
-    } else {
-        printf("perf stat cpu %llu, %llu ms:\n", cpu, ms);
+    for (int i = 0; i < n; i++) {
+        perfmon_shell_attach(&events[i], &target);
+        nr_counted += (events[i].error == 0);
     }
 
-detach:
-    for (int i = 0; i < attached; i++) {
-        perfmon_event_detach(&events[i].event);
-
-        if (attached == n) {
-            printf("%20llu  %s\n",
-                   (unsigned long long)perfmon_event_read(&events[i].event),
-                   events[i].name);
+    if (nr_counted == 0) {
+        for (int i = 0; i < n; i++) {
+            perfmon_shell_error(events[i].name, events[i].error);
         }
+
+        printf("perf: no event can be counted\n");
+        work.stop = true;
+        work.go = true;
+        goto join;
+    }
+
+    start = cpu_get_tsc();
+
+    if (work.nr_threads != 0 && strcmp(argv[dashes + 1], "spin") == 0) {
+        work.end_tsc = start + perfmon_shell_muldiv(cpu_get_freq(),
+                                                    work.rounds, 1000);
+    }
+
+    __atomic_store_n(&work.go, true, __ATOMIC_RELEASE);
+    deadline = clock_get_time() + clock_ticks_from_ms(ms);
+
+    for (;;) {
+        if (work.nr_threads != 0) {
+            if (__atomic_load_n(&work.nr_running, __ATOMIC_ACQUIRE) == 0) {
+                break;
+            }
+        } else if (clock_get_time() >= deadline) {
+            break;
+        }
+
+        if (perfmon_shell_interrupted()) {
+            interrupted = true;
+            work.stop = true;
+            break;
+        }
+
+        thread_delay(1);
+    }
+
+    end = cpu_get_tsc();
+    us = perfmon_shell_muldiv(end - start, 1000000, cpu_get_freq());
+
+    for (int i = 0; i < n; i++) {
+        for (unsigned int j = 0; j < events[i].nr_attached; j++) {
+            perfmon_event_detach(&events[i].events[j]);
+        }
+    }
+
+    if (interrupted) {
+        printf("^C\n");
+    }
+
+    printf("\n Performance counter stats for '%s':\n\n", target.desc);
+
+    for (int i = 0; i < n; i++) {
+        perfmon_shell_print_row(&events[i], events, n, us);
+    }
+
+    printf("\n%8llu.%03llu seconds time elapsed\n\n",
+           (unsigned long long)(us / 1000000),
+           (unsigned long long)(us / 1000 % 1000));
+
+join:
+    for (unsigned int i = 0; i < work.nr_threads; i++) {
+        thread_join(work.threads[i]);
     }
 
 out:
-    if (thread != NULL) {
-        thread_unref(thread);
+    for (int i = 0; i < n; i++) {
+        kmem_free(events[i].events);
+    }
+
+    if (target.thread != NULL) {
+        thread_unref(target.thread);
     }
 }
 
 static void
 perfmon_shell_perf(int argc, char **argv)
 {
-    if (argc >= 2 && strcmp(argv[1], "list") == 0) {
+    if (argc == 2 && strcmp(argv[1], "list") == 0) {
         perfmon_shell_list();
     } else if (argc >= 2 && strcmp(argv[1], "stat") == 0) {
         perfmon_shell_stat(argc, argv);
     } else {
-        printf("usage: perf list | perf stat <cpu N | thread NAME> "
-               "<event>[,<event>...] <ms>\n");
+        printf("usage: perf list\n");
+        perfmon_shell_stat_usage();
     }
 }
 
-SHELL_CMD_DEFINE(perfmon_shell_perf, "perf", "list|stat ...",
-                 "list events; count events on a CPU or thread");
+SHELL_CMD_DEFINE(perfmon_shell_perf, "perf",
+                 "list | stat [cpu N|thread NAME|all] EVENTS [MS] [-- WORK]",
+                 "list events; count events (help perf for more)");

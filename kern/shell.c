@@ -2,7 +2,12 @@
  * Serial shell. The console is polled once a tick: typing speed does not
  * need an interrupt, and polling keeps the UART driver free of locking
  * against an interrupt handler.
+ *
+ * Line editing: backspace, Ctrl-C (drop the line), Ctrl-U (erase the
+ * line), Ctrl-W (erase the word before the cursor), and up/down arrows
+ * (ESC [ A / ESC [ B) through the last SHELL_HISTORY_SIZE lines.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -22,6 +27,7 @@
 #define SHELL_LINE_MAX  128
 #define SHELL_ARGS_MAX  16
 #define SHELL_PROMPT    "perfmon> "
+#define SHELL_HISTORY_SIZE 8
 
 extern const struct shell_cmd *const shell_cmds_start[];
 extern const struct shell_cmd *const shell_cmds_end[];
@@ -73,6 +79,70 @@ shell_exec(char *line)
     return ENOENT;
 }
 
+/*
+ * For commands that take no arguments: print an error and return false
+ * when some were given.
+ */
+static bool
+shell_no_args(int argc, char **argv)
+{
+    if (argc > 1) {
+        printf("%s: takes no arguments (got '%s')\n", argv[0], argv[1]);
+        return false;
+    }
+
+    return true;
+}
+
+/* The history: a ring of the last lines run, oldest overwritten. */
+static char shell_history[SHELL_HISTORY_SIZE][SHELL_LINE_MAX];
+static unsigned int shell_history_count;    /* lines ever added */
+
+static void
+shell_history_add(const char *line)
+{
+    const char *last = shell_history[(shell_history_count - 1)
+                                     % SHELL_HISTORY_SIZE];
+
+    if (line[0] == '\0'
+        || (shell_history_count > 0 && strcmp(last, line) == 0)) {
+        return;
+    }
+
+    strlcpy(shell_history[shell_history_count % SHELL_HISTORY_SIZE], line,
+            SHELL_LINE_MAX);
+    shell_history_count++;
+}
+
+/* Erase len characters shown before the cursor. */
+static void
+shell_erase(size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        printf("\b \b");
+    }
+}
+
+/*
+ * Replace the line being edited with history entry back (1 = the last
+ * line run), or an empty line for 0. Return the new length.
+ */
+static size_t
+shell_history_recall(char *line, size_t len, unsigned int back)
+{
+    shell_erase(len);
+
+    if (back == 0) {
+        line[0] = '\0';
+        return 0;
+    }
+
+    strlcpy(line, shell_history[(shell_history_count - back)
+                                % SHELL_HISTORY_SIZE], SHELL_LINE_MAX);
+    printf("%s", line);
+    return strlen(line);
+}
+
 static char
 shell_getc(void)
 {
@@ -90,6 +160,9 @@ shell_run(void)
 {
     char line[SHELL_LINE_MAX];
     size_t len = 0;
+    unsigned int back = 0;      /* history position being shown */
+    unsigned int esc = 0;       /* bytes of an ESC [ sequence seen */
+    bool cut = false;           /* the line hit SHELL_LINE_MAX */
     char prev = 0;
 
     printf("shell ready, type help\n%s", SHELL_PROMPT);
@@ -104,11 +177,41 @@ shell_run(void)
 
         prev = c;
 
-        if (c == '\r' || c == '\n') {
+        if (esc == 1) {
+            esc = (c == '[') ? 2 : 0;
+            continue;
+        }
+
+        if (esc == 2) {
+            esc = 0;
+
+            if (c == 'A' && back < shell_history_count
+                && back < SHELL_HISTORY_SIZE) {
+                len = shell_history_recall(line, len, ++back);
+            } else if (c == 'B' && back > 0) {
+                len = shell_history_recall(line, len, --back);
+            }
+
+            continue;
+        }
+
+        if (c == 0x1b) {
+            esc = 1;
+        } else if (c == '\r' || c == '\n') {
             printf("\n");
             line[len] = '\0';
-            shell_exec(line);
+
+            if (cut) {
+                printf("line too long: %u characters at most, not run\n",
+                       (unsigned int)sizeof(line) - 1);
+            } else {
+                shell_history_add(line);
+                shell_exec(line);
+            }
+
             len = 0;
+            back = 0;
+            cut = false;
             printf("%s", SHELL_PROMPT);
         } else if (c == 0x7f || c == '\b') {
             if (len > 0) {
@@ -117,10 +220,31 @@ shell_run(void)
             }
         } else if (c == 0x03) {
             len = 0;    /* Ctrl-C drops the line */
+            back = 0;
+            cut = false;
             printf("^C\n%s", SHELL_PROMPT);
-        } else if (c >= ' ' && c < 0x7f && len < sizeof(line) - 1) {
-            line[len++] = c;
-            printf("%c", c);
+        } else if (c == 0x15) {
+            shell_erase(len);   /* Ctrl-U */
+            len = 0;
+        } else if (c == 0x17) {
+            size_t end = len;   /* Ctrl-W: blanks, then the word */
+
+            while (len > 0 && line[len - 1] == ' ') {
+                len--;
+            }
+
+            while (len > 0 && line[len - 1] != ' ') {
+                len--;
+            }
+
+            shell_erase(end - len);
+        } else if (c >= ' ' && c < 0x7f) {
+            if (len < sizeof(line) - 1) {
+                line[len++] = c;
+                printf("%c", c);
+            } else {
+                cut = true;
+            }
         }
     }
 }
@@ -128,26 +252,50 @@ shell_run(void)
 static void
 shell_cmd_help(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    if (argc > 2) {
+        printf("usage: help [command]\n");
+        return;
+    }
 
     for (size_t i = 0; i < shell_nr_cmds(); i++) {
         const struct shell_cmd *cmd = shell_cmds_start[i];
         char usage[48];
 
+        if (argc == 2) {
+            if (strcmp(argv[1], cmd->name) == 0) {
+                printf("usage: %s %s\n  %s\n", cmd->name, cmd->usage,
+                       cmd->help);
+                return;
+            }
+
+            continue;
+        }
+
         snprintf(usage, sizeof(usage), "%s %s", cmd->name, cmd->usage);
-        printf("  %-34s %s\n", usage, cmd->help);
+        printf("  %-34s %s\n", (strlen(usage) > 34) ? cmd->name : usage,
+               cmd->help);
+    }
+
+    if (argc == 2) {
+        printf("help: no command '%s' (try help)\n", argv[1]);
+    } else {
+        printf("help CMD shows one command's usage; keys: up/down history, "
+               "Ctrl-U, Ctrl-W, Ctrl-C\n");
     }
 }
 
-SHELL_CMD_DEFINE(shell_cmd_help, "help", "", "list the commands");
+SHELL_CMD_DEFINE(shell_cmd_help, "help", "[command]",
+                 "list the commands, or show one's usage");
 
 static void
 shell_cmd_cpus(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    printf("%u CPUs, TSC %llu Hz, %u Hz tick\n", cpu_count(),
+    if (!shell_no_args(argc, argv)) {
+        return;
+    }
+
+    printf("%u CPU%s, TSC %llu Hz, %u Hz tick\n", cpu_count(),
+           (cpu_count() == 1) ? "" : "s",
            (unsigned long long)cpu_get_freq(), CLOCK_HZ);
 
     for (unsigned int i = 0; i < cpu_count(); i++) {
@@ -171,17 +319,19 @@ shell_print_thread(struct thread *thread, void *arg)
 static void
 shell_cmd_threads(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
-    printf("%-20s %3s %-8s %4s %10s\n", "NAME", "CPU", "STATE", "PRIO",
-           "SWITCHES");
-
-    for (unsigned int i = 0; i < cpu_count(); i++) {
-        /* Idle threads are per-CPU and not in the thread list. */
-        printf("%-20s %3u %-8s %4u %10s\n", "(idle)", i, "-", 0U, "-");
+    if (!shell_no_args(argc, argv)) {
+        return;
     }
 
+    printf("%-20s %3s %-8s %4s %10s\n", "NAME", "CPU", "STATE", "PRIO",
+           "SWITCHES");
     thread_for_each(shell_print_thread, NULL);
+    /*
+     * The per-CPU idle threads are not in the thread list, so perf stat
+     * cannot name them: they are left out here too.
+     */
+    printf("(one idle thread per CPU, not listed: perf stat cpu N counts "
+           "a CPU's idle time)\n");
 }
 
 SHELL_CMD_DEFINE(shell_cmd_threads, "threads", "",
@@ -190,7 +340,9 @@ SHELL_CMD_DEFINE(shell_cmd_threads, "threads", "",
 static void
 shell_print_syscnt(const struct syscnt *syscnt, void *arg)
 {
-    (void)arg;
+    unsigned int *nr_printed = arg;
+
+    (*nr_printed)++;
     printf("%-40s %20llu\n", syscnt->name,
            (unsigned long long)syscnt_read(syscnt));
 }
@@ -198,7 +350,19 @@ shell_print_syscnt(const struct syscnt *syscnt, void *arg)
 static void
 shell_cmd_syscnt(int argc, char **argv)
 {
-    syscnt_for_each((argc > 1) ? argv[1] : "", shell_print_syscnt, NULL);
+    unsigned int nr_printed = 0;
+
+    if (argc > 2) {
+        printf("usage: syscnt [prefix]\n");
+        return;
+    }
+
+    syscnt_for_each((argc > 1) ? argv[1] : "", shell_print_syscnt,
+                    &nr_printed);
+
+    if (nr_printed == 0) {
+        printf("syscnt: no counter name starts with '%s'\n", argv[1]);
+    }
 }
 
 SHELL_CMD_DEFINE(shell_cmd_syscnt, "syscnt", "[prefix]",
@@ -207,8 +371,10 @@ SHELL_CMD_DEFINE(shell_cmd_syscnt, "syscnt", "[prefix]",
 static void
 shell_cmd_poweroff(int argc, char **argv)
 {
-    (void)argc;
-    (void)argv;
+    if (!shell_no_args(argc, argv)) {
+        return;
+    }
+
     printf("powering off\n");
     qemu_exit(QEMU_EXIT_PASS);
 }

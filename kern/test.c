@@ -223,32 +223,98 @@ test_skip(const char *reason)
     test_unwind();
 }
 
-/* Does entry (up to a comma or the end) select the test? */
+/* The linker-built table; addresses are subtracted as integers since the
+ * two symbols are distinct objects to the compiler. */
+static size_t
+test_table_size(void)
+{
+    return ((uintptr_t)test_table_end - (uintptr_t)test_table_start)
+           / sizeof(test_table_start[0]);
+}
+
+/*
+ * Whether glob pattern pat (len characters; '*' any run, '?' any one
+ * character) matches all of str. Backtracks only to the last '*', which
+ * is enough for patterns without character classes.
+ */
+static bool
+test_glob_match(const char *pat, size_t len, const char *str)
+{
+    const char *star = NULL, *resume = NULL;
+    size_t i = 0;
+
+    while (*str != '\0') {
+        if (i < len && pat[i] == '*') {
+            star = &pat[i++];
+            resume = str;
+        } else if (i < len && (pat[i] == '?' || pat[i] == *str)) {
+            i++;
+            str++;
+        } else if (star != NULL) {
+            i = (size_t)(star - pat) + 1;
+            str = ++resume;
+        } else {
+            return false;
+        }
+    }
+
+    while (i < len && pat[i] == '*') {
+        i++;
+    }
+
+    return i == len;
+}
+
+static bool
+test_entry_is_glob(const char *entry, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (entry[i] == '*' || entry[i] == '?') {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+/*
+ * Does entry (len characters) select the test? "all", a suite and a glob
+ * leave manual tests out (they fail, crash or hang on purpose, or run for
+ * minutes): those run only when named in full, suite.name.
+ */
 static bool
 test_entry_matches(const struct test *test, const char *entry, size_t len)
 {
     size_t suite_len = strlen(test->suite);
     size_t name_len = strlen(test->name);
+    char full[96];
 
     if (len == 3 && strncmp(entry, "all", 3) == 0) {
         return !test->manual;
+    }
+
+    if (test_entry_is_glob(entry, len)) {
+        snprintf(full, sizeof(full), "%s.%s", test->suite, test->name);
+        return !test->manual && test_glob_match(entry, len, full);
     }
 
     if (len < suite_len || strncmp(entry, test->suite, suite_len) != 0) {
         return false;
     }
 
-    /* Naming a suite runs all of it, manual tests included. */
     if (len == suite_len) {
-        return true;
+        return !test->manual;
     }
 
     return len == suite_len + 1 + name_len && entry[suite_len] == '.'
            && strncmp(entry + suite_len + 1, test->name, name_len) == 0;
 }
 
+/* Call fn on each non-empty comma-separated entry of selection. */
 static bool
-test_selected(const struct test *test, const char *selection)
+test_selection_any(const char *selection,
+                   bool (*fn)(const char *entry, size_t len, const void *arg),
+                   const void *arg)
 {
     const char *p = selection;
 
@@ -256,7 +322,7 @@ test_selected(const struct test *test, const char *selection)
         const char *end = strchr(p, ',');
         size_t len = (end == NULL) ? strlen(p) : (size_t)(end - p);
 
-        if (test_entry_matches(test, p, len)) {
+        if (len > 0 && fn(p, len, arg)) {
             return true;
         }
 
@@ -265,6 +331,55 @@ test_selected(const struct test *test, const char *selection)
         if (*p == ',') {
             p++;
         }
+    }
+
+    return false;
+}
+
+static bool
+test_entry_selects(const char *entry, size_t len, const void *arg)
+{
+    return test_entry_matches(arg, entry, len);
+}
+
+static bool
+test_selected(const struct test *test, const char *selection)
+{
+    return test_selection_any(selection, test_entry_selects, test);
+}
+
+/*
+ * Report an entry that selects no test, as a command-line error (the
+ * runner fails a boot that prints one). Never stops the iteration.
+ */
+static bool
+test_entry_report_unknown(const char *entry, size_t len, const void *arg)
+{
+    unsigned int *nr_unknown = (unsigned int *)arg;
+    const struct test *manual = NULL;
+
+    for (size_t i = 0; i < test_table_size(); i++) {
+        const struct test *t = test_table_start[i];
+
+        if (test_entry_matches(t, entry, len)) {
+            return false;
+        }
+
+        if (t->manual && manual == NULL && strlen(t->suite) == len
+            && strncmp(t->suite, entry, len) == 0) {
+            manual = t;
+        }
+    }
+
+    (*nr_unknown)++;
+
+    if (manual != NULL) {
+        printf("error: command line: test=%.*s: only manual tests there, "
+               "which run only by full name (e.g. %s.%s)\n", (int)len,
+               entry, manual->suite, manual->name);
+    } else {
+        printf("error: command line: test=%.*s: no such test or suite "
+               "(globs: * and ?)\n", (int)len, entry);
     }
 
     return false;
@@ -324,20 +439,14 @@ test_run_one(const struct test *test, unsigned int index)
     return true;
 }
 
-/* The linker-built table; addresses are subtracted as integers since the
- * two symbols are distinct objects to the compiler. */
-static size_t
-test_table_size(void)
-{
-    return ((uintptr_t)test_table_end - (uintptr_t)test_table_start)
-           / sizeof(test_table_start[0]);
-}
-
 unsigned int
 test_run_all(const char *selection)
 {
     unsigned int nr_selected = 0, index = 0, nr_failed = 0;
     size_t nr_tests = test_table_size();
+
+    /* Misspelt entries fail the run, even when others select tests. */
+    test_selection_any(selection, test_entry_report_unknown, &nr_failed);
 
     for (size_t i = 0; i < nr_tests; i++) {
         nr_selected += test_selected(test_table_start[i], selection);
@@ -361,9 +470,9 @@ test_run_all(const char *selection)
         }
     }
 
-    if (nr_selected == 0) {
-        /* A selection that matches nothing is a mistake, not a pass. */
-        printf("# no test matches test=%s\n", selection);
+    if (nr_selected == 0 && nr_failed == 0) {
+        /* An empty selection (test=,) is a mistake, not a pass. */
+        printf("error: command line: test=%s selects no test\n", selection);
         nr_failed++;
     }
 

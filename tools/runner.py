@@ -15,8 +15,10 @@ every test passed, 3 when one failed, 5 on a panic.
 import argparse
 import concurrent.futures
 import doctest
+import fnmatch
 import os
 import re
+import signal
 import subprocess
 import sys
 import threading
@@ -28,6 +30,17 @@ EXIT_PANIC = 5
 
 KTAP_RESULT = re.compile(r"^(not ok|ok) (\d+) (\S+)(?: # SKIP ?(.*))?$")
 KTAP_PLAN = re.compile(r"^1\.\.(\d+)$")
+# The kernel's report of a bad command-line word or test name.
+CMDLINE_ERROR = re.compile(r"^error: command line: .*$", re.M)
+
+# Every QEMU started, so that Ctrl-C stops them all; STOPPING keeps boots
+# that had not started yet from starting.
+LIVE_QEMUS = set()
+LIVE_LOCK = threading.Lock()
+STOPPING = threading.Event()
+
+# The kernel supports 1 to 64 CPUs (its per-CPU tables).
+SMP_MAX = 64
 
 
 def host_cpu_flags():
@@ -64,7 +77,13 @@ def kvm_usable():
 def choose_accel(requested):
     """Return (accel, reason). KVM only where the host has hardware
     virtualization: a nested, emulation-based /dev/kvm is far slower than
-    TCG."""
+    TCG. Only a user's ACCEL= reads "forced".
+
+    >>> choose_accel("tcg")
+    ('tcg', 'forced by ACCEL=tcg')
+    >>> choose_accel("auto")[1].startswith("forced")
+    False
+    """
     if requested == "tcg":
         return "tcg", "forced by ACCEL=tcg"
     if requested == "kvm":
@@ -108,9 +127,14 @@ class Qemu:
     """A QEMU process whose serial output is collected by a thread."""
 
     def __init__(self, cmd):
+        # Its own process group: a Ctrl-C reaches the runner alone, which
+        # then stops every QEMU and still prints what finished.
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT)
+                                     stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+        with LIVE_LOCK:
+            LIVE_QEMUS.add(self)
         self.text = ""
         self.cond = threading.Condition()
         self.done = False
@@ -150,16 +174,49 @@ class Qemu:
         except (BrokenPipeError, OSError):
             pass
 
-    def wait(self, deadline):
-        """Wait for QEMU to exit; return its status or None on timeout."""
-        try:
-            rc = self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            rc = None
+    def wait(self, deadline, heartbeat=None, period=10):
+        """Wait for QEMU to exit; return its status or None on timeout.
+        heartbeat, when given, is called every period seconds meanwhile."""
+        rc = None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            try:
+                rc = self.proc.wait(timeout=min(left, period)
+                                    if heartbeat else left)
+                break
+            except subprocess.TimeoutExpired:
+                if heartbeat:
+                    heartbeat(self)
+        if rc is None:
+            self.kill()
         self.reader.join(timeout=5)
+        with LIVE_LOCK:
+            LIVE_QEMUS.discard(self)
         return rc
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+    def last_line(self):
+        with self.cond:
+            lines = self.text.strip().splitlines()
+        return lines[-1] if lines else "(no output yet)"
+
+
+def stop_all_qemus():
+    """Stop every QEMU this runner started (Ctrl-C)."""
+    STOPPING.set()
+    with LIVE_LOCK:
+        live = list(LIVE_QEMUS)
+    for q in live:
+        try:
+            q.kill()
+        except OSError:
+            pass
 
 
 class Result:
@@ -182,6 +239,27 @@ class Result:
             self.failures.append((test, list(detail)))
         else:
             self.skipped += 1
+
+    def failed_tests(self):
+        """The failed tests' names, for a one-line summary."""
+        return [t for t, _ in self.failures]
+
+
+def first_diagnostic(detail):
+    """The line that best says why a test failed: its first "# FAIL" or
+    other diagnostic line, else the first line.
+
+    >>> first_diagnostic(["# torture: 10 ops", "# FAIL a.c:3: x == y"])
+    '# FAIL a.c:3: x == y'
+    >>> first_diagnostic(["timed out after 8 s; last lines:", "boot"])
+    'timed out after 8 s; last lines:'
+    >>> first_diagnostic([])
+    '(no diagnostic)'
+    """
+    for line in detail:
+        if line.startswith("# FAIL") or line.startswith("error:"):
+            return line
+    return detail[0] if detail else "(no diagnostic)"
 
 
 def parse_ktap(text, result, prefix=""):
@@ -234,9 +312,16 @@ class Boot:
         self.icount = icount
         self.pmu = pmu
         self.text = ""
+        self.log = None     # where run() saved the serial output
+        self.elapsed = 0.0
 
-    def run(self, args, accel):
+    def run(self, args, accel, log=None, heartbeat=None):
+        """Boot, judge, return a Result. log: a file to save the serial
+        output in; heartbeat: called every 10 s with the running Qemu."""
         result = Result(self.name)
+        if STOPPING.is_set():
+            result.add("fail", "boot", ["not started: interrupted"])
+            return result
         cmd = qemu_command(args.iso, self.smp, accel, args.mem, self.cmdline,
                            icount=self.icount, pmu=self.pmu)
         start = time.monotonic()
@@ -249,17 +334,26 @@ class Boot:
             if m is None:
                 script_ok = False
                 result.add("fail", "script", ["did not see %r" % pattern])
+                qemu.kill()     # the rest of the script cannot run
                 break
             pos = m.end()
             if reply is not None:
                 qemu.send(reply)
-        rc = qemu.wait(deadline)
-        elapsed = time.monotonic() - start
+        rc = qemu.wait(deadline, heartbeat)
+        elapsed = self.elapsed = time.monotonic() - start
         text = self.text = qemu.text
         header = "== %s: %d CPU%s, %s, %.1f s, cmdline '%s'" % (
             self.name, self.smp, "s" if self.smp > 1 else "", accel, elapsed,
             self.cmdline)
         result.lines.append(header)
+        if log:
+            self.log = log
+            with open(log, "w") as f:
+                f.write("# %s\n# %s\n" % (header[3:], " ".join(cmd)))
+                f.write(text)
+        if STOPPING.is_set():
+            result.add("fail", "boot", ["interrupted"])
+            return result
 
         if self.expect == "pass":
             self._judge_run(result, text, rc, script_ok)
@@ -270,6 +364,14 @@ class Boot:
     def _judge_run(self, result, text, rc, script_ok):
         plan, seen = parse_ktap(text, result)
         tail = text.splitlines()[-30:]
+        for m in CMDLINE_ERROR.finditer(text):
+            result.add("fail", "cmdline", [m.group(0)])
+        for pattern in self.output:
+            if not re.search(pattern, text, re.M):
+                result.add("fail", "output", ["output lacks /%s/" % pattern])
+        for pattern in self.absent:
+            if re.search(pattern, text, re.M):
+                result.add("fail", "output", ["output has /%s/" % pattern])
         if rc is None:
             result.add("fail", "boot", ["timed out after %d s; last lines:"
                                         % self.timeout] + tail)
@@ -309,62 +411,132 @@ class Boot:
             result.add("ok", "reports-" + self.expect)
 
 
+NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture")
+
+
+def narrow_selection(tests):
+    """The entries of a TESTS selection that may select tests of the suites
+    the narrow-counter boots run (NARROW_SUITES), as a test= value; ""
+    when none may, and that boot is left out.
+
+    >>> narrow_selection("kmem,perfmon.*")
+    'perfmon.*'
+    >>> narrow_selection("perfmon*,timer.x")
+    'perfmon*'
+    >>> narrow_selection("kmem,timer")
+    ''
+    >>> narrow_selection("all")
+    'perfmon,pmu_soft,perfmon_torture'
+    """
+    if tests in ("", "all"):
+        return ",".join(NARROW_SUITES)
+    keep = []
+    for entry in tests.split(","):
+        suite = entry.split(".", 1)[0]
+        if any(fnmatch.fnmatchcase(s, suite) for s in NARROW_SUITES):
+            keep.append(entry)
+    return ",".join(keep)
+
+
 def check_plan(args):
+    """The boots of make check. With args.tests (TESTS=), the suite boots
+    run that selection, the narrow-counter boots the part of it that may
+    concern them, and the shell and runner checks are left out."""
     boots = []
+    tests = getattr(args, "tests", "")
+    extra = getattr(args, "cmdline", "")
+    extra = (" " + extra) if extra else ""
     # Many vCPUs share the host's few cores: give big machines more time.
     def timeout(smp):
         return 180 + 4 * smp
 
     for smp in args.smp:
-        boots.append(Boot("smp=%d" % smp, "test=all", smp, timeout(smp)))
+        boots.append(Boot("smp=%d" % smp, "test=%s%s" % (tests or "all",
+                                                        extra),
+                          smp, timeout(smp)))
     # perfmon with narrow software counters, polled and with the emulated
     # overflow interrupt (test=all above runs them at width 64); width 8
     # makes nearly every operation race a wrap.
-    for smp in args.smp:
+    narrow = narrow_selection(tests)
+    for smp in args.smp if narrow else ():
         for width, intr in ((16, 0), (12, 1), (8, 0), (8, 1)):
             boots.append(Boot("smp=%d,w%d,%s" % (smp, width,
                                                  "intr" if intr else "poll"),
-                              "test=perfmon,pmu_soft,perfmon_torture "
-                              "pmu_soft.width=%d pmu_soft.intr=%d"
-                              % (width, intr), smp, timeout(smp)))
+                              "test=%s pmu_soft.width=%d pmu_soft.intr=%d%s"
+                              % (narrow, width, intr, extra),
+                              smp, timeout(smp)))
+    if tests:
+        return boots
     # The serial shell, driven as a user would: every command answers.
     smp = max(args.smp)
     prompt = r"perfmon> $"
+    count = r"^\s+[\d,]+\s+"
+    rate = r"\s+#\s+\d+\.\d{3} /sec$"
     boots.append(Boot("shell", "", smp, timeout=timeout(smp), script=[
         (prompt, "help\r"),
         (r"^  cpus\s+list the processors$", None),
         (r"^  poweroff\s+stop the machine$", None),
+        (prompt, "help perf\r"),
+        (r"^usage: perf list \| stat ", None),
         (prompt, "cpus\r"),
         (r"(?:^cpu\d+ apic \d+ online ticks \d+\n){%d}" % smp, None),
-        (prompt, "threads\r"),
+        # Up arrow runs cpus again; Ctrl-U and Ctrl-W erase.
+        (prompt, "\x1b[A\r"),
+        (r"^\d+ CPUs?, TSC", None),
+        (prompt, "bogus\x15threads xx\x17\r"),
         (r"^main\s+\d+\s+running\s+4\s+\d+$", None),
+        (prompt, "cpus extra\r"),
+        (r"^cpus: takes no arguments \(got 'extra'\)$", None),
         (prompt, "syscnt thread_\r"),
         (r"^thread_switches/0\s+\d+$", None),
+        (prompt, "syscnt nosuch\r"),
+        (r"^syscnt: no counter name starts with 'nosuch'$", None),
         (prompt, "perf list\r"),
-        (r"^  instructions\s+(available|unavailable)$", None),
-        (r"^  cswitch\s+available$", None),
-        (r"^  emit7\s+available$", None),
+        (r"^  instructions\s+instructions retired", None),
+        (r"^  cswitch\s+context switches", None),
+        (r"^  emit7\s+units code emits on channel 7", None),
         (prompt, "perf stat cpu 0 tick,cswitch,emit 300\r"),
-        (r"^perf stat cpu 0, 300 ms:\n\s+(29|[3-9]\d|\d{3,})  tick\n"
-         r"\s+\d+  cswitch\n\s+0  emit$", None),
+        (r"^ Performance counter stats for 'cpu 0':\n\n"
+         r"\s+(29|[3-9]\d|\d{3,})\s+tick" + rate + "\n"
+         + count + r"cswitch" + rate + "\n"
+         r"\s+0\s+emit" + rate + r"\n\n\s+0\.\d{3} seconds time elapsed$",
+         None),
+        # A workload, Linux names, a row that cannot be counted.
+        (prompt, "perf stat emit,cs,raw:0xffffffff -- pingpong 100\r"),
+        (r"^ Performance counter stats for 'pingpong 100':\n\n"
+         r"\s+200\s+emit" + rate + "\n" + count + r"cs" + rate + "\n"
+         r"\s+<not supported>\s+raw:0xffffffff\s+# .*\n\n"
+         r"\s+\d+\.\d{3} seconds time elapsed$", None),
+        (prompt, "perf stat all emit,tick -- spin 200\r"),
+        (r"^ Performance counter stats for 'all %d CPUs?':\n\n"
+         % smp + count + r"emit" + rate + "\n" + count + "tick" + rate,
+         None),
+        # Ctrl-C ends a long count early and prints it.
+        (prompt, "perf stat cpu 0 tick 60000\r"),
+        (r"perf stat cpu 0 tick 60000\n", "\x03"),
+        (r"^\^C\n\n Performance counter stats for 'cpu 0':\n\n" + count
+         + "tick" + rate, None),
         (prompt, "perf stat thread main xcall 50\r"),
-        (r"^perf stat thread main, 50 ms:\n\s+0  xcall$", None),
+        (r"^ Performance counter stats for 'thread main':\n\n"
+         r"\s+0\s+xcall" + rate, None),
         (prompt, "perf stat cpu 99 tick 10\r"),
         (r"^perf: bad CPU: EINVAL \(invalid argument\)$", None),
         (prompt, "perf stat cpu 0 nosuchevent 10\r"),
         (r"^perf: unknown event 'nosuchevent' \(see perf list\)$", None),
+        (prompt, "perf stat cpu 0 raw:0xffffffff 10\r"),
+        (r"^perf: no event can be counted$", None),
         (prompt, "bogus\r"),
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
         (r"^powering off$", None)]))
     # The runner's own checks: a failing test, a panic and a hang are each
     # reported as failures with their details.
-    boots.append(Boot("harness", "test=selftest.deliberate_failure", 1,
+    boots.append(Boot("harness-fail", "test=selftest.deliberate_failure", 1,
                       timeout=60, expect="fail",
                       output=[r"^# FAIL tests/test_selftest\.c:\d+: "
                               r"1 \+ 1 == 3: 2 \(0x2\) vs 3 \(0x3\)$",
                               r"^not ok 1 selftest\.deliberate_failure$"]))
-    boots.append(Boot("harness", "test=crash.page_fault", 1, timeout=60,
+    boots.append(Boot("harness-panic", "test=crash.page_fault", 1, timeout=60,
                       expect="panic",
                       output=[r"^panic: cpu0: page fault at rip=0x[0-9a-f]+ "
                               r"cr2=0xdead000 ",
@@ -373,7 +545,8 @@ def check_plan(args):
                               r"^rax=0x"]))
     # A failed test whose helper thread still runs ends the run there: the
     # next test must not run.
-    boots.append(Boot("harness", "test=selftest.failure_with_running_helper,"
+    boots.append(Boot("harness-helper",
+                      "test=selftest.failure_with_running_helper,"
                       "selftest.after_an_aborted_run", 2, timeout=60,
                       expect="fail",
                       output=[r"^not ok 1 selftest\.failure_with_running_"
@@ -381,8 +554,31 @@ def check_plan(args):
                               r"^# aborting the run: the test failed with a "
                               r"helper thread still running$"],
                       absent=[r"^(not )?ok 2 ", r"^panic"]))
-    boots.append(Boot("harness", "test=selftest.hang", 1, timeout=20,
+    boots.append(Boot("harness-hang", "test=selftest.hang", 1, timeout=20,
                       expect="timeout", output=[r"^# hanging on purpose$"]))
+    # A selection by suite, glob and name runs exactly those tests; a
+    # suite leaves its manual tests out (selftest would hang).
+    boots.append(Boot("harness-cmdline",
+                      "test=kmem,xcall.*,spinlock.nosuch_no,selftest "
+                      "loglevel=99 nosuchkey=1 panic=x", 1,
+                      timeout=60, expect="fail",
+                      output=[r"^ok \d+ kmem\.", r"^ok \d+ xcall\.",
+                              r"^error: command line: loglevel=99: needs an "
+                              r"integer from 0 to 7$",
+                              r"^error: command line: nosuchkey=1: unknown "
+                              r"key",
+                              r"^error: command line: panic=x: the only "
+                              r"value is halt$",
+                              r"^error: command line: test=spinlock\."
+                              r"nosuch_no: no such test or suite",
+                              r"^error: command line: test=selftest: only "
+                              r"manual tests there"],
+                      absent=[r"^(not )?ok \d+ (?!kmem\.|xcall\.)",
+                              r"^not ok"]))
+    # A glob, the way make check TESTS= passes it, passes alone.
+    boots.append(Boot("select", "test=clock.*,smp", 1, timeout=60,
+                      output=[r"^ok \d+ clock\.", r"^ok \d+ smp\."],
+                      absent=[r"^(not )?ok \d+ (?!clock\.|smp\.)"]))
     return boots
 
 
@@ -401,37 +597,149 @@ def run_host_tests(args):
     return result
 
 
+def boot_line(k, n, boot, res):
+    """The progress line of a finished boot.
+
+    >>> r = Result("smp=4"); r.add("ok", "a.b"); r.add("fail", "a.c")
+    >>> b = Boot("smp=4", "test=all", 4); b.elapsed = 38.46
+    >>> boot_line(3, 14, b, r)
+    '[3/14] smp=4 FAIL 38.5 s: a.c'
+    >>> boot_line(1, 14, b, Result("smp=4"))
+    '[1/14] smp=4 PASS 38.5 s'
+    """
+    line = "[%d/%d] %s %s %.1f s" % (k, n, boot.name,
+                                     "FAIL" if res.failed else "PASS",
+                                     boot.elapsed)
+    if res.failed:
+        line += ": " + ", ".join(res.failed_tests())
+    return line
+
+
+def recap(results):
+    """The closing list of every failed test with its first diagnostic
+    and, for a boot, the serial log that has the rest.
+
+    >>> r = Result("smp=2"); r.add("fail", "t.x", ["# FAIL t.c:1: a"])
+    >>> print("\\n".join(recap([(r, "build/logs/01-smp=2.log")])))
+    failed:
+      smp=2 t.x
+           # FAIL t.c:1: a
+           log: build/logs/01-smp=2.log
+    >>> recap([(Result("smp=1"), None)])
+    []
+    """
+    lines = []
+    for res, log in results:
+        for test, detail in res.failures:
+            lines.append("  %s %s" % (res.name, test))
+            lines.append("       " + first_diagnostic(detail))
+            if log:
+                lines.append("       log: " + log)
+    return ["failed:"] + lines if lines else []
+
+
+def log_name(logdir, k, boot):
+    name = re.sub(r"[^A-Za-z0-9=,._-]", "_", boot.name)
+    return os.path.join(logdir, "%02d-%s.log" % (k, name))
+
+
+def check_logs_saved(done):
+    """The runner's own check that every boot left its serial log."""
+    res = Result("runner")
+    missing = [log for boot, _, log in done
+               if not (log and os.path.isfile(log)
+                       and os.path.getsize(log) > 0)]
+    if missing:
+        res.add("fail", "logs-saved", ["no serial log at " + m
+                                       for m in missing])
+    else:
+        res.add("ok", "logs-saved")
+    return res
+
+
 def cmd_check(args):
     accel, reason = choose_accel(args.accel)
     boots = check_plan(args)
-    print("runner: accelerator %s (%s); %d boots, %d at a time"
-          % (accel, reason, len(boots), args.jobs), flush=True)
+    logdir = args.logdir or os.path.join(os.path.dirname(args.iso) or ".",
+                                         "logs")
+    os.makedirs(logdir, exist_ok=True)
+    for old in os.listdir(logdir):
+        if old.endswith(".log") or old == "report.txt":
+            os.remove(os.path.join(logdir, old))
+    print("runner: accelerator %s (%s); %d boot%s, %d at a time; serial "
+          "logs in %s/" % (accel, reason, len(boots),
+                           "" if len(boots) == 1 else "s", args.jobs, logdir),
+          flush=True)
+    if args.tests:
+        print("runner: TESTS=%s: the shell, runner-check and host-test "
+              "boots are left out" % args.tests, flush=True)
     totals = [0, 0, 0]
-    results = []
+    done = []           # (boot, result, log), in finishing order
+    report = []         # every result line, for report.txt
 
-    def account(res):
-        print("\n".join(res.lines), flush=True)
+    def account(res, log=None):
+        report.extend(res.lines)
+        if args.verbose:
+            print("\n".join(res.lines), flush=True)
         totals[0] += res.passed
         totals[1] += res.failed
         totals[2] += res.skipped
 
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(b.run, args, accel) for b in boots]
-        for fut in futures:
-            results.append(fut.result())
-            account(results[-1])
+    pool = concurrent.futures.ThreadPoolExecutor(args.jobs)
+    interrupted = False
+    try:
+        futures = {}
+        for k, b in enumerate(boots, 1):
+            log = log_name(logdir, k, b)
+            futures[pool.submit(b.run, args, accel, log)] = (b, log)
+        for fut in concurrent.futures.as_completed(futures):
+            boot, log = futures[fut]
+            res = fut.result()
+            done.append((boot, res, log))
+            account(res)
+            print(boot_line(len(done), len(boots), boot, res), flush=True)
 
-    if args.host_list:
-        print("== host unit tests (built with -fsanitize=address,undefined)")
-        account(run_host_tests(args))
+        if not args.tests:
+            res = check_logs_saved(done)
+            done.append((None, res, None))
+            account(res)
+            if args.host_list:
+                res = run_host_tests(args)
+                done.append((None, res, None))
+                account(res)
+                print("host unit tests (-fsanitize=address,undefined): %d "
+                      "passed, %d failed" % (res.passed, res.failed),
+                      flush=True)
+            res = run_self_tests()
+            done.append((None, res, None))
+            account(res)
+            print("runner self-tests: %d passed, %d failed"
+                  % (res.passed, res.failed), flush=True)
+    except KeyboardInterrupt:
+        interrupted = True
+        stop_all_qemus()
+        # Results of boots cut short say "interrupted", not why they
+        # failed: only boots that finished before Ctrl-C are counted.
+        done = [d for d in done
+                if not any("interrupted" in l for l in d[1].lines)]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
-    print("== runner self-tests (doctest)")
-    account(run_self_tests())
-
+    with open(os.path.join(logdir, "report.txt"), "w") as f:
+        f.write("\n".join(report) + "\n")
+    for line in recap([(res, log) for _, res, log in done]):
+        print(line)
+    print("serial logs of every boot and the full report (every test's "
+          "line): %s/" % logdir)
+    if interrupted:
+        print("interrupted: %d of %d boots finished; every QEMU stopped"
+              % (sum(1 for b, _, _ in done if b is not None), len(boots)))
     line = "%d passed, %d failed" % (totals[0], totals[1])
     if totals[2]:
         line += ", %d skipped" % totals[2]
-    print(line)
+    print(line, flush=True)
+    if interrupted:
+        return 130
     return 1 if totals[1] else 0
 
 
@@ -442,7 +750,14 @@ def cmd_boot(args):
     print("runner: accelerator %s (%s)" % (accel, reason), flush=True)
     boot = Boot(args.name, args.cmdline, args.smp[0], timeout=args.timeout,
                 pmu=args.pmu)
-    res = boot.run(args, accel)
+    start = time.monotonic()
+
+    def heartbeat(qemu):
+        print("  %s: %d s, last line: %s" % (args.name,
+              time.monotonic() - start, qemu.last_line()[:100]), flush=True)
+
+    res = boot.run(args, accel, heartbeat=heartbeat if args.progress
+                   else None)
     print("\n".join(l for l in boot.text.splitlines()
                     if l.startswith("# ")))
     print("\n".join(res.lines))
@@ -576,7 +891,10 @@ def cmd_check_hw(args):
     twice: with the counter writes the driver chooses, then with
     pmu_intel.full_width=0 forcing 32-bit writes. Fails, saying why, when
     nothing was tested."""
-    accel, reason = choose_accel(args.accel)
+    if args.accel == "auto":
+        accel, reason = "kvm", "check-hw needs KVM to expose the host PMU"
+    else:
+        accel, reason = choose_accel(args.accel)
     vendor = host_cpu_vendor()
     flags = host_cpu_flags()
     kvm_ok = kvm_usable()
@@ -654,7 +972,7 @@ def cmd_bench(args):
     print("runner: accelerator %s (%s), %d CPUs, figures in %s"
           % (accel, reason, args.smp[0], unit), flush=True)
     cmd = qemu_command(args.iso, args.smp[0], accel, args.mem,
-                       "test=bench " + args.cmdline, icount=icount)
+                       "test=bench.perfmon " + args.cmdline, icount=icount)
     qemu = Qemu(cmd)
     rc = qemu.wait(time.monotonic() + args.timeout)
     text = qemu.text
@@ -701,11 +1019,70 @@ def main():
     parser.add_argument("--name", default="boot")
     parser.add_argument("--host-tests", default="")
     parser.add_argument("--host-list", default="")
+    parser.add_argument("--tests", default="",
+                        help="test= selection for the suite boots (TESTS=)")
+    parser.add_argument("--logdir", default="",
+                        help="where check saves each boot's serial log "
+                        "(default: logs/ beside the ISO)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="print every test's result line (V=1)")
+    parser.add_argument("--progress", action="store_true",
+                        help="boot: print a line every 10 s while it runs")
     parser.add_argument("--jobs", type=int,
                         default=int(os.environ.get("JOBS", "0"))
                         or os.cpu_count() or 1)
     args = parser.parse_args()
+    problem = check_smp_mem(args.smp, args.mem)
+    if problem:
+        print("runner: " + problem, file=sys.stderr)
+        return 2
     args.smp = [int(s) for s in args.smp.split()]
+    args.tests = args.tests.strip().replace(" ", ",")
+    # A kill (SIGTERM) cleans up like Ctrl-C: the QEMUs run in their own
+    # sessions and would outlive the runner.
+    signal.signal(signal.SIGTERM, interrupt_on_signal)
+    try:
+        return dispatch(args)
+    except KeyboardInterrupt:
+        stop_all_qemus()
+        print("\nrunner: interrupted; every QEMU stopped", file=sys.stderr)
+        return 130
+
+
+def interrupt_on_signal(signum, frame):
+    raise KeyboardInterrupt()
+
+
+def check_smp_mem(smp, mem):
+    """Why SMP or MEM cannot be used, or None.
+
+    >>> check_smp_mem("1 2 4", "512M")
+    >>> check_smp_mem("0", "512M")
+    "SMP='0': each CPU count must be an integer from 1 to 64"
+    >>> check_smp_mem("two", "512M")
+    "SMP='two': each CPU count must be an integer from 1 to 64"
+    >>> check_smp_mem("", "1G")
+    "SMP='': give at least one CPU count"
+    >>> check_smp_mem("2", "lots")
+    "MEM='lots': a size such as 512M or 2G, at least 64M"
+    >>> check_smp_mem("2", "16M")
+    "MEM='16M': a size such as 512M or 2G, at least 64M"
+    """
+    words = smp.split()
+    if not words:
+        return "SMP='%s': give at least one CPU count" % smp
+    for w in words:
+        if not w.isdigit() or not 1 <= int(w) <= SMP_MAX:
+            return ("SMP='%s': each CPU count must be an integer from 1 to "
+                    "%d" % (smp, SMP_MAX))
+    m = re.match(r"^(\d+)([MG]?)$", mem)
+    mib = (int(m.group(1)) * (1024 if m.group(2) == "G" else 1)) if m else 0
+    if mib < 64:
+        return "MEM='%s': a size such as 512M or 2G, at least 64M" % mem
+    return None
+
+
+def dispatch(args):
     if args.mode == "run":
         return cmd_run(args)
     if args.mode == "boot":

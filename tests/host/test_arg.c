@@ -90,4 +90,33 @@ HOST_TEST(empty_command_line)
     HOST_ASSERT_STREQ(arg_cmdline(), "");
 }
 
+HOST_TEST(check_accepts_known_keys_and_values)
+{
+    stub_extra = NULL;
+    arg_setup("test=kmem,perfmon.* loglevel=7 panic=halt pmu_soft.width=8 "
+              "pmu_soft.intr=1 pmu_intel.full_width=0 torture.ops=1 "
+              "torture.seed=0x5eed");
+    HOST_ASSERT_EQ(arg_check(), 0);
+    HOST_ASSERT_EQ(arg_nr_errors(), 0);
+}
+
+HOST_TEST(check_reports_each_bad_word)
+{
+    stub_extra = "nosuchkey=1 test=";
+    arg_setup("loglevel=99 loglevel=abc panic=reboot pmu_soft.width=7 "
+              "torture.ops=0 quiet");
+    /* Every word counts, overridden ones too: each was typed by someone. */
+    HOST_ASSERT_EQ(arg_check(), 8);
+    HOST_ASSERT_EQ(arg_nr_errors(), 8);
+    arg_setup("");
+    HOST_ASSERT_EQ(arg_check(), 2);
+}
+
+HOST_TEST(no_leading_blank_after_an_empty_line)
+{
+    stub_extra = "test=all";
+    arg_setup("");
+    HOST_ASSERT_STREQ(arg_cmdline(), "test=all");
+}
+
 HOST_TEST_MAIN()
