@@ -2,16 +2,23 @@
  * perfmon core: the global, per-CPU and per-thread tiers.
  *
  * Locking and contexts:
+ * - Lock order: a thread's perfmon_td lock, then a device's lock is never
+ *   taken inside it (allocation and release happen before and after the
+ *   per-thread operation); the run queue lock of the scheduler is held
+ *   around perfmon_td_switch, which takes next's td lock: run queue ->
+ *   interrupts off -> td.
  * - A device's lock protects its slots (global tier); it is taken only to
- *   allocate and release slots, in thread context.
+ *   allocate and release slots, in thread context. Queries read the slots
+ *   without it.
  * - The per-CPU tier of a CPU is only touched on that CPU with interrupts
  *   disabled: by the context switch, the overflow interrupt, the poll
  *   timer, and cross-CPU calls for CPU events and running threads.
- * - A thread's perfmon_td lock serializes its load and unload (on its
- *   CPU, in the context switch) with event operations, which run where
- *   the thread is loaded: locally when it is not loaded anywhere or is
- *   the caller, else through an xcall that re-checks, under the lock, that
- *   the thread is still loaded on the CPU it reached.
+ * - A loaded thread's per-thread state is written only on its CPU with
+ *   interrupts disabled (the switch, or a cross-CPU call that re-checks
+ *   loaded_cpu under the td lock), so the switch updates prev without its
+ *   lock and publishes prev->loaded_cpu = NONE last, with release order.
+ *   An unloaded thread's state is changed by event operations from any
+ *   CPU under its td lock, which the switch takes for next.
  * - A slot's pmc_id, width and config do not change while it has
  *   references, so the tiers read them without the device lock.
  */
