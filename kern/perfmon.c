@@ -144,15 +144,15 @@ perfmon_cpu_pmc(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
 static __attribute__((noinline)) void
 perfmon_cpu_pmc_add_wrap(struct perfmon_cpu *cpu,
                          const struct perfmon_dev *dev,
-                         struct perfmon_cpu_pmc *cpmc,
-                         const struct perfmon_pmc *pmc, uint64_t raw,
+                         struct perfmon_cpu_pmc *cpmc, uint64_t raw,
                          bool reported)
 {
-    uint64_t mask = pmc->mask;
+    uint64_t mask = cpmc->mask;
     uint64_t delta = (raw - cpmc->prev) & mask;
     bool wrapped = raw < cpmc->prev;
 
-    if (reported && pmc->width < 64) {
+    /* A 64-bit counter (all-ones mask) never wraps: nothing to add. */
+    if (reported && mask != ~0ULL) {
         if (cpmc->wrap_seen) {
             /* Already added; a decrease now would be a new wrap. */
             cpmc->wrap_seen = false;
@@ -180,15 +180,14 @@ perfmon_cpu_pmc_add_wrap(struct perfmon_cpu *cpu,
  */
 static inline void
 perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
-                    struct perfmon_cpu_pmc *cpmc,
-                    const struct perfmon_pmc *pmc, uint64_t raw,
+                    struct perfmon_cpu_pmc *cpmc, uint64_t raw,
                     bool reported)
 {
     if (__builtin_expect(!reported && raw >= cpmc->prev, 1)) {
         cpmc->value += raw - cpmc->prev;
         cpmc->prev = raw;
     } else {
-        perfmon_cpu_pmc_add_wrap(cpu, dev, cpmc, pmc, raw, reported);
+        perfmon_cpu_pmc_add_wrap(cpu, dev, cpmc, raw, reported);
     }
 }
 
@@ -200,8 +199,10 @@ perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
  * rather than being counted twice; one call serves a batch of slots.
  */
 static uint64_t
-perfmon_dev_consume(struct perfmon_dev *dev, uint32_t mask)
+perfmon_dev_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                    uint32_t mask)
 {
+    const struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->index];
     uint64_t ids = 0;
 
     if (!dev->overflow_intr) {
@@ -209,31 +210,50 @@ perfmon_dev_consume(struct perfmon_dev *dev, uint32_t mask)
     }
 
     FOR_EACH_BIT(index, mask) {
-        ids |= dev->pmcs[index].id_bit;
+        ids |= cpmcs[index].id_bit;
     }
 
     return dev->ops->overflow_consume(ids);
 }
 
-/* Bring a slot up to date, given what the consume before it returned. */
-static inline struct perfmon_cpu_pmc *
-perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                     unsigned int index, uint64_t pending)
+/*
+ * The bank of the software PMU's counters on this CPU for dev, else NULL:
+ * they are per-CPU memory, read inline rather than through the driver.
+ */
+static inline const struct pmu_soft_bank *
+perfmon_dev_bank(const struct perfmon_dev *dev)
 {
-    const struct perfmon_pmc *pmc = &dev->pmcs[index];
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+    return dev->sw ? cpu_local_ptr(pmu_soft_bank) : NULL;
+}
+
+/* A slot's raw counter value. Local, interrupts disabled. */
+static inline uint64_t
+perfmon_cpu_pmc_read(const struct perfmon_dev *dev,
+                     const struct pmu_soft_bank *bank,
+                     const struct perfmon_cpu_pmc *cpmc)
+{
     uint64_t raw;
 
-    /* The software PMU's counters are per-CPU memory: read them inline. */
-    if (dev->sw) {
-        raw = pmu_soft_read_local(pmc->pmc_id) & pmc->mask;
+    if (bank != NULL) {
+        raw = pmu_soft_bank_read(bank, cpmc->pmc_id);
     } else {
-        raw = dev->ops->read(pmc->pmc_id) & pmc->mask;
+        raw = dev->ops->read(cpmc->pmc_id);
     }
 
-    perfmon_cpu_pmc_add(cpu, dev, cpmc, pmc, raw,
-                        (pending & pmc->id_bit) != 0);
-    return cpmc;
+    return raw & cpmc->mask;
+}
+
+/*
+ * Bring a slot up to date, given what the consume before it returned and
+ * perfmon_dev_bank(dev). Hot: every switch and poll comes here per slot.
+ */
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                     const struct pmu_soft_bank *bank,
+                     struct perfmon_cpu_pmc *cpmc, uint64_t pending)
+{
+    perfmon_cpu_pmc_add(cpu, dev, cpmc, perfmon_cpu_pmc_read(dev, bank, cpmc),
+                        pending != 0 && (pending & cpmc->id_bit) != 0);
 }
 
 /* Bring one slot up to date, interrupts disabled. */
@@ -241,9 +261,11 @@ static struct perfmon_cpu_pmc *
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                        unsigned int index)
 {
-    uint64_t pending = perfmon_dev_consume(dev, 1U << index);
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+    uint64_t pending = perfmon_dev_consume(cpu, dev, 1U << index);
 
-    return perfmon_cpu_pmc_sync(cpu, dev, index, pending);
+    perfmon_cpu_pmc_sync(cpu, dev, perfmon_dev_bank(dev), cpmc, pending);
+    return cpmc;
 }
 
 static void
@@ -270,7 +292,7 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 
         cpmc->pmc_id = pmc->pmc_id;
         cpmc->mask = pmc->mask;
-        cpmc->id_bit = pmc->id_bit;
+        cpmc->id_bit = (pmc->pmc_id < 64) ? 1ULL << pmc->pmc_id : 0;
         cpmc->prev = dev->ops->start(pmc->pmc_id, pmc->config)
                      & pmc->mask;
         cpmc->wrap_seen = false;
@@ -301,11 +323,13 @@ void
 perfmon_poll_local(struct perfmon_dev *dev)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    const struct pmu_soft_bank *bank = perfmon_dev_bank(dev);
+    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->index];
     uint32_t used = cpu->used[dev->index];
-    uint64_t pending = perfmon_dev_consume(dev, used);
+    uint64_t pending = perfmon_dev_consume(cpu, dev, used);
 
     FOR_EACH_BIT(index, used) {
-        perfmon_cpu_pmc_sync(cpu, dev, index, pending);
+        perfmon_cpu_pmc_sync(cpu, dev, bank, &cpmcs[index], pending);
     }
 }
 
@@ -340,11 +364,10 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index)
     /* A counter stopped since it overflowed has nothing left to add. */
     if (pmc_index < dev->nr_pmcs
         && (cpu->used[dev->index] & (1U << pmc_index))) {
-        const struct perfmon_pmc *pmc = &dev->pmcs[pmc_index];
+        struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, pmc_index);
 
-        perfmon_cpu_pmc_add(cpu, dev, perfmon_cpu_pmc(cpu, dev, pmc_index),
-                            pmc, dev->ops->read(pmc->pmc_id) & pmc->mask,
-                            true);
+        perfmon_cpu_pmc_add(cpu, dev, cpmc,
+                            perfmon_cpu_pmc_read(dev, NULL, cpmc), true);
     }
 }
 
@@ -447,7 +470,6 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     pmc->width = width;
     pmc->mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
     pmc->config = config;
-    pmc->id_bit = (pmc_id < 64) ? 1ULL << pmc_id : 0;
     pmc->nr_refs = 1;
     spinlock_unlock(&dev->lock);
     *indexp = free_index;
@@ -588,17 +610,8 @@ perfmon_td_switch_out(struct perfmon_td_pmc *prev_pmcs,
 
     FOR_EACH_BIT(index, prev_used) {
         struct perfmon_cpu_pmc *cpmc = &cpmcs[index];
-        uint64_t raw;
 
-        if (bank != NULL) {
-            raw = pmu_soft_bank_read(bank, cpmc->pmc_id);
-        } else {
-            raw = dev->ops->read(cpmc->pmc_id);
-        }
-
-        perfmon_cpu_pmc_add(cpu, dev, cpmc, &dev->pmcs[index],
-                            raw & cpmc->mask,
-                            pending != 0 && (pending & cpmc->id_bit) != 0);
+        perfmon_cpu_pmc_sync(cpu, dev, bank, cpmc, pending);
         prev_pmcs[index].value += cpmc->value - prev_pmcs[index].cpu_start;
 
         if (next_used & (1U << index)) {
@@ -622,7 +635,7 @@ perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
     struct perfmon_td_pmc *next_pmcs = next->pmcs[dev->index];
     uint32_t prev_used = prev->used[dev->index];
     uint32_t next_used = next->used[dev->index];
-    uint64_t pending = perfmon_dev_consume(dev, prev_used);
+    uint64_t pending = perfmon_dev_consume(cpu, dev, prev_used);
 
     if (dev->sw) {
         perfmon_td_switch_out(prev_pmcs, next_pmcs, prev_used, next_used,
@@ -695,7 +708,6 @@ struct perfmon_td_op {
     struct perfmon_dev *dev;
     unsigned int index;
     void (*fn)(struct perfmon_td_op *op, bool loaded);
-    struct perfmon_event *event;
     uint64_t value;
     bool done;
 };
@@ -796,7 +808,6 @@ perfmon_td_event_op(struct perfmon_event *event,
         .dev = event->dev,
         .index = event->pmc_index,
         .fn = fn,
-        .event = event,
     };
 
     perfmon_td_run(&op);

@@ -202,7 +202,6 @@ struct perfmon_dev_ops {
 struct perfmon_pmc {
     unsigned int nr_refs;
     unsigned int pmc_id;
-    uint64_t id_bit;            /* 1 << pmc_id (0 for ids of 64 and up) */
     unsigned int width;
     uint64_t mask;              /* 2^width - 1 */
     uint64_t config;
