@@ -161,7 +161,7 @@ HOST_PMU_SRCS := tests/host/pmu_model.c tests/host/host_env.c kern/errno.c \
     arch/x86/machine/fwcfg.c
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu_model.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
-    arch/x86/machine/pmu_intel.h
+    arch/x86/machine/pmu_intel.h arch/x86/machine/pmu_x86.h
 HOST_PMU_CONFIGS := v1 v2 v5
 
 $(BUILD)/host/test_pmu_model: tests/host/test_pmu_model.c \
@@ -192,7 +192,7 @@ HOST_PMU_AMD_SRCS := tests/host/pmu_model_amd.c tests/host/host_env.c \
     kern/errno.c arch/x86/machine/pmu_amd.c kern/perfmon.c kern/string.c
 HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu_model_amd.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
-    arch/x86/machine/pmu_amd.h
+    arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h
 
 $(addprefix $(BUILD)/host/test_pmu_amd_,$(HOST_PMU_AMD_CONFIGS)): \
     tests/host/test_pmu_amd.c $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS)

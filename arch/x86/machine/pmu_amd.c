@@ -35,6 +35,7 @@
 #include <machine/cpu.h>
 #include <machine/lapic.h>
 #include <machine/pmu_amd.h>
+#include <machine/pmu_x86.h>
 #include <machine/trap.h>
 
 /* CPUID leaves and bits (APM vol. 3, appendix E). */
@@ -767,29 +768,6 @@ pmu_amd_set_start_gap(uint64_t gap)
 /* Setup                                                               */
 /* ------------------------------------------------------------------ */
 
-/* Write value to msr and read it back; on error, name msr in *msrp. */
-static int
-pmu_amd_probe_msr(uint32_t msr, uint64_t value, uint32_t *msrp)
-{
-    uint64_t readback;
-    int error;
-
-    *msrp = msr;
-    error = cpu_set_msr_safe(msr, value);
-
-    if (error) {
-        return error;
-    }
-
-    error = cpu_get_msr_safe(msr, &readback);
-
-    if (error) {
-        return error;
-    }
-
-    return (readback == value) ? 0 : ENODEV;
-}
-
 /*
  * Prove the registers before trusting them: the legacy counters have no
  * CPUID bit at all, and a hypervisor with its PMU off may make them read
@@ -808,7 +786,7 @@ pmu_amd_probe(uint32_t *msrp)
     int error;
 
     if (pmu_amd_info.perfmon_v2) {
-        error = pmu_amd_probe_msr(PMU_AMD_MSR_GLOBAL_CTL, 0, msrp);
+        error = pmu_x86_probe_msr(PMU_AMD_MSR_GLOBAL_CTL, 0, msrp);
 
         if (error) {
             return error;
@@ -819,11 +797,11 @@ pmu_amd_probe(uint32_t *msrp)
         uint32_t ctl = pmu_amd_msr_ctl(ends[i]);
         uint32_t ctr = pmu_amd_msr_ctr(ends[i]);
 
-        error = pmu_amd_probe_msr(ctl, PMU_AMD_PROBE_EVTSEL, msrp);
-        error = error ? error : pmu_amd_probe_msr(ctl, 0, msrp);
-        error = error ? error : pmu_amd_probe_msr(ctr, PMU_AMD_PROBE_COUNT,
+        error = pmu_x86_probe_msr(ctl, PMU_AMD_PROBE_EVTSEL, msrp);
+        error = error ? error : pmu_x86_probe_msr(ctl, 0, msrp);
+        error = error ? error : pmu_x86_probe_msr(ctr, PMU_AMD_PROBE_COUNT,
                                                   msrp);
-        error = error ? error : pmu_amd_probe_msr(ctr, 0, msrp);
+        error = error ? error : pmu_x86_probe_msr(ctr, 0, msrp);
 
         if (error) {
             return error;

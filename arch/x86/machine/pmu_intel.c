@@ -32,6 +32,7 @@
 #include <machine/cpu.h>
 #include <machine/lapic.h>
 #include <machine/pmu_intel.h>
+#include <machine/pmu_x86.h>
 #include <machine/trap.h>
 
 #define PMU_INTEL_CPUID_LEAF        0xa
@@ -722,29 +723,6 @@ struct pmu_intel_probe_write {
     uint64_t value;
 };
 
-/* Write value to msr and read it back; on error, name msr in *msrp. */
-static int
-pmu_intel_probe_msr(uint32_t msr, uint64_t value, uint32_t *msrp)
-{
-    uint64_t readback;
-    int error;
-
-    *msrp = msr;
-    error = cpu_set_msr_safe(msr, value);
-
-    if (error) {
-        return error;
-    }
-
-    error = cpu_get_msr_safe(msr, &readback);
-
-    if (error) {
-        return error;
-    }
-
-    return (readback == value) ? 0 : ENODEV;
-}
-
 /*
  * Check that the MSRs CPUID leaf 0AH promises work before trusting them:
  * a hypervisor may advertise the leaf yet raise #GP on the MSRs, or drop
@@ -796,7 +774,7 @@ pmu_intel_probe(uint32_t *msrp)
     }
 
     for (unsigned int i = 0; i < nr_writes; i++) {
-        error = pmu_intel_probe_msr(writes[i].msr, writes[i].value, msrp);
+        error = pmu_x86_probe_msr(writes[i].msr, writes[i].value, msrp);
 
         if (error) {
             return error;
