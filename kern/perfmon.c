@@ -405,11 +405,7 @@ perfmon_cpu_nr_used_pmcs(unsigned int cpu)
     unsigned int n = 0;
 
     for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
-        /* No popcnt instruction assumed (libgcc is not linked). */
-        for (uint32_t used = READ_ONCE(pcpu->used[d]); used != 0;
-             used &= used - 1) {
-            n++;
-        }
+        n += bitops_popcount(READ_ONCE(pcpu->used[d]));
     }
 
     return n;
@@ -468,7 +464,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     pmc = &dev->pmcs[free_index];
     pmc->pmc_id = pmc_id;
     pmc->width = width;
-    pmc->mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
+    pmc->mask = bitops_width_mask(width);
     pmc->config = config;
     pmc->nr_refs = 1;
     spinlock_unlock(&dev->lock);

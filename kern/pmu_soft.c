@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <kern/arg.h>
+#include <kern/bitops.h>
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
@@ -113,13 +114,11 @@ pmu_soft_wraps(uint64_t value, uint64_t n)
  */
 static void
 pmu_soft_account_lost(struct pmu_soft_cpu *cpu, unsigned int id,
-                      uint64_t old, uint64_t n)
+                      uint64_t wraps, uint64_t n)
 {
     uint64_t lost;
 
     if (pmu_soft_intr) {
-        uint64_t wraps = pmu_soft_wraps(old, n);
-
         lost = (wraps == 0) ? 0
                : wraps - !(cpu->overflowed & (1U << id));
     } else {
@@ -141,29 +140,27 @@ pmu_soft_count(unsigned int event, uint64_t n)
 {
     struct pmu_soft_bank *bank;
     struct pmu_soft_cpu *cpu;
-    uint32_t counting, wrapped = 0;
+    uint32_t wrapped = 0;
     unsigned long flags;
 
     flags = cpu_intr_save();
     cpu = cpu_local_ptr(pmu_soft_cpu);
     bank = cpu_local_ptr(pmu_soft_bank);
-    counting = cpu->counting[event];
 
-    while (counting != 0) {
-        unsigned int id = __builtin_ctz(counting);
+    FOR_EACH_BIT(id, cpu->counting[event]) {
         uint64_t old = bank->values[id];
-
-        counting &= counting - 1;
+        uint64_t wraps;
 
         if (pmu_soft_nr_bits == 64) {
             bank->values[id] = old + n;
             continue;   /* perfmon needs no wrap reports at this width */
         }
 
-        pmu_soft_account_lost(cpu, id, old, n);
+        wraps = pmu_soft_wraps(old, n);
+        pmu_soft_account_lost(cpu, id, wraps, n);
         bank->values[id] = (old + n) & pmu_soft_mask;
 
-        if (pmu_soft_wraps(old, n) != 0) {
+        if (wraps != 0) {
             wrapped |= 1U << id;
         }
     }
@@ -290,10 +287,7 @@ pmu_soft_handle_overflow_intr(void)
         syscnt_inc(&cpu->sc_intrs);
     }
 
-    while (overflowed != 0) {
-        unsigned int id = __builtin_ctz(overflowed);
-
-        overflowed &= overflowed - 1;
+    FOR_EACH_BIT(id, overflowed) {
         perfmon_report_overflow(&pmu_soft_dev, id);
     }
 }
@@ -332,7 +326,7 @@ pmu_soft_setup(void)
     }
 
     pmu_soft_nr_bits = (unsigned int)width;
-    pmu_soft_mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
+    pmu_soft_mask = bitops_width_mask((unsigned int)width);
     pmu_soft_intr = (intr == 1);
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {

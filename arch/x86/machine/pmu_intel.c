@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <kern/arg.h>
+#include <kern/bitops.h>
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
@@ -204,12 +205,6 @@ uint64_t
 pmu_intel_nr_pmi_giveups(unsigned int cpu)
 {
     return syscnt_read(percpu_ptr(pmu_intel_sc_giveups, cpu));
-}
-
-static uint64_t
-pmu_intel_width_mask(unsigned int width)
-{
-    return (width >= 64) ? ~0ULL : (1ULL << width) - 1;
 }
 
 /* ------------------------------------------------------------------ */
@@ -477,13 +472,13 @@ pmu_intel_write_start(unsigned int pmc_id)
 
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
         value = -pmu_intel_start_gap
-                & pmu_intel_width_mask(pmu_intel_info.fixed_width);
+                & bitops_width_mask(pmu_intel_info.fixed_width);
         cpu_set_msr(PMU_INTEL_MSR_FIXED_CTR(pmc_id - PMU_INTEL_FIXED_BASE),
                     value);
         return value;
     }
 
-    mask = pmu_intel_width_mask(pmu_intel_info.gp_width);
+    mask = bitops_width_mask(pmu_intel_info.gp_width);
     value = -pmu_intel_start_gap & mask;
 
     if (pmu_intel_info.full_width_writes) {
@@ -704,7 +699,7 @@ pmu_intel_set_start_gap(uint64_t gap)
     unsigned int width = pmu_intel_min_width();
 
     if ((gap != 0 && gap < PMU_INTEL_START_GAP_MIN)
-        || gap > pmu_intel_width_mask(width)
+        || gap > bitops_width_mask(width)
         || (!pmu_intel_info.full_width_writes && gap > (1ULL << 31))) {
         return EINVAL;
     }
@@ -759,7 +754,7 @@ pmu_intel_probe(uint32_t *msrp)
             PMU_INTEL_MSR_EVTSEL(0), 0 };
         writes[nr_writes++] = (struct pmu_intel_probe_write){
             msr, PMU_INTEL_PROBE_COUNT
-                 & pmu_intel_width_mask(info->gp_width) };
+                 & bitops_width_mask(info->gp_width) };
         writes[nr_writes++] = (struct pmu_intel_probe_write){ msr, 0 };
     }
 
@@ -769,7 +764,7 @@ pmu_intel_probe(uint32_t *msrp)
             PMU_INTEL_MSR_FIXED_CTRL, 0 };
         writes[nr_writes++] = (struct pmu_intel_probe_write){
             msr, PMU_INTEL_PROBE_COUNT
-                 & pmu_intel_width_mask(info->fixed_width) };
+                 & bitops_width_mask(info->fixed_width) };
         writes[nr_writes++] = (struct pmu_intel_probe_write){ msr, 0 };
     }
 
@@ -845,18 +840,6 @@ pmu_intel_setup_local(void *arg)
     }
 }
 
-static unsigned int
-pmu_intel_popcount(uint32_t x)
-{
-    unsigned int n = 0;
-
-    for (; x != 0; x &= x - 1) {
-        n++;
-    }
-
-    return n;
-}
-
 static int
 pmu_intel_setup(void)
 {
@@ -903,7 +886,7 @@ pmu_intel_setup(void)
     pmu_intel_dev.name = "pmu_intel";
     pmu_intel_dev.ops = &pmu_intel_ops;
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
-    pmu_intel_dev.nr_pmcs = info->nr_gp + pmu_intel_popcount(info->fixed_mask);
+    pmu_intel_dev.nr_pmcs = info->nr_gp + bitops_popcount(info->fixed_mask);
     pmu_intel_dev.min_width = pmu_intel_min_width();
     pmu_intel_dev.max_rate = cpu_get_freq() / CLOCK_HZ
                              * PMU_INTEL_MAX_EVENTS_PER_CYCLE;
