@@ -15,6 +15,7 @@
 #include <machine/boot.h>
 #include <machine/cpu.h>
 #include <machine/qemu.h>
+#include <machine/ipi.h>
 #include <machine/trap.h>
 #include <machine/uart.h>
 
@@ -49,6 +50,7 @@ kernel_main(uint32_t magic, uint32_t info_phys)
     cpu_setup_bsp();
     thread_bootstrap();
     trap_setup();
+    ipi_setup();
     boot_info_parse(magic, info_phys);
     boot_switch_to_kernel_pml4();
     arg_setup(boot_info.cmdline);

@@ -11,7 +11,6 @@
 #include <kern/panic.h>
 #include <kern/printf.h>
 #include <machine/cpu.h>
-#include <machine/lapic.h>
 #include <machine/qemu.h>
 #include <machine/trap.h>
 
@@ -146,7 +145,7 @@ panic_common(const struct trap_frame *frame, const void *fp, const char *msg)
         cpu_halt_forever();
     }
 
-    lapic_stop_others();
+    cpu_stop_others();
     log_panic_takeover();
     printf("\npanic: cpu%u: %s\n", cpu_id(), msg);
 

@@ -44,8 +44,6 @@
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/cpu_mp.h>
-#include <machine/lapic.h>
-#include <machine/trap.h>
 
 #define PERFMON_EVENT_MAGIC     0x70666d6eU
 
@@ -373,29 +371,25 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index)
 
 /* Each kind of device interrupts on its own vector. */
 static void
-perfmon_overflow_intr_dispatch(bool sw)
+perfmon_overflow_intr(bool sw)
 {
     struct perfmon_dev *dev = perfmon_get_dev(sw);
 
     if (dev != NULL && dev->overflow_intr) {
         dev->ops->handle_overflow_intr();
     }
-
-    lapic_eoi();
 }
 
-static void
-perfmon_hw_overflow_intr(struct trap_frame *frame)
+void
+perfmon_pmi_intr(void)
 {
-    (void)frame;
-    perfmon_overflow_intr_dispatch(false);
+    perfmon_overflow_intr(false);
 }
 
-static void
-perfmon_sw_overflow_intr(struct trap_frame *frame)
+void
+perfmon_pmu_soft_intr(void)
 {
-    (void)frame;
-    perfmon_overflow_intr_dispatch(true);
+    perfmon_overflow_intr(true);
 }
 
 unsigned int
@@ -1229,8 +1223,6 @@ perfmon_setup(void)
         syscnt_register(&percpu_ptr(perfmon_cpu, cpu)->sc_overflows, name);
     }
 
-    trap_register(TRAP_PMI, perfmon_hw_overflow_intr);
-    trap_register(TRAP_PMU_SOFT, perfmon_sw_overflow_intr);
     return 0;
 }
 

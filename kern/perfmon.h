@@ -252,6 +252,14 @@ int perfmon_register(struct perfmon_dev *dev);
  */
 void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index);
 
+/*
+ * The overflow interrupt of the hardware PMU device, and the software
+ * PMU's emulated one: run the device's handler. Called by the arch, which
+ * owns the vectors and sends the EOI afterwards. Interrupt context.
+ */
+void perfmon_pmi_intr(void);
+void perfmon_pmu_soft_intr(void);
+
 /* ------------------------------------------------------------------ */
 /* Scheduler hooks                                                     */
 /* ------------------------------------------------------------------ */

@@ -19,8 +19,6 @@
 #include <kern/printf.h>
 #include <kern/syscnt.h>
 #include <machine/cpu.h>
-#include <machine/lapic.h>
-#include <machine/trap.h>
 
 #define PMU_SOFT_WIDTH_MIN 8
 
@@ -167,7 +165,7 @@ pmu_soft_count(unsigned int event, uint64_t n)
 
     if (wrapped != 0 && pmu_soft_intr) {
         cpu->overflowed |= wrapped;
-        lapic_send_self_ipi(TRAP_PMU_SOFT);
+        cpu_send_self_pmu_soft();
     }
 
     cpu_intr_restore(flags);

@@ -41,9 +41,7 @@
 #include <kern/timer.h>
 #include <kern/vm_page.h>
 #include <machine/cpu.h>
-#include <machine/lapic.h>
 #include <machine/tcb.h>
-#include <machine/trap.h>
 
 struct thread_runq {
     struct spinlock lock;
@@ -124,7 +122,7 @@ thread_runq_request_resched(struct thread_runq *rq)
     rq->need_resched = true;
 
     if (rq->cpu != cpu_id()) {
-        lapic_send_ipi(rq->cpu, TRAP_RESCHED);
+        cpu_send_resched(rq->cpu);
     }
 }
 
@@ -410,14 +408,6 @@ thread_tick_intr(void)
     }
 
     spinlock_unlock(&rq->lock);
-}
-
-static void
-thread_resched_intr(struct trap_frame *frame)
-{
-    (void)frame;
-    lapic_eoi();
-    /* need_resched is set; the interrupt exit path switches threads. */
 }
 
 /* ------------------------------------------------------------------ */
@@ -890,10 +880,10 @@ thread_run_idle(void)
     }
 }
 
+/* The arch handles the reschedule interrupt from boot on (machine/ipi.h). */
 static int
 thread_setup(void)
 {
-    trap_register(TRAP_RESCHED, thread_resched_intr);
     return 0;
 }
 

@@ -14,8 +14,6 @@
 #include <kern/thread.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
-#include <machine/lapic.h>
-#include <machine/trap.h>
 
 struct xcall_slot {
     struct spinlock lock;       /* one caller at a time */
@@ -26,13 +24,10 @@ struct xcall_slot {
 
 static struct xcall_slot xcall_slot __percpu;
 
-static void
-xcall_intr(struct trap_frame *frame)
+void
+xcall_intr(void)
 {
     struct xcall_slot *slot = cpu_local_ptr(xcall_slot);
-
-    (void)frame;
-    lapic_eoi();
 
     if (__atomic_load_n(&slot->pending, __ATOMIC_ACQUIRE)) {
         /* Counted before the call, so a call that reads this CPU's
@@ -69,7 +64,7 @@ xcall_call(unsigned int cpu, xcall_fn_t fn, void *arg)
     slot->fn = fn;
     slot->arg = arg;
     __atomic_store_n(&slot->pending, true, __ATOMIC_RELEASE);
-    lapic_send_ipi(cpu, TRAP_XCALL);
+    cpu_send_xcall(cpu);
 
     while (__atomic_load_n(&slot->pending, __ATOMIC_ACQUIRE)) {
         cpu_pause();
@@ -90,10 +85,10 @@ xcall_broadcast(xcall_fn_t fn, void *arg)
     }
 }
 
+/* The arch delivers the call interrupt from boot on (machine/ipi.h). */
 static int
 xcall_setup(void)
 {
-    trap_register(TRAP_XCALL, xcall_intr);
     return 0;
 }
 

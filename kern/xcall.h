@@ -24,6 +24,12 @@ int xcall_call(unsigned int cpu, xcall_fn_t fn, void *arg);
  */
 void xcall_broadcast(xcall_fn_t fn, void *arg);
 
+/*
+ * The cross-CPU call interrupt: run the call pending for this CPU, if
+ * any. Called by the arch's handler after its EOI. Interrupt context.
+ */
+void xcall_intr(void);
+
 INIT_OP_DECLARE(xcall_setup);
 
 #endif /* KERN_XCALL_H */

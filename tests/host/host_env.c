@@ -24,6 +24,7 @@
 #include <kern/timer.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
+#include <machine/lapic.h>
 #include <machine/trap.h>
 
 #include "host_env.h"
@@ -371,6 +372,15 @@ host_env_raise_trap(unsigned int vector)
 {
     struct trap_frame frame = { .vector = vector };
     unsigned long flags;
+
+    /* The PMI vector is the arch's (machine/ipi.c): do what it does. */
+    if (vector == TRAP_PMI && host_env_traps[vector] == NULL) {
+        flags = cpu_intr_save();
+        perfmon_pmi_intr();
+        lapic_eoi();
+        cpu_intr_restore(flags);
+        return;
+    }
 
     if (vector >= TRAP_NR_VECTORS || host_env_traps[vector] == NULL) {
         panic("host_env: no handler for vector %u", vector);

@@ -245,6 +245,20 @@ cpu_set_cr3(uint64_t value)
     __asm__ volatile("mov %0, %%cr3" : : "r"(value) : "memory");
 }
 
+/*
+ * Interrupts the core raises (arch/x86/machine/ipi.c owns their vectors
+ * and calls the core's entries). Any context.
+ */
+void cpu_send_xcall(unsigned int cpu);          /* xcall_intr there */
+void cpu_send_resched(unsigned int cpu);        /* reschedule there */
+void cpu_send_self_pmu_soft(void);              /* perfmon_pmu_soft_intr */
+
+/*
+ * Stop every other CPU (for panic); nothing before the interrupt
+ * controller is set up. Any context.
+ */
+void cpu_stop_others(void);
+
 static inline void *
 cpu_get_frame_pointer(void)
 {
