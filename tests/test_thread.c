@@ -244,12 +244,28 @@ TEST_DEFINE(thread, preemption_shares_a_cpu)
     thread_join(tb);
 }
 
+struct test_thread_yielders {
+    unsigned int count;
+    unsigned int arrived;
+};
+
+/*
+ * Meet the peer first: a yield with no other thread ready does not
+ * switch, and the first thread could otherwise finish before the second
+ * one exists.
+ */
 static void
 test_thread_yielder(void *arg)
 {
-    unsigned int *count = arg;
+    struct test_thread_yielders *y = arg;
 
-    for (unsigned int i = 0; i < *count; i++) {
+    __atomic_fetch_add(&y->arrived, 1, __ATOMIC_SEQ_CST);
+
+    while (__atomic_load_n(&y->arrived, __ATOMIC_SEQ_CST) < 2) {
+        thread_yield();
+    }
+
+    for (unsigned int i = 0; i < y->count; i++) {
         thread_yield();
     }
 }
@@ -257,12 +273,13 @@ test_thread_yielder(void *arg)
 /* Yielding to another ready thread switches each time. */
 TEST_DEFINE(thread, switch_count_grows)
 {
-    unsigned int k = 50;
+    struct test_thread_yielders y = { .count = 50 };
+    unsigned int k = y.count;
     unsigned int cpu = cpu_count() - 1;
     struct thread *t1, *t2;
 
-    t1 = test_thread_start("yield-1", 1ULL << cpu, test_thread_yielder, &k);
-    t2 = test_thread_start("yield-2", 1ULL << cpu, test_thread_yielder, &k);
+    t1 = test_thread_start("yield-1", 1ULL << cpu, test_thread_yielder, &y);
+    t2 = test_thread_start("yield-2", 1ULL << cpu, test_thread_yielder, &y);
     thread_ref(t1);
     thread_ref(t2);
     thread_join(t1);
