@@ -1,7 +1,10 @@
 /*
- * Software PMU. Each CPU has PMU_SOFT_NR_PMCS counters; a started counter
- * counts one event. For each event, a per-CPU bit mask names the counters
- * that count it, so an event nobody counts costs one load.
+ * Software PMU, the counter bank: per CPU, PMU_SOFT_NR_PMCS counters; a
+ * started counter counts one event. For each event, a per-CPU bit mask
+ * names the counters that count it, so an event nobody counts costs one
+ * load. The kernel's hooks (clock, thread, xcall) count into it; the
+ * perfmon device over it lives in pmu_soft_dev.c, so those hooks do not
+ * depend on perfmon.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -14,11 +17,11 @@
 #include <kern/log.h>
 #include <kern/macros.h>
 #include <kern/percpu.h>
-#include <kern/perfmon.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/syscnt.h>
 #include <machine/cpu.h>
+#include <machine/cpu_mp.h>
 
 #define PMU_SOFT_WIDTH_MIN 8
 
@@ -37,7 +40,6 @@ struct pmu_soft_bank pmu_soft_bank __percpu;
 static uint64_t pmu_soft_mask = ~0ULL;
 static unsigned int pmu_soft_nr_bits = 64;
 static bool pmu_soft_intr;
-static struct perfmon_dev pmu_soft_dev;
 
 static const char *const pmu_soft_names[PMU_SOFT_EV_EMIT] = {
     [PMU_SOFT_EV_CSWITCH] = "cswitch",
@@ -171,37 +173,6 @@ pmu_soft_count(unsigned int event, uint64_t n)
     cpu_intr_restore(flags);
 }
 
-static int
-pmu_soft_translate(uint64_t *configp, unsigned int id, unsigned int flags)
-{
-    (void)flags;
-
-    if (id >= PMU_SOFT_NR_EVENTS) {
-        return EINVAL;
-    }
-
-    *configp = id;
-    return 0;
-}
-
-static int
-pmu_soft_alloc(unsigned int *pmc_idp, unsigned int *widthp,
-               unsigned int pmc_index, uint64_t config)
-{
-    (void)config;
-
-    /* One counter per slot: the slot index is the counter. */
-    *pmc_idp = pmc_index;
-    *widthp = pmu_soft_nr_bits;
-    return 0;
-}
-
-static void
-pmu_soft_free(unsigned int pmc_id)
-{
-    (void)pmc_id;
-}
-
 /*
  * A tick counter counts the clock's ticks as this CPU accounts them: bring
  * the accounting up to date before it starts or is read, so that ticks
@@ -215,34 +186,34 @@ pmu_soft_sync_ticks(unsigned int event)
     }
 }
 
-static uint64_t
-pmu_soft_start(unsigned int pmc_id, uint64_t config)
+uint64_t
+pmu_soft_counter_start(unsigned int id, unsigned int event)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
     struct pmu_soft_bank *bank = cpu_local_ptr(pmu_soft_bank);
-    uint32_t bit = 1U << pmc_id;
+    uint32_t bit = 1U << id;
     bool hooked;
 
-    pmu_soft_sync_ticks((unsigned int)config);
+    pmu_soft_sync_ticks(event);
 
     /* Polled narrow counters count unread units (lost wraps). */
-    hooked = config == PMU_SOFT_EV_TICK
+    hooked = event == PMU_SOFT_EV_TICK
              || (!pmu_soft_intr && pmu_soft_nr_bits < 64);
     bank->hooked = (bank->hooked & ~bit) | (hooked ? bit : 0);
-    cpu->events[pmc_id] = (unsigned int)config;
-    cpu->counting[config] |= bit;
+    cpu->events[id] = event;
+    cpu->counting[event] |= bit;
     cpu->overflowed &= ~bit;
-    cpu->unread[pmc_id] = 0;
-    return bank->values[pmc_id];
+    cpu->unread[id] = 0;
+    return bank->values[id];
 }
 
-static void
-pmu_soft_stop(unsigned int pmc_id)
+void
+pmu_soft_counter_stop(unsigned int id)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
 
-    cpu->counting[cpu->events[pmc_id]] &= ~(1U << pmc_id);
-    cpu->overflowed &= ~(1U << pmc_id);
+    cpu->counting[cpu->events[id]] &= ~(1U << id);
+    cpu->overflowed &= ~(1U << id);
 }
 
 uint64_t
@@ -255,51 +226,28 @@ pmu_soft_read_hooked(unsigned int id)
     return cpu_local_ptr(pmu_soft_bank)->values[id];
 }
 
-static uint64_t
-pmu_soft_read(unsigned int pmc_id)
-{
-    return pmu_soft_read_local(pmc_id);
-}
-
-/* Take back the wraps the emulated interrupt has not reported yet. */
-static uint64_t
-pmu_soft_overflow_consume(uint64_t ids)
+uint32_t
+pmu_soft_take_overflows(uint32_t mask)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
-    uint32_t pending = cpu->overflowed & (uint32_t)ids;
+    uint32_t pending = cpu->overflowed & mask;
 
     cpu->overflowed &= ~pending;
     return pending;
 }
 
-/* The emulated PMI: report the counters that wrapped on this CPU. */
-static void
-pmu_soft_handle_overflow_intr(void)
+uint32_t
+pmu_soft_intr_take(void)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
-    uint32_t overflowed = cpu->overflowed;
-
-    cpu->overflowed = 0;
+    uint32_t overflowed = pmu_soft_take_overflows(~0U);
 
     if (overflowed != 0) {
         syscnt_inc(&cpu->sc_intrs);
     }
 
-    FOR_EACH_BIT(id, overflowed) {
-        perfmon_report_overflow(&pmu_soft_dev, id);
-    }
+    return overflowed;
 }
-
-static const struct perfmon_dev_ops pmu_soft_ops = {
-    .translate = pmu_soft_translate,
-    .alloc = pmu_soft_alloc,
-    .free = pmu_soft_free,
-    .start = pmu_soft_start,
-    .stop = pmu_soft_stop,
-    .read = pmu_soft_read,
-    .overflow_consume = pmu_soft_overflow_consume,
-    .handle_overflow_intr = pmu_soft_handle_overflow_intr,
-};
 
 static int
 pmu_soft_setup(void)
@@ -334,14 +282,9 @@ pmu_soft_setup(void)
         syscnt_register(&percpu_ptr(pmu_soft_cpu, cpu)->sc_lost, name);
     }
 
-    pmu_soft_dev.name = "pmu_soft";
-    pmu_soft_dev.ops = &pmu_soft_ops;
-    pmu_soft_dev.overflow_intr = pmu_soft_intr;
-    pmu_soft_dev.nr_pmcs = PMU_SOFT_NR_PMCS;
-    pmu_soft_dev.min_width = pmu_soft_nr_bits;
-    pmu_soft_dev.max_rate = pmu_soft_max_rate();
-    pmu_soft_dev.sw = true;
-    return perfmon_register(&pmu_soft_dev);
+    return 0;
 }
 
-INIT_OP_DEFINE(pmu_soft_setup, INIT_OP_DEP(perfmon_setup, true));
+INIT_OP_DEFINE(pmu_soft_setup,
+               INIT_OP_DEP(cpu_mp_setup, true),
+               INIT_OP_DEP(syscnt_setup, true));

@@ -1,7 +1,10 @@
 /*
- * Software PMU: a perfmon device whose counters count kernel events. It
- * makes thread and CPU counts exactly predictable, so the perfmon core is
- * tested exactly on machines without a hardware PMU.
+ * Software PMU: counters of kernel events, and a perfmon device over them.
+ * It makes thread and CPU counts exactly predictable, so the perfmon core
+ * is tested exactly on machines without a hardware PMU. Two parts: the
+ * counter bank (pmu_soft.c: this header, no perfmon dependency), which the
+ * kernel's hooks in clock, thread and xcall count into, and the perfmon
+ * device (pmu_soft_dev.c).
  *
  * Events (ids for perfmon_event_init with PERFMON_EF_SW):
  *   PMU_SOFT_EV_CSWITCH    context switches (counted for the thread that
@@ -122,6 +125,22 @@ pmu_soft_read_local(unsigned int id)
     return pmu_soft_bank_read(cpu_local_ptr(pmu_soft_bank), id);
 }
 
+/*
+ * The counter bank's interface to its perfmon device (pmu_soft_dev.c).
+ * Local, interrupts disabled.
+ *
+ * pmu_soft_counter_start: make counter id count event and return its
+ * value, with no wrap pending. pmu_soft_counter_stop: stop it and forget
+ * a pending wrap. pmu_soft_take_overflows: clear and return the pending
+ * wraps of the counters in mask (bit id). pmu_soft_intr_take: the same
+ * for all counters, from the emulated interrupt (counted in
+ * pmu_soft_intrs/<cpu> when it finds one).
+ */
+uint64_t pmu_soft_counter_start(unsigned int id, unsigned int event);
+void pmu_soft_counter_stop(unsigned int id);
+uint32_t pmu_soft_take_overflows(uint32_t mask);
+uint32_t pmu_soft_intr_take(void);
+
 /* The configured counter width and overflow mode. Any context. */
 unsigned int pmu_soft_width(void);
 bool pmu_soft_intr_mode(void);
@@ -145,5 +164,6 @@ uint64_t pmu_soft_nr_intrs(unsigned int cpu);
 const char *pmu_soft_event_name(unsigned int event);
 
 INIT_OP_DECLARE(pmu_soft_setup);
+INIT_OP_DECLARE(pmu_soft_dev_setup);
 
 #endif /* KERN_PMU_SOFT_H */

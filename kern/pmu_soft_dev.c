@@ -1,0 +1,104 @@
+/*
+ * Software PMU, the perfmon device: drives the counter bank of pmu_soft.c
+ * (one counter per slot) and reports its emulated overflow interrupt.
+ */
+#include <stdint.h>
+
+#include <kern/bitops.h>
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/perfmon.h>
+#include <kern/pmu_soft.h>
+
+static struct perfmon_dev pmu_soft_dev;
+
+static int
+pmu_soft_translate(uint64_t *configp, unsigned int id, unsigned int flags)
+{
+    (void)flags;
+
+    if (id >= PMU_SOFT_NR_EVENTS) {
+        return EINVAL;
+    }
+
+    *configp = id;
+    return 0;
+}
+
+static int
+pmu_soft_alloc(unsigned int *pmc_idp, unsigned int *widthp,
+               unsigned int pmc_index, uint64_t config)
+{
+    (void)config;
+
+    /* One counter per slot: the slot index is the counter. */
+    *pmc_idp = pmc_index;
+    *widthp = pmu_soft_width();
+    return 0;
+}
+
+static void
+pmu_soft_free(unsigned int pmc_id)
+{
+    (void)pmc_id;
+}
+
+static uint64_t
+pmu_soft_start(unsigned int pmc_id, uint64_t config)
+{
+    return pmu_soft_counter_start(pmc_id, (unsigned int)config);
+}
+
+static void
+pmu_soft_stop(unsigned int pmc_id)
+{
+    pmu_soft_counter_stop(pmc_id);
+}
+
+static uint64_t
+pmu_soft_read(unsigned int pmc_id)
+{
+    return pmu_soft_read_local(pmc_id);
+}
+
+static uint64_t
+pmu_soft_overflow_consume(uint64_t ids)
+{
+    return pmu_soft_take_overflows((uint32_t)ids);
+}
+
+static void
+pmu_soft_handle_overflow_intr(void)
+{
+    FOR_EACH_BIT(id, pmu_soft_intr_take()) {
+        perfmon_report_overflow(&pmu_soft_dev, id);
+    }
+}
+
+static const struct perfmon_dev_ops pmu_soft_ops = {
+    .translate = pmu_soft_translate,
+    .alloc = pmu_soft_alloc,
+    .free = pmu_soft_free,
+    .start = pmu_soft_start,
+    .stop = pmu_soft_stop,
+    .read = pmu_soft_read,
+    .overflow_consume = pmu_soft_overflow_consume,
+    .handle_overflow_intr = pmu_soft_handle_overflow_intr,
+};
+
+static int
+pmu_soft_dev_setup(void)
+{
+    pmu_soft_dev.name = "pmu_soft";
+    pmu_soft_dev.ops = &pmu_soft_ops;
+    pmu_soft_dev.overflow_intr = pmu_soft_intr_mode();
+    pmu_soft_dev.nr_pmcs = PMU_SOFT_NR_PMCS;
+    pmu_soft_dev.min_width = pmu_soft_width();
+    pmu_soft_dev.max_rate = pmu_soft_max_rate();
+    pmu_soft_dev.sw = true;
+    return perfmon_register(&pmu_soft_dev);
+}
+
+INIT_OP_DEFINE(pmu_soft_dev_setup,
+               INIT_OP_DEP(perfmon_setup, true),
+               INIT_OP_DEP(pmu_soft_setup, true));
