@@ -59,8 +59,8 @@ help:
 	@echo "                serial logs in build/logs/"
 	@echo "make soak       the kernel suites of make check RUNS=10 times on"
 	@echo "                SMP='1 2 4 8 64' CPUs: proves a change flake-free"
-	@echo "make check-hw   the hardware PMU suite under KVM (needs an Intel"
-	@echo "                host PMU; fails, saying why, when nothing was tested)"
+	@echo "make check-hw   the hardware PMU suites under KVM (needs an Intel or"
+	@echo "                AMD host PMU; fails, saying why, when nothing was tested)"
 	@echo "make bench      perfmon benchmark under TCG -icount (instructions)"
 	@echo "make torture    the long perfmon torture run (progress every 10 s)"
 	@echo "make debug      boot with QEMU waiting for gdb on :1234"
@@ -259,11 +259,12 @@ soak: deps $(ISO)
 	@$(PYTHON) tools/soak.py --iso $(ISO) --runs $(RUNS) --smp "$(SOAK_SMP)" \
 	    --accel $(ACCEL) --mem $(MEM)
 
-# The hardware PMU suite, under KVM with the host PMU exposed, booted twice:
-# full-width counter writes where the CPU has them, then 32-bit writes
-# (pmu_intel.full_width=0). Only an Intel host with a PMU and hardware
-# virtualization can run it; elsewhere every test skips and the run fails,
-# saying why, since it tested nothing.
+# The hardware PMU suites, under KVM with the host PMU exposed, booted twice:
+# on Intel pmu_hw and pmu_intel_hw, with full-width counter writes where the
+# CPU has them, then 32-bit writes (pmu_intel.full_width=0); on AMD pmu_hw,
+# with the PMI, then polled (pmu_amd.pmi=0). Only a host with a PMU and
+# hardware virtualization can run them; elsewhere every test skips and the
+# run fails, saying why, since it tested nothing.
 check-hw: deps $(ISO)
 	@$(PYTHON) tools/runner.py check-hw --iso $(ISO) --smp $(SMP) \
 	    --accel $(ACCEL) --mem $(MEM) \

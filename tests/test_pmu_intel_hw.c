@@ -5,26 +5,19 @@
  * without a PMU, and nothing may be made to: the runner fails a check-hw
  * run in which every test skipped.
  *
- * Every count is checked against a range derived from a loop whose
- * instructions are known exactly (hw_loop: N iterations of ten
- * instructions, one of them a branch), never against "non-zero". The
- * ranges, with N the number of iterations (references: Intel SDM vol. 3B,
- * chapter 21; table 21-1 lists the architectural events):
+ * The checks that hold on any PMU (the known loop's instructions, cycles
+ * and branches, ring filtering, every general counter's overflow
+ * interrupt, thread and CPU events) are pmu_hw's (test_pmu_hw.c); this
+ * suite keeps what only Intel's architectural PMU has: fixed counters and
+ * their overflow interrupts, the IA32_PERF_GLOBAL_CTRL layout, counter
+ * masks, reference cycles against the TSC, and counter write width. The
+ * loop and the ranges its counts must fall in, with their sources (Intel
+ * SDM vol. 3B, chapter 21; table 21-1 lists the architectural events),
+ * are pmu_hw_util.h's; the Intel-only ones:
  *
- *   instructions retired    [10N, 10.2N]  exactly 10N in the loop
- *   branches retired        [N, 1.1N]     exactly N in the loop
- *   core cycles             [N, 50N]
  *   topdown slots           [N, 400N]     pipeline width (<= 8) x cycles
  *   reference cycles        [0.9, 1.05] x TSC ticks over the loop
  *                           ([0.5, 1.1] under a hypervisor)
- *   USER-only events        exactly 0     this kernel never leaves ring 0
- *
- * The upper slack covers what the measurement window adds to the loop:
- * perfmon's own reads, the tick and overflow interrupts, and, on some
- * processors, one extra instruction counted per VM exit. Every upper
- * bound stays far below 2^31, the least a counter can wrap by, so a wrap
- * lost or counted twice always lands outside the range. Why each bound
- * holds is explained where it is computed (hw_range_of).
  *
  * Events are attached to the test thread itself; where a check needs a
  * counter to start exactly once or needs the processor's registers,
@@ -42,27 +35,22 @@
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
+#include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
-#include <machine/lapic.h>
 #include <machine/pmu_intel.h>
 
+#include "pmu_hw_util.h"
 #include "test_util.h"
-
-#define HW_N                1000000ULL  /* iterations of hw_loop */
-#define HW_LOOP_INSNS       10          /* instructions per iteration */
 
 /* Registers read directly (SDM vol. 3B, 21.2; vol. 4, table 2-2). */
 #define HW_MSR_PMC(i)               (0xc1 + (i))
 #define HW_MSR_EVTSEL(i)            (0x186 + (i))
 #define HW_MSR_A_PMC(i)             (0x4c1 + (i))
-#define HW_MSR_GLOBAL_STATUS        0x38e
-#define HW_MSR_GLOBAL_CTRL          0x38f
 
 #define HW_EVTSEL_USR               (1ULL << 16)
 #define HW_EVTSEL_OS                (1ULL << 17)
-#define HW_EVTSEL_CMASK(n)          ((unsigned int)(n) << 24)
 
 /* Raw codes (event select | umask << 8), table 21-1. */
 #define HW_RAW_CYCLES               0x003c
@@ -77,34 +65,6 @@
 #define HW_ARCH_BRANCHES            5
 #define HW_ARCH_NONE                32  /* needs no CPUID bit */
 
-#define HW_KERN                     PERFMON_EF_KERN
-#define HW_USER                     PERFMON_EF_USER
-#define HW_RAW                      PERFMON_EF_RAW
-
-/* Ranges, see hw_range_of. */
-enum hw_bound {
-    HW_BOUND_INSNS,
-    HW_BOUND_BRANCHES,
-    HW_BOUND_CYCLES,
-    HW_BOUND_SLOTS,
-    HW_BOUND_REF,
-    HW_BOUND_ZERO,
-};
-
-struct hw_range {
-    uint64_t lo;
-    uint64_t hi;
-};
-
-/* An event a test attaches, and the range it must count over hw_loop. */
-struct hw_spec {
-    const char *name;
-    unsigned int id;
-    unsigned int flags;
-    unsigned int arch;          /* CPUID.0AH:EBX bit it needs */
-    enum hw_bound bound;
-};
-
 /* The event of each fixed counter (table 21-2), counting ring 0. */
 static const struct hw_spec hw_fixed_specs[PMU_INTEL_MAX_FIXED] = {
     { "fixed0 instructions:k", PERFMON_EV_INSTRUCTION, HW_KERN,
@@ -112,7 +72,7 @@ static const struct hw_spec hw_fixed_specs[PMU_INTEL_MAX_FIXED] = {
     { "fixed1 cycles:k", PERFMON_EV_CYCLE, HW_KERN,
       HW_ARCH_CYCLES, HW_BOUND_CYCLES },
     { "fixed2 ref-cycles:k", PERFMON_EV_REF_CYCLE, HW_KERN,
-      HW_ARCH_REF_CYCLES, HW_BOUND_REF },
+      HW_ARCH_REF_CYCLES, HW_BOUND_REF_INTEL },
     { "fixed3 slots:k", HW_RAW_SLOTS, HW_RAW | HW_KERN,
       HW_ARCH_NONE, HW_BOUND_SLOTS },
 };
@@ -160,11 +120,22 @@ static const struct hw_spec hw_gp_specs[] = {
 /* Helpers                                                             */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Skip unless the Intel driver registered: CPUID.0AH reports an
+ * architectural PMU and no other driver took the hardware device.
+ */
 static void
-hw_require_pmu(void)
+hw_require_intel(void)
 {
-    if (pmu_intel_get_info()->version == 0 || perfmon_get_dev(false) == NULL) {
+    struct perfmon_dev *dev = perfmon_get_dev(false);
+
+    if (pmu_intel_get_info()->version == 0 || dev == NULL) {
         test_skip("no architectural PMU (CPUID.0AH version 0)");
+    }
+
+    if (strcmp(dev->name, "pmu_intel") != 0) {
+        test_diag("hardware device %s", dev->name);
+        test_skip("the hardware PMU registered is not Intel's");
     }
 }
 
@@ -185,142 +156,11 @@ hw_event_available(unsigned int arch)
 
 /* Skip unless CPUID.0AH:EBX reports the architectural event. */
 static void
-hw_require_event(unsigned int arch, const char *name)
+hw_require_arch_event(unsigned int arch, const char *name)
 {
     if (!hw_event_available(arch)) {
         test_diag("CPUID.0AH:EBX: no %s event", name);
         test_skip("architectural event unavailable");
-    }
-}
-
-/*
- * Exactly HW_LOOP_INSNS instructions per iteration: 8 adds, dec, jnz; one
- * of them (jnz) a branch. The adds form one dependency chain.
- */
-static void
-hw_loop(uint64_t iters)
-{
-    uint64_t scratch = 0;
-
-    __asm__ volatile("1:\n"
-                     "addq $1, %1\n" "addq $1, %1\n"
-                     "addq $1, %1\n" "addq $1, %1\n"
-                     "addq $1, %1\n" "addq $1, %1\n"
-                     "addq $1, %1\n" "addq $1, %1\n"
-                     "decq %0\n"
-                     "jnz 1b\n"
-                     : "+r"(iters), "+r"(scratch) : : "cc");
-}
-
-/*
- * True under a hypervisor: CPUID.1:ECX[31], which the SDM (vol. 2A,
- * CPUID, table 3-10) leaves at 0 on real processors and hypervisors set.
- */
-static bool
-hw_under_hypervisor(void)
-{
-    uint32_t eax, ebx, ecx, edx;
-
-    cpu_cpuid(1, 0, &eax, &ebx, &ecx, &edx);
-    return (ecx & CPU_CPUID1_ECX_HYPERVISOR) != 0;
-}
-
-/*
- * What an event must count over hw_loop(iters), which took tsc TSC ticks.
- *
- * Instructions (table 21-1, "Instructions Retired"): the loop retires
- * exactly 10 per iteration; up to 2% more for the window's own code.
- *
- * Branches ("Branch Instructions Retired"): exactly one jnz per iteration,
- * taken or not; up to 10% more for the window's own code.
- *
- * Core cycles ("UnHalted Core Cycles"): an iteration is at least 9 uops
- * (dec and jnz may fuse into one) and no Intel core allocates more than 8
- * per cycle, so it takes more than one cycle. At most 5 cycles per
- * instruction: the chain of 8 dependent adds needs about 8 cycles per
- * iteration, the rest leaves room for interrupts and a hypervisor.
- *
- * Topdown slots: the issue slots of the unhalted cycles, the pipeline
- * width (at least 1, at most 8 on any core) times the cycles above.
- *
- * Reference cycles on fixed counter 2: IA32_FIXED_CTR2 increments at the
- * TSC frequency whenever the processor is not halted, whatever its core
- * frequency (vol. 3B, "Counting Clocks", "Cycle Counting and
- * Opportunistic Processor Operation"); the loop never halts, so the
- * counter tracks the TSC: [0.9, 1.05] of its ticks, the 5% above for the
- * reads around the TSC window. A hypervisor widens both sides: the
- * guest's counter stops while the host runs (VM exits, the vCPU thread
- * preempted) but the guest's TSC does not, and a guest TSC offset or
- * scaled for migration no longer matches the host counter's rate; so
- * [0.5, 1.1] there.
- *
- * USER-only events: the USR bit of IA32_PERFEVTSELx (figure 21-1) and
- * bit 1 of a fixed counter's field (figure 21-2) count at CPL > 0 only,
- * which this kernel never runs at: exactly 0.
- */
-static struct hw_range
-hw_range_of(enum hw_bound bound, uint64_t iters, uint64_t tsc)
-{
-    uint64_t insns = iters * HW_LOOP_INSNS;
-
-    switch (bound) {
-    case HW_BOUND_INSNS:
-        return (struct hw_range){ insns, insns + insns / 50 };
-    case HW_BOUND_BRANCHES:
-        return (struct hw_range){ iters, iters + iters / 10 };
-    case HW_BOUND_CYCLES:
-        return (struct hw_range){ iters, 50 * iters };
-    case HW_BOUND_SLOTS:
-        return (struct hw_range){ iters, 8 * 50 * iters };
-    case HW_BOUND_REF:
-        if (hw_under_hypervisor()) {
-            return (struct hw_range){ tsc / 2, tsc + tsc / 10 };
-        }
-
-        return (struct hw_range){ tsc - tsc / 10, tsc + tsc / 20 };
-    case HW_BOUND_ZERO:
-    default:
-        return (struct hw_range){ 0, 0 };
-    }
-}
-
-#define HW_ASSERT_RANGE(what, value, range) \
-    hw_assert_range(__FILE__, __LINE__, what, value, range)
-
-/* Print the value (a hardware run's record), fail when out of range. */
-static void
-hw_assert_range(const char *file, int line, const char *what, uint64_t value,
-                struct hw_range range)
-{
-    test_diag("%s: %llu in [%llu, %llu]", what, (unsigned long long)value,
-              (unsigned long long)range.lo, (unsigned long long)range.hi);
-
-    if (value < range.lo || value > range.hi) {
-        test_fail_at(file, line, "%s: %llu outside [%llu, %llu]", what,
-                     (unsigned long long)value, (unsigned long long)range.lo,
-                     (unsigned long long)range.hi);
-    }
-}
-
-static void
-hw_attach_self(struct perfmon_event *event, unsigned int id,
-               unsigned int flags)
-{
-    TEST_ASSERT_EQ(perfmon_event_init(event, id, flags), 0);
-    TEST_ASSERT_EQ(perfmon_event_attach(event, thread_self()), 0);
-}
-
-static void
-hw_attach_spec(struct perfmon_event *event, const struct hw_spec *spec)
-{
-    hw_attach_self(event, spec->id, spec->flags);
-}
-
-static void
-hw_detach_all(struct perfmon_event *events, unsigned int n)
-{
-    for (unsigned int i = 0; i < n; i++) {
-        TEST_ASSERT_EQ(perfmon_event_detach(&events[i]), 0);
     }
 }
 
@@ -338,117 +178,15 @@ hw_fixed_bit(unsigned int j)
     return 1ULL << (PMU_INTEL_FIXED_BASE + j);
 }
 
-/* The GLOBAL_STATUS bits of every counter that exists. */
-static uint64_t
-hw_counter_bits(void)
-{
-    const struct pmu_intel_info *info = pmu_intel_get_info();
-
-    return hw_gp_bits(info->nr_gp)
-           | ((uint64_t)info->fixed_mask << PMU_INTEL_FIXED_BASE);
-}
-
 static uint64_t
 hw_width_mask(unsigned int width)
 {
     return (width >= 64) ? ~0ULL : (1ULL << width) - 1;
 }
 
-/*
- * IA32_PERF_GLOBAL_CTRL of the calling CPU while the test thread's events
- * are loaded there: exactly the counters in use are enabled.
- */
-static uint64_t
-hw_global_ctrl(void)
-{
-    uint64_t ctrl;
-
-    thread_preempt_disable();
-    ctrl = cpu_get_msr(HW_MSR_GLOBAL_CTRL);
-    thread_preempt_enable();
-    return ctrl;
-}
-
-/* Fail unless the thread's events use exactly the counters in bits. */
-static void
-hw_assert_counters_used(uint64_t bits)
-{
-    if (pmu_intel_get_info()->version >= 2) {
-        TEST_ASSERT_EQ(hw_global_ctrl(), bits);
-    }
-}
-
-/*
- * Read every event, run the loop, read them again: counts in deltas.
- * Return the TSC ticks the loop took, with preemption disabled so that
- * the thread's counters run for all of them.
- */
-static uint64_t
-hw_measure(struct perfmon_event *events, unsigned int n, uint64_t *deltas,
-           uint64_t iters)
-{
-    uint64_t t0, t1;
-
-    for (unsigned int i = 0; i < n; i++) {
-        deltas[i] = perfmon_event_read(&events[i]);
-    }
-
-    thread_preempt_disable();
-    t0 = cpu_get_tsc();
-    hw_loop(iters);
-    t1 = cpu_get_tsc();
-    thread_preempt_enable();
-
-    for (unsigned int i = 0; i < n; i++) {
-        deltas[i] = perfmon_event_read(&events[i]) - deltas[i];
-    }
-
-    return t1 - t0;
-}
-
 /* ------------------------------------------------------------------ */
 /* Counts of the known loop                                            */
 /* ------------------------------------------------------------------ */
-
-/* Instructions in [10N, 10.2N], core cycles in [N, 50N]. */
-TEST_DEFINE(pmu_intel_hw, instructions_and_cycles_of_known_loop)
-{
-    struct perfmon_event events[2];
-    uint64_t counts[2], tsc;
-
-    hw_require_pmu();
-    hw_require_event(HW_ARCH_INSNS, "instructions");
-    hw_require_event(HW_ARCH_CYCLES, "cycles");
-    hw_attach_self(&events[0], PERFMON_EV_INSTRUCTION, HW_KERN);
-    hw_attach_self(&events[1], PERFMON_EV_CYCLE, HW_KERN);
-    tsc = hw_measure(events, 2, counts, HW_N);
-    HW_ASSERT_RANGE("instructions", counts[0],
-                    hw_range_of(HW_BOUND_INSNS, HW_N, tsc));
-    HW_ASSERT_RANGE("cycles", counts[1],
-                    hw_range_of(HW_BOUND_CYCLES, HW_N, tsc));
-    hw_detach_all(events, 2);
-}
-
-/* Branches on a general counter (no fixed counter counts them). */
-TEST_DEFINE(pmu_intel_hw, branches_of_known_loop)
-{
-    struct perfmon_event event;
-    uint64_t count, tsc;
-
-    hw_require_pmu();
-    hw_require_event(HW_ARCH_BRANCHES, "branches");
-
-    if (pmu_intel_get_info()->nr_gp == 0) {
-        test_skip("no general counter");
-    }
-
-    hw_attach_self(&event, PERFMON_EV_BRANCH, HW_KERN);
-    hw_assert_counters_used(hw_gp_bits(1));
-    tsc = hw_measure(&event, 1, &count, HW_N);
-    HW_ASSERT_RANGE("branches", count,
-                    hw_range_of(HW_BOUND_BRANCHES, HW_N, tsc));
-    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
-}
 
 /*
  * The fixed instructions counter and a general counter programmed with the
@@ -460,8 +198,8 @@ TEST_DEFINE(pmu_intel_hw, fixed_and_general_counters_agree)
     struct perfmon_event events[2];
     uint64_t counts[2], diff;
 
-    hw_require_pmu();
-    hw_require_event(HW_ARCH_INSNS, "instructions");
+    hw_require_intel();
+    hw_require_arch_event(HW_ARCH_INSNS, "instructions");
 
     if (!(pmu_intel_get_info()->fixed_mask & 1)
         || pmu_intel_get_info()->nr_gp == 0) {
@@ -497,8 +235,8 @@ TEST_DEFINE(pmu_intel_hw, user_only_counts_zero_kern_only_counts_loop)
     struct perfmon_event events[2];
     uint64_t counts[2], tsc;
 
-    hw_require_pmu();
-    hw_require_event(HW_ARCH_INSNS, "instructions");
+    hw_require_intel();
+    hw_require_arch_event(HW_ARCH_INSNS, "instructions");
 
     if (info->nr_gp == 0) {
         test_skip("no general counter");
@@ -547,8 +285,8 @@ TEST_DEFINE(pmu_intel_hw, counter_mask_counts_less)
     uint64_t counts[3], tsc;
     unsigned int n, nr_gp_free;
 
-    hw_require_pmu();
-    hw_require_event(HW_ARCH_INSNS, "instructions");
+    hw_require_intel();
+    hw_require_arch_event(HW_ARCH_INSNS, "instructions");
     nr_gp_free = info->nr_gp;
 
     /* Without fixed counter 0, instructions takes a general counter. */
@@ -597,8 +335,8 @@ TEST_DEFINE(pmu_intel_hw, ref_cycles_track_the_tsc)
     struct perfmon_event event;
     uint64_t count, tsc;
 
-    hw_require_pmu();
-    hw_require_event(HW_ARCH_REF_CYCLES, "reference cycles");
+    hw_require_intel();
+    hw_require_arch_event(HW_ARCH_REF_CYCLES, "reference cycles");
 
     if (!(pmu_intel_get_info()->fixed_mask & (1U << 2))) {
         test_skip("no fixed counter 2");
@@ -610,7 +348,7 @@ TEST_DEFINE(pmu_intel_hw, ref_cycles_track_the_tsc)
     test_diag("%s: ref-cycles %llu over %llu TSC ticks",
               hw_under_hypervisor() ? "hypervisor" : "bare metal",
               (unsigned long long)count, (unsigned long long)tsc);
-    HW_ASSERT_RANGE("ref-cycles", count, hw_range_of(HW_BOUND_REF, HW_N, tsc));
+    HW_ASSERT_RANGE("ref-cycles", count, hw_range_of(HW_BOUND_REF_INTEL, HW_N, tsc));
     TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
 }
 
@@ -634,7 +372,7 @@ TEST_DEFINE(pmu_intel_hw, all_counters_at_once)
     uint64_t counts[ARRAY_SIZE(events)], bits = 0, tsc;
     unsigned int n = 0, nr_gp = 0;
 
-    hw_require_pmu();
+    hw_require_intel();
 
     for (unsigned int j = 0; j < PMU_INTEL_MAX_FIXED; j++) {
         if (!(info->fixed_mask & (1U << j))) {
@@ -685,138 +423,23 @@ TEST_DEFINE(pmu_intel_hw, all_counters_at_once)
 /* Overflow interrupts                                                 */
 /* ------------------------------------------------------------------ */
 
-/* Events of one overflow check: fillers, then the counter under test. */
-struct hw_pmi_setup {
-    const struct hw_spec *target;
-    unsigned int nr_fillers;    /* general counters to occupy first */
-    uint64_t bits;              /* GLOBAL_* bits of all of them */
-    struct perfmon_event events[PMU_INTEL_MAX_GP + 1];
-};
-
 /*
- * Fillers push the target onto a given general counter: USER-only, so
- * they count nothing and never overflow, and with distinct counter masks,
- * so they are distinct configurations that no fixed counter takes.
+ * An overflow interrupt from each fixed counter, counting its own event
+ * (the general counters are pmu_hw's overflow_pmi_on_every_general_counter):
+ * hw_pmi_check places the wrap in the middle of the loop, twice; PMIs
+ * minus spurious PMIs rise by exactly one per run, the count stays in its
+ * range (a lost or doubled wrap is off by at least 2^31), no counter bit
+ * is left in IA32_PERF_GLOBAL_STATUS and the LVT entry, which the
+ * processor masks on each PMI (vol. 3A, 11.5.1), is unmasked again.
  */
-static void
-hw_pmi_attach(struct hw_pmi_setup *setup)
+TEST_DEFINE(pmu_intel_hw, overflow_pmi_on_every_fixed_counter)
 {
-    for (unsigned int k = 0; k < setup->nr_fillers; k++) {
-        hw_attach_self(&setup->events[k],
-                       HW_RAW_INSNS | HW_EVTSEL_CMASK(k + 1),
-                       HW_RAW | HW_USER);
-    }
-
-    hw_attach_spec(&setup->events[setup->nr_fillers], setup->target);
-    hw_assert_counters_used(setup->bits);
-}
-
-static void
-hw_pmi_detach(struct hw_pmi_setup *setup)
-{
-    hw_detach_all(setup->events, setup->nr_fillers + 1);
-}
-
-/*
- * One run: the target's counter starts gap events before its overflow
- * (pmu_intel_set_start_gap, applied at attach), the loop crosses it once.
- * Preemption stays disabled around the loop so the counter is not
- * reloaded (a reload would start it at the gap again) and the statistics
- * read are this CPU's. Exactly one PMI that found an overflow must have
- * arrived (spurious ones, with nothing in GLOBAL_STATUS, are set apart);
- * the handler must have acknowledged every overflow bit through
- * GLOBAL_OVF_CTRL and unmasked the LVT entry, which the processor masks
- * on each PMI (vol. 3A, 11.5.1); and the count must be the loop's, one
- * wrap included.
- */
-static void
-hw_pmi_run(struct hw_pmi_setup *setup, unsigned int run)
-{
-    struct perfmon_event *target = &setup->events[setup->nr_fillers];
-    uint64_t pmis, overflows, status, v0, v1, t0, t1;
-    unsigned int cpu;
-    bool masked;
-
-    hw_pmi_attach(setup);
-    v0 = perfmon_event_read(target);
-    thread_preempt_disable();
-    cpu = cpu_id();
-    pmis = pmu_intel_nr_pmis(cpu) - pmu_intel_nr_spurious(cpu);
-    overflows = perfmon_nr_overflows(cpu);
-    t0 = cpu_get_tsc();
-    hw_loop(HW_N);
-    t1 = cpu_get_tsc();
-    pmis = pmu_intel_nr_pmis(cpu) - pmu_intel_nr_spurious(cpu) - pmis;
-    overflows = perfmon_nr_overflows(cpu) - overflows;
-    status = cpu_get_msr(HW_MSR_GLOBAL_STATUS);
-    masked = lapic_pmc_masked();
-    thread_preempt_enable();
-    v1 = perfmon_event_read(target);
-    hw_pmi_detach(setup);
-
-    test_diag("%s, run %u: %llu PMIs, %llu overflows, status 0x%llx, "
-              "LVT %s", setup->target->name, run, (unsigned long long)pmis,
-              (unsigned long long)overflows, (unsigned long long)status,
-              masked ? "masked" : "unmasked");
-    TEST_ASSERT_EQ(pmis, 1);
-    TEST_ASSERT_GE(overflows, 1);
-    TEST_ASSERT_EQ(status & hw_counter_bits(), 0);
-    TEST_ASSERT(!masked);
-    HW_ASSERT_RANGE(setup->target->name, v1 - v0,
-                    hw_range_of(setup->target->bound, HW_N, t1 - t0));
-}
-
-/*
- * Measure the target over one loop, place its overflow at half that
- * count, so it falls in the middle of the loop, and run twice.
- */
-static void
-hw_pmi_check(struct hw_pmi_setup *setup)
-{
-    struct perfmon_event *target = &setup->events[setup->nr_fillers];
-    uint64_t count, tsc;
-
-    hw_pmi_attach(setup);
-    tsc = hw_measure(target, 1, &count, HW_N);
-    hw_pmi_detach(setup);
-    HW_ASSERT_RANGE(setup->target->name, count,
-                    hw_range_of(setup->target->bound, HW_N, tsc));
-
-    TEST_ASSERT_EQ(pmu_intel_set_start_gap(count / 2), 0);
-
-    for (unsigned int run = 1; run <= 2; run++) {
-        hw_pmi_run(setup, run);
-    }
-
-    TEST_ASSERT_EQ(pmu_intel_set_start_gap(0), 0);
-}
-
-/*
- * An overflow interrupt from each general counter (branches, pushed to
- * counter i by i fillers) and from each fixed counter (its own event).
- */
-TEST_DEFINE(pmu_intel_hw, overflow_pmi_on_every_counter)
-{
-    static const struct hw_spec branches = {
-        "branches:k", PERFMON_EV_BRANCH, HW_KERN,
-        HW_ARCH_BRANCHES, HW_BOUND_BRANCHES,
-    };
     const struct pmu_intel_info *info = pmu_intel_get_info();
     struct hw_pmi_setup setup;
+    unsigned int n = 0;
 
-    hw_require_pmu();
+    hw_require_intel();
     hw_require_global_regs();
-
-    if (!hw_event_available(HW_ARCH_BRANCHES)) {
-        test_diag("no branch event: general counters left out");
-    } else {
-        for (unsigned int i = 0; i < info->nr_gp; i++) {
-            setup.target = &branches;
-            setup.nr_fillers = i;
-            setup.bits = hw_gp_bits(i + 1);
-            hw_pmi_check(&setup);
-        }
-    }
 
     for (unsigned int j = 0; j < PMU_INTEL_MAX_FIXED; j++) {
         if (!(info->fixed_mask & (1U << j))
@@ -828,6 +451,11 @@ TEST_DEFINE(pmu_intel_hw, overflow_pmi_on_every_counter)
         setup.nr_fillers = 0;
         setup.bits = hw_fixed_bit(j);
         hw_pmi_check(&setup);
+        n++;
+    }
+
+    if (n == 0) {
+        test_skip("no fixed counter");
     }
 }
 
@@ -856,7 +484,7 @@ TEST_DEFINE(pmu_intel_hw, general_counter_write_width)
     unsigned long flags;
     unsigned int i;
 
-    hw_require_pmu();
+    hw_require_intel();
 
     if (info->nr_gp == 0) {
         test_skip("no general counter");
@@ -920,106 +548,5 @@ TEST_DEFINE(pmu_intel_hw, general_counter_write_width)
 
     if (!info->full_width_writes) {
         TEST_ASSERT_EQ(raw, sext);
-    }
-}
-
-/* ------------------------------------------------------------------ */
-/* Thread and CPU events                                               */
-/* ------------------------------------------------------------------ */
-
-struct hw_worker {
-    bool busy;
-    uint64_t count;
-};
-
-static void
-hw_worker_main(void *arg)
-{
-    struct hw_worker *w = arg;
-    struct perfmon_event insns;
-
-    hw_attach_self(&insns, PERFMON_EV_INSTRUCTION, HW_KERN);
-
-    if (w->busy) {
-        hw_loop(HW_N);
-    } else {
-        thread_delay(5);
-    }
-
-    w->count = perfmon_event_read(&insns);
-    TEST_ASSERT_EQ(perfmon_event_detach(&insns), 0);
-}
-
-/* A thread event counts its thread only: busy thread vs sleeping one. */
-TEST_DEFINE(pmu_intel_hw, thread_event_counts_only_its_thread)
-{
-    struct hw_worker busy = { .busy = true }, idle = { .busy = false };
-    unsigned int cpu = cpu_count() - 1;
-    struct thread *tb, *ti;
-
-    hw_require_pmu();
-    hw_require_event(HW_ARCH_INSNS, "instructions");
-    tb = test_thread_start("hw-busy", 1ULL << cpu, hw_worker_main, &busy);
-    ti = test_thread_start("hw-idle", 1ULL << cpu, hw_worker_main, &idle);
-    thread_join(tb);
-    thread_join(ti);
-    test_diag("busy %llu, sleeping %llu", (unsigned long long)busy.count,
-              (unsigned long long)idle.count);
-    TEST_ASSERT_GE(busy.count, HW_N * HW_LOOP_INSNS);
-    TEST_ASSERT_LT(idle.count, busy.count / 100);
-}
-
-static void
-hw_loop_main(void *arg)
-{
-    (void)arg;
-    hw_loop(HW_N);
-}
-
-/*
- * CPU events on every CPU, each CPU running the loop in a thread bound to
- * it: each CPU's events count at least the loop (instructions 10N,
- * cycles N, see hw_range_of); there is no upper bound, as a CPU event
- * counts whatever else ran there.
- */
-TEST_DEFINE(pmu_intel_hw, cpu_events_count_every_cpu_loop)
-{
-    static struct perfmon_event insns[CPU_MAX], cycles[CPU_MAX];
-    static struct thread *threads[CPU_MAX];
-    unsigned int nr_cpus = cpu_count();
-
-    hw_require_pmu();
-    hw_require_event(HW_ARCH_INSNS, "instructions");
-    hw_require_event(HW_ARCH_CYCLES, "cycles");
-
-    for (unsigned int cpu = 0; cpu < nr_cpus; cpu++) {
-        TEST_ASSERT_EQ(perfmon_event_init(&insns[cpu],
-                                          PERFMON_EV_INSTRUCTION,
-                                          HW_KERN), 0);
-        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&insns[cpu], cpu), 0);
-        TEST_ASSERT_EQ(perfmon_event_init(&cycles[cpu], PERFMON_EV_CYCLE,
-                                          HW_KERN), 0);
-        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&cycles[cpu], cpu), 0);
-    }
-
-    for (unsigned int cpu = 0; cpu < nr_cpus; cpu++) {
-        threads[cpu] = test_thread_start("hw-loop", 1ULL << cpu,
-                                         hw_loop_main, NULL);
-    }
-
-    for (unsigned int cpu = 0; cpu < nr_cpus; cpu++) {
-        thread_join(threads[cpu]);
-    }
-
-    for (unsigned int cpu = 0; cpu < nr_cpus; cpu++) {
-        uint64_t i = perfmon_event_read(&insns[cpu]);
-        uint64_t c = perfmon_event_read(&cycles[cpu]);
-
-        test_diag("cpu%u: %llu instructions, %llu cycles", cpu,
-                  (unsigned long long)i, (unsigned long long)c);
-        TEST_ASSERT_GE(i, HW_N * HW_LOOP_INSNS);
-        TEST_ASSERT_GE(c, HW_N);
-        TEST_ASSERT_EQ(perfmon_event_detach(&insns[cpu]), 0);
-        TEST_ASSERT_EQ(perfmon_event_detach(&cycles[cpu]), 0);
     }
 }

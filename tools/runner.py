@@ -770,26 +770,48 @@ def cmd_boot(args):
 
 # --- check-hw: the hardware PMU suite, which must not pass vacuously ------
 
-HW_SUITE = "pmu_intel_hw."
-HW_NO_PMU = "no architectural PMU"
+# The hardware suites: pmu_hw runs against whichever driver registered,
+# pmu_intel_hw and pmu_amd_hw only against their vendor's.
+HW_SUITES = ("pmu_hw.", "pmu_intel_hw.", "pmu_amd_hw.")
+# Skip reasons that mean the guest saw no PMU at all.
+HW_NO_PMU = ("no hardware PMU", "no architectural PMU")
 AMD_VENDORS = ("AuthenticAMD", "HygonGenuine")
 
 
+def host_pmu_flag(vendor):
+    """The /proc/cpuinfo flag that shows the host CPU's core PMU.
+
+    >>> host_pmu_flag("AuthenticAMD"), host_pmu_flag("GenuineIntel")
+    ('perfctr_core', 'arch_perfmon')
+    """
+    return "perfctr_core" if vendor in AMD_VENDORS else "arch_perfmon"
+
+
+def hw_suites(vendor):
+    """The suites check-hw boots on a host of this vendor.
+
+    >>> hw_suites("AuthenticAMD"), hw_suites("GenuineIntel")
+    ('pmu_hw', 'pmu_hw,pmu_intel_hw')
+    """
+    return "pmu_hw" if vendor in AMD_VENDORS else "pmu_hw,pmu_intel_hw"
+
+
 def hw_outcomes(text):
-    """The results of the hardware suite in a boot's output, as (test,
+    """The results of the hardware suites in a boot's output, as (test,
     status, skip reason) with status "ok", "fail" or "skip".
 
-    >>> hw_outcomes("1..3\\n"
+    >>> hw_outcomes("1..4\\n"
     ...     "ok 1 pmu_intel_hw.a # SKIP no architectural PMU (CPUID)\\n"
     ...     "not ok 2 pmu_intel_hw.b\\n"
-    ...     "ok 3 perfmon.c\\n")
+    ...     "ok 3 perfmon.c\\n"
+    ...     "ok 4 pmu_hw.d\\n")
     [('pmu_intel_hw.a', 'skip', 'no architectural PMU (CPUID)'), \
-('pmu_intel_hw.b', 'fail', None)]
+('pmu_intel_hw.b', 'fail', None), ('pmu_hw.d', 'ok', None)]
     """
     found = []
     for line in text.splitlines():
         m = KTAP_RESULT.match(line.strip())
-        if not m or not m.group(3).startswith(HW_SUITE):
+        if not m or not m.group(3).startswith(HW_SUITES):
             continue
         if m.group(1) == "not ok":
             found.append((m.group(3), "fail", None))
@@ -803,93 +825,132 @@ def hw_outcomes(text):
 def hw_verdict(outcomes, accel, kvm_ok, vendor, flags):
     """Decide whether a check-hw run tested the PMU. outcomes: hw_outcomes
     of every boot together; accel: the accelerator; kvm_ok: /dev/kvm
-    opens; vendor, flags: the host's /proc/cpuinfo. Return None when a
+    opens; vendor, flags: the host's /proc/cpuinfo, whose PMU flag is
+    perfctr_core on AMD, arch_perfmon on Intel. Return None when a
     hardware test ran (passed or failed) on a guest that saw the host's
     PMU, else the reason the run fails.
 
-    A run where tests ran, some skipping for a missing feature:
+    A run where tests ran, some skipping for a missing feature, on Intel
 
-    >>> ran = [("pmu_intel_hw.a", "ok", None),
+    >>> ran = [("pmu_hw.a", "ok", None),
     ...        ("pmu_intel_hw.b", "skip", "no fixed counter 2")]
     >>> hw_verdict(ran, "kvm", True, "GenuineIntel", {"arch_perfmon"})
 
-    Every test skipped because the guest has no PMU: on an AMD host,
+    and on AMD (the AMD driver registered):
 
-    >>> none = [("pmu_intel_hw.a", "skip", "no architectural PMU (x)")]
+    >>> amd = [("pmu_hw.a", "ok", None),
+    ...        ("pmu_hw.b", "skip", "polled device: no overflow interrupt")]
+    >>> hw_verdict(amd, "kvm", True, "AuthenticAMD", {"perfctr_core"})
+
+    Every test skipped because the guest has no PMU, on a host whose CPU
+    shows one: a failure, not a skip, on AMD
+
+    >>> none = [("pmu_hw.a", "skip", "no hardware PMU registered (x)")]
+    >>> print(hw_verdict(none, "kvm", True, "AuthenticAMD",
+    ...                  {"svm", "perfctr_core"}))
+    ... # doctest: +ELLIPSIS
+    the host CPU has a PMU (perfctr_core in /proc/cpuinfo) but the guest \
+saw none...
+
+    and on Intel, whatever else ran:
+
+    >>> print(hw_verdict(none + ran, "kvm", True, "GenuineIntel",
+    ...                  {"arch_perfmon", "vmx"}))
+    ... # doctest: +ELLIPSIS
+    the host CPU has a PMU (arch_perfmon in /proc/cpuinfo) but the guest \
+saw none...
+
+    The same on a host that hides its own PMU (a VM): nothing tested.
+
     >>> print(hw_verdict(none, "kvm", True, "AuthenticAMD", {"svm"}))
     ... # doctest: +ELLIPSIS
-    nothing tested: this host's CPU is AMD (AuthenticAMD): ... cannot be \
-tested here
-
-    on an Intel host whose PMU is hidden from its own kernel (a VM),
-
+    nothing tested: the guest sees no PMU and the host CPU shows no \
+perfctr_core either...
     >>> print(hw_verdict(none, "kvm", True, "GenuineIntel", {"vmx"}))
     ... # doctest: +ELLIPSIS
-    nothing tested: the guest sees no PMU (CPUID.0AH version 0) and the \
-host CPU shows no arch_perfmon either...
+    nothing tested: the guest sees no PMU and the host CPU shows no \
+arch_perfmon either...
 
-    and under TCG.
+    Under TCG:
 
     >>> print(hw_verdict(none, "tcg", True, "GenuineIntel", set()))
     ... # doctest: +ELLIPSIS
     nothing tested: TCG emulates no PMU...
 
-    A host with a PMU whose guest sees none fails, whatever else ran:
-
-    >>> print(hw_verdict(none + ran, "kvm", True, "GenuineIntel",
-    ...                  {"arch_perfmon", "vmx"}))
-    ... # doctest: +ELLIPSIS
-    the host CPU has an architectural PMU (arch_perfmon in /proc/cpuinfo) \
-but the guest saw none...
-
-    No KVM: nothing booted.
+    No KVM: nothing booted; the PMU flag says whether KVM would help.
 
     >>> print(hw_verdict([], "kvm", False, "AuthenticAMD", set()))
     ... # doctest: +ELLIPSIS
     nothing tested: KVM is unavailable (/dev/kvm cannot be opened); and \
-this host's CPU is AMD...
+this host's CPU (AuthenticAMD) shows no perfctr_core...
+    >>> print(hw_verdict([], "kvm", False, "GenuineIntel",
+    ...                  {"arch_perfmon"}))
+    nothing tested: KVM is unavailable (/dev/kvm cannot be opened)
+
+    Every test skipped for other reasons:
+
+    >>> print(hw_verdict([("pmu_hw.a", "skip", "event unavailable")],
+    ...                  "kvm", True, "AuthenticAMD", {"perfctr_core"}))
+    nothing tested: every hardware test skipped: event unavailable
     """
-    amd = ""
-    if vendor in AMD_VENDORS:
-        amd = ("this host's CPU is AMD (%s): a KVM guest of an AMD host "
-               "sees AMD's PMU, never Intel's architectural one (CPUID.0AH "
-               "reads 0), so the Intel driver cannot be tested here"
-               % vendor)
+    flag = host_pmu_flag(vendor)
+    hidden = ""
+    if flag not in flags:
+        hidden = ("this host's CPU (%s) shows no %s in /proc/cpuinfo: it "
+                  "hides its PMU (a VM without a virtual PMU, such as a "
+                  "nested guest), so a guest would see none either"
+                  % (vendor or "unknown vendor", flag))
     if accel == "kvm" and not kvm_ok:
         return ("nothing tested: KVM is unavailable (/dev/kvm cannot be "
-                "opened)" + ("; and " + amd if amd else ""))
+                "opened)" + ("; and " + hidden if hidden else ""))
     ran = [o for o in outcomes if o[1] != "skip"]
     no_pmu = any(o[1] == "skip" and o[2].startswith(HW_NO_PMU)
                  for o in outcomes)
     if accel != "kvm" and not ran:
         return ("nothing tested: TCG emulates no PMU; check-hw needs KVM "
-                "(ACCEL=kvm)" + ("; and " + amd if amd else ""))
-    if no_pmu and "arch_perfmon" in flags:
-        return ("the host CPU has an architectural PMU (arch_perfmon in "
-                "/proc/cpuinfo) but the guest saw none (CPUID.0AH version "
-                "0): check that KVM exposes it (cat /sys/module/kvm/"
+                "(ACCEL=kvm)" + ("; and " + hidden if hidden else ""))
+    if no_pmu and flag in flags:
+        return ("the host CPU has a PMU (%s in /proc/cpuinfo) but the guest "
+                "saw none: check that KVM exposes it (cat /sys/module/kvm/"
                 "parameters/enable_pmu should say Y) and that QEMU runs "
-                "with -cpu host,pmu=on")
+                "with -cpu host,pmu=on" % flag)
     if ran:
         return None
-    if amd:
-        return "nothing tested: " + amd
     if no_pmu:
-        return ("nothing tested: the guest sees no PMU (CPUID.0AH version "
-                "0) and the host CPU shows no arch_perfmon either: this "
-                "host hides its PMU (a VM without a virtual PMU, such as a "
-                "nested guest); run check-hw on bare metal or in a VM "
-                "whose hypervisor passes the PMU through")
+        return ("nothing tested: the guest sees no PMU and the host CPU "
+                "shows no %s either: this host hides its PMU (a VM without "
+                "a virtual PMU, such as a nested guest); run check-hw on "
+                "bare metal or in a VM whose hypervisor passes the PMU "
+                "through" % flag)
     if outcomes:
         return ("nothing tested: every hardware test skipped: "
                 + "; ".join(sorted({o[2] for o in outcomes})))
     return "nothing tested: no result from the hardware suite"
 
 
+def hw_boots(vendor, cmdline):
+    """check-hw's boots on a host of this vendor: (name, kernel command
+    line). Intel: the writes the CPU offers, then 32-bit counter writes
+    (pmu_intel.full_width=0); AMD: the PMI, then polling (pmu_amd.pmi=0).
+    The first boot runs the perfmon suite too.
+
+    >>> hw_boots("AuthenticAMD", "")
+    [('hw', 'test=pmu_hw,perfmon '), ('hw,polled', 'test=pmu_hw \
+pmu_amd.pmi=0 ')]
+    """
+    suites = hw_suites(vendor)
+    if vendor in AMD_VENDORS:
+        second = ("hw,polled", "test=%s pmu_amd.pmi=0 " % suites)
+    else:
+        second = ("hw,32-bit-writes",
+                  "test=%s pmu_intel.full_width=0 " % suites)
+    return [("hw", "test=%s,perfmon " % suites + cmdline),
+            (second[0], second[1] + cmdline)]
+
+
 def cmd_check_hw(args):
-    """The hardware PMU suite, under KVM with the host PMU exposed, booted
-    twice: with the counter writes the driver chooses, then with
-    pmu_intel.full_width=0 forcing 32-bit writes. Fails, saying why, when
+    """The hardware PMU suites for the host's vendor (hw_boots), under KVM
+    with the host PMU exposed, one boot at a time. Fails, saying why, when
     nothing was tested."""
     if args.accel == "auto":
         accel, reason = "kvm", "check-hw needs KVM to expose the host PMU"
@@ -898,15 +959,12 @@ def cmd_check_hw(args):
     vendor = host_cpu_vendor()
     flags = host_cpu_flags()
     kvm_ok = kvm_usable()
+    flag = host_pmu_flag(vendor)
     print("runner: accelerator %s (%s); host CPU %s, %s" % (
         accel, reason, vendor or "unknown",
-        "arch_perfmon" if "arch_perfmon" in flags else "no arch_perfmon"),
-        flush=True)
-    boots = [Boot("hw", "test=pmu_intel_hw,perfmon " + args.cmdline,
-                  args.smp[0], timeout=args.timeout, pmu=True),
-             Boot("hw,32-bit-writes", "test=pmu_intel_hw "
-                  "pmu_intel.full_width=0 " + args.cmdline, args.smp[0],
-                  timeout=args.timeout, pmu=True)]
+        flag if flag in flags else "no " + flag), flush=True)
+    boots = [Boot(name, cmdline, args.smp[0], timeout=args.timeout, pmu=True)
+             for name, cmdline in hw_boots(vendor, args.cmdline)]
     totals = [0, 0, 0]
     outcomes = []
 
