@@ -96,7 +96,7 @@ def choose_accel(requested):
     return "kvm", "host has hardware virtualization and /dev/kvm"
 
 
-def qemu_command(iso, smp, accel, mem, cmdline, icount=False, gdb=False,
+def qemu_command(iso, smp, accel, mem, cmdline, icount=False, gdb=0,
                  interactive=False, pmu=False):
     cmd = ["qemu-system-x86_64", "-cdrom", iso, "-boot", "d",
            "-m", mem, "-smp", str(smp), "-display", "none", "-no-reboot",
@@ -115,7 +115,8 @@ def qemu_command(iso, smp, accel, mem, cmdline, icount=False, gdb=False,
     if icount:
         cmd += ["-icount", "shift=0"]
     if gdb:
-        cmd += ["-s", "-S"]
+        # Wait, stopped, for gdb on TCP port gdb (make debug GDB_PORT=).
+        cmd += ["-gdb", "tcp::%d" % gdb, "-S"]
     if cmdline:
         # QEMU option values escape a comma by doubling it.
         cmd += ["-fw_cfg", "name=opt/perfmon/cmdline,string="
@@ -1012,7 +1013,8 @@ def main():
                         choices=["auto", "kvm", "tcg"])
     parser.add_argument("--mem", default="512M")
     parser.add_argument("--cmdline", default="")
-    parser.add_argument("--gdb", action="store_true")
+    parser.add_argument("--gdb", type=int, default=0, metavar="PORT",
+                        help="run: QEMU waits for gdb on this TCP port")
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--pmu", action="store_true",
                         help="expose the host PMU (KVM: -cpu host,pmu=on)")
