@@ -301,7 +301,8 @@ class Boot:
     """
 
     def __init__(self, name, cmdline, smp, timeout=180, expect="pass",
-                 output=(), script=(), icount=False, pmu=False, absent=()):
+                 output=(), script=(), icount=False, pmu=False, absent=(),
+                 typeahead="", console="stdio"):
         self.name = name
         self.cmdline = cmdline
         self.smp = smp
@@ -312,6 +313,10 @@ class Boot:
         self.script = script
         self.icount = icount
         self.pmu = pmu
+        # Input sent as QEMU starts, long before the prompt; console
+        # "mux" is make run's (-serial mon:stdio).
+        self.typeahead = typeahead
+        self.console = console
         self.text = ""
         self.log = None     # where run() saved the serial output
         self.elapsed = 0.0
@@ -324,10 +329,13 @@ class Boot:
             result.add("fail", "boot", ["not started: interrupted"])
             return result
         cmd = qemu_command(args.iso, self.smp, accel, args.mem, self.cmdline,
-                           icount=self.icount, pmu=self.pmu)
+                           icount=self.icount, pmu=self.pmu,
+                           interactive=(self.console == "mux"))
         start = time.monotonic()
         deadline = start + self.timeout
         qemu = Qemu(cmd)
+        if self.typeahead:
+            qemu.send(self.typeahead)
         script_ok = True
         pos = 0
         for pattern, reply in self.script:
@@ -530,6 +538,19 @@ def check_plan(args):
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
         (r"^powering off$", None)]))
+    # Input typed before the prompt, as `printf 'cpus\npoweroff\n' | make
+    # run` sends it, on make run's console: none of it may be lost. It is
+    # longer than what QEMU's console multiplexer buffers (32 bytes).
+    boots.append(Boot("shell-typeahead", "", 1, timeout=timeout(1),
+                      console="mux",
+                      typeahead="help cpus\ncpus\nsyscnt thread_switches/0\n"
+                      "poweroff\n", script=[
+                          (r"^perfmon> help cpus\nusage: cpus", None),
+                          (r"^perfmon> cpus\n1 CPU, TSC \d+ Hz", None),
+                          (r"^cpu0 apic \d+ online ticks \d+$", None),
+                          (r"^perfmon> syscnt thread_switches/0\n"
+                           r"thread_switches/0\s+\d+$", None),
+                          (r"^perfmon> poweroff\npowering off$", None)]))
     # The runner's own checks: a failing test, a panic and a hang are each
     # reported as failures with their details.
     boots.append(Boot("harness-fail", "test=selftest.deliberate_failure", 1,
