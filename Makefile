@@ -7,12 +7,22 @@ NM      := $(CROSS_COMPILE)nm
 HOSTCC  ?= gcc
 PYTHON  ?= python3
 
-BUILD   := build
+# DEBUG=1 builds the kernel at -Og for gdb, in its own directory so that
+# objects of the two flavours never mix (build/ stays the -O2 one).
+BUILD_ROOT := build
+ifeq ($(DEBUG),1)
+BUILD   := $(BUILD_ROOT)/debug
+OPT     := -Og
+else
+BUILD   := $(BUILD_ROOT)
+OPT     := -O2
+endif
 SMP     ?= 4
 ACCEL   ?= auto
 MEM     ?= 512M
 ARGS    ?=
 TESTS   ?=
+GDB_PORT ?= 1234
 
 # Quiet by default; make V=1 shows the commands.
 ifeq ($(V),1)
@@ -26,7 +36,7 @@ endif
 KERNEL_ELF := $(BUILD)/kernel.elf
 ISO        := $(BUILD)/perfmon.iso
 
-KERNEL_CFLAGS := -std=gnu11 -O2 -g -Wall -Wextra -Werror \
+KERNEL_CFLAGS := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror \
     -ffreestanding -fno-pic -fno-pie -fno-stack-protector -fno-common \
     -mno-red-zone -mcmodel=kernel -mgeneral-regs-only -mno-80387 \
     -mno-mmx -mno-sse -mno-sse2 -mno-avx \
@@ -63,10 +73,12 @@ help:
 	@echo "                AMD host PMU; fails, saying why, when nothing was tested)"
 	@echo "make bench      perfmon benchmark under TCG -icount (instructions)"
 	@echo "make torture    the long perfmon torture run (progress every 10 s)"
-	@echo "make debug      boot with QEMU waiting for gdb on :1234"
-	@echo "                (then: gdb -x tools/gdbinit)"
-	@echo "make lint       cppcheck over kern/ and arch/"
-	@echo "make deps       install QEMU, GRUB and the ISO tools (as root)"
+	@echo "make debug      boot with QEMU waiting for gdb on GDB_PORT; it prints"
+	@echo "                the gdb line to run (gdb -x tools/gdbinit)"
+	@echo "make lint       cppcheck over kern/, arch/ and tests/: prints"
+	@echo "                'lint: cppcheck clean (N files)' or the findings"
+	@echo "make deps       install QEMU, GRUB, the ISO tools, cppcheck and gdb"
+	@echo "                when missing (as root)"
 	@echo "make clean      remove build/"
 	@echo ""
 	@echo "Variables:"
@@ -78,6 +90,9 @@ help:
 	@echo "  ARGS='words'  extra kernel command line (run, check, torture, ...)"
 	@echo "  TORTURE_OPS=n operations per CPU for make torture (default 500000)"
 	@echo "  RUNS=n        runs for make soak (default 10)"
+	@echo "  GDB_PORT=n    TCP port make debug's QEMU waits on (default 1234)"
+	@echo "  DEBUG=1       build the kernel at -Og instead of -O2, in build/debug/"
+	@echo "                (any target: make debug DEBUG=1, make run DEBUG=1)"
 	@echo "  V=1           show build commands; check prints every test's line"
 	@echo "  -j2           build on two cores"
 
@@ -238,10 +253,17 @@ run: deps $(ISO)
 	$(PYTHON) tools/runner.py run --iso $(ISO) --smp $(SMP) --accel $(ACCEL) \
 	    --mem $(MEM) --cmdline "$(strip $(if $(TESTS),test=$(TESTS)) $(ARGS))"
 
+# gdb reads tools/gdbinit; $port and $elf tell it where when not the
+# defaults (1234, build/kernel.elf). $(info) prints the line verbatim.
+GDB_LINE := $(strip gdb $(if $(filter-out 1234,$(GDB_PORT)),-ex 'set $$port = \
+    $(GDB_PORT)') $(if $(filter 1,$(DEBUG)),-ex 'set $$elf = \
+    "$(KERNEL_ELF)"') -x tools/gdbinit)
+NOTHING :=
 debug: deps $(ISO)
-	@echo "QEMU waits for gdb: in another terminal run gdb -x tools/gdbinit"
+	$(info QEMU waits for gdb on localhost:$(GDB_PORT); in another terminal run:)
+	$(info $(NOTHING)    $(GDB_LINE))
 	$(PYTHON) tools/runner.py run --iso $(ISO) --smp $(SMP) --accel tcg \
-	    --mem $(MEM) --cmdline "panic=halt $(ARGS)" --gdb
+	    --mem $(MEM) --cmdline "panic=halt $(ARGS)" --gdb $(GDB_PORT)
 
 check: deps all
 	@$(PYTHON) tools/runner.py check --iso $(ISO) --smp "$(CHECK_SMP)" \
@@ -283,13 +305,23 @@ torture: deps $(ISO)
 	    --accel $(ACCEL) --mem $(MEM) --timeout 3600 --progress --cmdline \
 	    "test=perfmon_torture torture.ops=$(TORTURE_OPS) pmu_soft.width=12 pmu_soft.intr=1 $(ARGS)"
 
-lint:
-	cppcheck --quiet --error-exitcode=1 --enable=warning,performance,portability \
+# cppcheck over every C file of the kernel and the tests; a finding fails
+# the target, tools/cppcheck.supp holds the reasoned exceptions. The host
+# tests built once per PMU configuration are checked in one of them.
+LINT_SRCS := $(wildcard kern/*.c arch/x86/machine/*.c tests/*.c \
+    tests/host/*.c)
+
+lint: deps
+	$(call quiet,LINT,cppcheck)
+	$(Q)cppcheck --quiet --error-exitcode=1 \
+	    --enable=warning,performance,portability \
 	    --inline-suppr --suppressions-list=tools/cppcheck.supp \
-	    -I. -Iarch/x86 -D__x86_64__ kern arch
+	    -I. -Iarch/x86 -D__x86_64__ -DPMU_TEST_VERSION=5 \
+	    -DPMU_TEST_CONFIG=4 $(LINT_SRCS)
+	@echo "lint: cppcheck clean ($(words $(LINT_SRCS)) files)"
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD_ROOT)
 
 -include $(KERNEL_OBJS:.o=.d)
 -include $(wildcard $(BUILD)/host/*.d)

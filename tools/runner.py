@@ -96,7 +96,7 @@ def choose_accel(requested):
     return "kvm", "host has hardware virtualization and /dev/kvm"
 
 
-def qemu_command(iso, smp, accel, mem, cmdline, icount=False, gdb=False,
+def qemu_command(iso, smp, accel, mem, cmdline, icount=False, gdb=0,
                  interactive=False, pmu=False):
     cmd = ["qemu-system-x86_64", "-cdrom", iso, "-boot", "d",
            "-m", mem, "-smp", str(smp), "-display", "none", "-no-reboot",
@@ -115,7 +115,8 @@ def qemu_command(iso, smp, accel, mem, cmdline, icount=False, gdb=False,
     if icount:
         cmd += ["-icount", "shift=0"]
     if gdb:
-        cmd += ["-s", "-S"]
+        # Wait, stopped, for gdb on TCP port gdb (make debug GDB_PORT=).
+        cmd += ["-gdb", "tcp::%d" % gdb, "-S"]
     if cmdline:
         # QEMU option values escape a comma by doubling it.
         cmd += ["-fw_cfg", "name=opt/perfmon/cmdline,string="
@@ -300,7 +301,8 @@ class Boot:
     """
 
     def __init__(self, name, cmdline, smp, timeout=180, expect="pass",
-                 output=(), script=(), icount=False, pmu=False, absent=()):
+                 output=(), script=(), icount=False, pmu=False, absent=(),
+                 typeahead="", console="stdio"):
         self.name = name
         self.cmdline = cmdline
         self.smp = smp
@@ -311,6 +313,10 @@ class Boot:
         self.script = script
         self.icount = icount
         self.pmu = pmu
+        # Input sent as QEMU starts, long before the prompt; console
+        # "mux" is make run's (-serial mon:stdio).
+        self.typeahead = typeahead
+        self.console = console
         self.text = ""
         self.log = None     # where run() saved the serial output
         self.elapsed = 0.0
@@ -323,10 +329,13 @@ class Boot:
             result.add("fail", "boot", ["not started: interrupted"])
             return result
         cmd = qemu_command(args.iso, self.smp, accel, args.mem, self.cmdline,
-                           icount=self.icount, pmu=self.pmu)
+                           icount=self.icount, pmu=self.pmu,
+                           interactive=(self.console == "mux"))
         start = time.monotonic()
         deadline = start + self.timeout
         qemu = Qemu(cmd)
+        if self.typeahead:
+            qemu.send(self.typeahead)
         script_ok = True
         pos = 0
         for pattern, reply in self.script:
@@ -529,6 +538,19 @@ def check_plan(args):
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
         (r"^powering off$", None)]))
+    # Input typed before the prompt, as `printf 'cpus\npoweroff\n' | make
+    # run` sends it, on make run's console: none of it may be lost. It is
+    # longer than what QEMU's console multiplexer buffers (32 bytes).
+    boots.append(Boot("shell-typeahead", "", 1, timeout=timeout(1),
+                      console="mux",
+                      typeahead="help cpus\ncpus\nsyscnt thread_switches/0\n"
+                      "poweroff\n", script=[
+                          (r"^perfmon> help cpus\nusage: cpus", None),
+                          (r"^perfmon> cpus\n1 CPU, TSC \d+ Hz", None),
+                          (r"^cpu0 apic \d+ online ticks \d+$", None),
+                          (r"^perfmon> syscnt thread_switches/0\n"
+                           r"thread_switches/0\s+\d+$", None),
+                          (r"^perfmon> poweroff\npowering off$", None)]))
     # The runner's own checks: a failing test, a panic and a hang are each
     # reported as failures with their details.
     boots.append(Boot("harness-fail", "test=selftest.deliberate_failure", 1,
@@ -1070,7 +1092,8 @@ def main():
                         choices=["auto", "kvm", "tcg"])
     parser.add_argument("--mem", default="512M")
     parser.add_argument("--cmdline", default="")
-    parser.add_argument("--gdb", action="store_true")
+    parser.add_argument("--gdb", type=int, default=0, metavar="PORT",
+                        help="run: QEMU waits for gdb on this TCP port")
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--pmu", action="store_true",
                         help="expose the host PMU (KVM: -cpu host,pmu=on)")

@@ -124,7 +124,7 @@ HOST_TEST(many_arguments)
 {
     CHECK("1 2 3 4 5 6 7 8 9", "%d %d %d %d %d %d %d %d %d",
           1, 2, 3, 4, 5, 6, 7, 8, 9);
-    CHECK("a=1 b=0x2 c=three", "a=%u b=0x%x c=%s", 1, 2, "three");
+    CHECK("a=1 b=0x2 c=three", "a=%u b=0x%x c=%s", 1u, 2u, "three");
 }
 
 HOST_TEST_MAIN()

@@ -6,7 +6,10 @@
 
 #include <stdbool.h>
 
-/* Program 115200 8N1 with FIFOs. Called once, first thing at boot. */
+/*
+ * Program 115200 8N1 with FIFOs, keeping input received before (typed
+ * ahead during boot) for uart_getc. Called once, first thing at boot.
+ */
 void uart_setup(void);
 
 /* Write one byte, waiting for room. Any context; callers serialize. */
@@ -14,7 +17,8 @@ void uart_putc(char c);
 
 /*
  * Return true and store a received byte in *cp when one is waiting, false
- * otherwise. Never waits. Any context.
+ * otherwise: input kept at setup first, in order. Never waits. Any
+ * context; one reader at a time (the console's, the shell).
  */
 bool uart_getc(char *cp);
 
