@@ -123,7 +123,7 @@ static inline struct perfmon_cpu_pmc *
 perfmon_cpu_pmc(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
                 unsigned int index)
 {
-    return &cpu->pmcs[dev->index][index];
+    return &cpu->pmcs[dev->state.index][index];
 }
 
 /*
@@ -200,7 +200,7 @@ static uint64_t
 perfmon_dev_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                     uint32_t mask)
 {
-    const struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->index];
+    const struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state.index];
     uint64_t ids = 0;
 
     if (!dev->overflow_intr) {
@@ -269,13 +269,13 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 static void
 perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
 {
-    if (dev->poll_ticks == 0 || cpu->poll_armed[dev->index]) {
+    if (dev->state.poll_ticks == 0 || cpu->poll_armed[dev->state.index]) {
         return;
     }
 
-    cpu->poll_armed[dev->index] = true;
-    timer_schedule(&cpu->poll_timers[dev->index],
-                   clock_get_time() + dev->poll_ticks);
+    cpu->poll_armed[dev->state.index] = true;
+    timer_schedule(&cpu->poll_timers[dev->state.index],
+                   clock_get_time() + dev->state.poll_ticks);
 }
 
 /* Take a reference on a slot of this CPU, starting its counter. */
@@ -286,7 +286,7 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
 
     if (cpmc->nr_refs == 0) {
-        const struct perfmon_pmc *pmc = &dev->pmcs[index];
+        const struct perfmon_pmc *pmc = &dev->state.pmcs[index];
 
         cpmc->pmc_id = pmc->pmc_id;
         cpmc->mask = pmc->mask;
@@ -294,7 +294,7 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         cpmc->prev = dev->ops->start(pmc->pmc_id, pmc->config)
                      & pmc->mask;
         cpmc->wrap_seen = false;
-        cpu->used[dev->index] |= 1U << index;
+        cpu->used[dev->state.index] |= 1U << index;
         perfmon_poll_arm(cpu, dev);
     }
 
@@ -312,8 +312,8 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     assert(cpmc->nr_refs != 0);
 
     if (--cpmc->nr_refs == 0) {
-        dev->ops->stop(dev->pmcs[index].pmc_id);
-        cpu->used[dev->index] &= ~(1U << index);
+        dev->ops->stop(dev->state.pmcs[index].pmc_id);
+        cpu->used[dev->state.index] &= ~(1U << index);
     }
 }
 
@@ -322,8 +322,8 @@ perfmon_poll_local(struct perfmon_dev *dev)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     const struct pmu_soft_bank *bank = perfmon_dev_bank(dev);
-    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->index];
-    uint32_t used = cpu->used[dev->index];
+    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state.index];
+    uint32_t used = cpu->used[dev->state.index];
     uint64_t pending = perfmon_dev_consume(cpu, dev, used);
 
     FOR_EACH_BIT(index, used) {
@@ -345,10 +345,10 @@ perfmon_poll_timer(struct timer *timer)
 
     perfmon_poll_local(dev);
 
-    if (cpu->used[dev->index] != 0) {
-        timer_schedule(timer, clock_get_time() + dev->poll_ticks);
+    if (cpu->used[dev->state.index] != 0) {
+        timer_schedule(timer, clock_get_time() + dev->state.poll_ticks);
     } else {
-        cpu->poll_armed[dev->index] = false;
+        cpu->poll_armed[dev->state.index] = false;
     }
 }
 
@@ -361,7 +361,7 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index)
 
     /* A counter stopped since it overflowed has nothing left to add. */
     if (pmc_index < dev->nr_pmcs
-        && (cpu->used[dev->index] & (1U << pmc_index))) {
+        && (cpu->used[dev->state.index] & (1U << pmc_index))) {
         struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, pmc_index);
 
         perfmon_cpu_pmc_add(cpu, dev, cpmc,
@@ -425,14 +425,14 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     unsigned int pmc_id, width;
     int error;
 
-    spinlock_lock(&dev->lock);
+    spinlock_lock(&dev->state.lock);
 
     for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
-        pmc = &dev->pmcs[i];
+        pmc = &dev->state.pmcs[i];
 
         if (pmc->nr_refs != 0 && pmc->config == config) {
             pmc->nr_refs++;
-            spinlock_unlock(&dev->lock);
+            spinlock_unlock(&dev->state.lock);
             *indexp = i;
             return 0;
         }
@@ -443,25 +443,25 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     }
 
     if (free_index == dev->nr_pmcs) {
-        spinlock_unlock(&dev->lock);
+        spinlock_unlock(&dev->state.lock);
         return EAGAIN;
     }
 
     error = dev->ops->alloc(&pmc_id, &width, free_index, config);
 
     if (error) {
-        spinlock_unlock(&dev->lock);
+        spinlock_unlock(&dev->state.lock);
         return error;
     }
 
     assert(width >= 1 && width <= 64);
-    pmc = &dev->pmcs[free_index];
+    pmc = &dev->state.pmcs[free_index];
     pmc->pmc_id = pmc_id;
     pmc->width = width;
     pmc->mask = bitops_width_mask(width);
     pmc->config = config;
     pmc->nr_refs = 1;
-    spinlock_unlock(&dev->lock);
+    spinlock_unlock(&dev->state.lock);
     *indexp = free_index;
     return 0;
 }
@@ -469,22 +469,43 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
 static void
 perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index)
 {
-    struct perfmon_pmc *pmc = &dev->pmcs[index];
+    struct perfmon_pmc *pmc = &dev->state.pmcs[index];
 
-    spinlock_lock(&dev->lock);
+    spinlock_lock(&dev->state.lock);
     assert(pmc->nr_refs != 0);
 
     if (--pmc->nr_refs == 0) {
         dev->ops->free(pmc->pmc_id);
     }
 
-    spinlock_unlock(&dev->lock);
+    spinlock_unlock(&dev->state.lock);
+}
+
+bool
+perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
+                unsigned int *pmc_idp, unsigned int *widthp)
+{
+    const struct perfmon_pmc *pmc;
+
+    if (index >= dev->nr_pmcs) {
+        return false;
+    }
+
+    pmc = &dev->state.pmcs[index];
+
+    if (READ_ONCE(pmc->nr_refs) == 0) {
+        return false;
+    }
+
+    *pmc_idp = pmc->pmc_id;
+    *widthp = pmc->width;
+    return true;
 }
 
 uint64_t
 perfmon_dev_poll_ticks(const struct perfmon_dev *dev)
 {
-    return dev->poll_ticks;
+    return dev->state.poll_ticks;
 }
 
 unsigned int
@@ -498,7 +519,7 @@ perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev)
      * Each count is read once; the total is a snapshot.
      */
     for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
-        n += (READ_ONCE(dev->pmcs[i].nr_refs) != 0);
+        n += (READ_ONCE(dev->state.pmcs[i].nr_refs) != 0);
     }
 
     return n;
@@ -548,7 +569,7 @@ perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
         perfmon_cpu_pmc_update(cpu, dev, index);
     }
 
-    td->pmcs[dev->index][index].cpu_start = cpmc->value;
+    td->pmcs[dev->state.index][index].cpu_start = cpmc->value;
 }
 
 /* Unload one slot, adding what it counted here to the thread. */
@@ -556,7 +577,7 @@ static void
 perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
                       struct perfmon_dev *dev, unsigned int index)
 {
-    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->index][index];
+    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state.index][index];
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_update(cpu, dev, index);
 
     tpmc->value += cpmc->value - tpmc->cpu_start;
@@ -596,7 +617,7 @@ perfmon_td_switch_out(struct perfmon_td_pmc *prev_pmcs,
                       struct perfmon_dev *dev, uint64_t pending,
                       const struct pmu_soft_bank *bank)
 {
-    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->index];
+    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state.index];
 
     FOR_EACH_BIT(index, prev_used) {
         struct perfmon_cpu_pmc *cpmc = &cpmcs[index];
@@ -621,10 +642,10 @@ static void
 perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
                       struct perfmon_cpu *cpu, struct perfmon_dev *dev)
 {
-    struct perfmon_td_pmc *prev_pmcs = prev->pmcs[dev->index];
-    struct perfmon_td_pmc *next_pmcs = next->pmcs[dev->index];
-    uint32_t prev_used = prev->used[dev->index];
-    uint32_t next_used = next->used[dev->index];
+    struct perfmon_td_pmc *prev_pmcs = prev->pmcs[dev->state.index];
+    struct perfmon_td_pmc *next_pmcs = next->pmcs[dev->state.index];
+    uint32_t prev_used = prev->used[dev->state.index];
+    uint32_t next_used = next->used[dev->state.index];
     uint64_t pending = perfmon_dev_consume(cpu, dev, prev_used);
 
     if (dev->sw) {
@@ -676,7 +697,7 @@ static uint64_t
 perfmon_td_pmc_value(struct perfmon_td *td, struct perfmon_dev *dev,
                      unsigned int index, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->index][index];
+    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state.index][index];
     struct perfmon_cpu_pmc *cpmc;
 
     if (!loaded || tpmc->nr_refs == 0) {
@@ -750,10 +771,10 @@ perfmon_td_run(struct perfmon_td_op *op)
 static void
 perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->index][op->index];
+    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->state.index][op->index];
 
     if (tpmc->nr_refs == 0) {
-        op->td->used[op->dev->index] |= 1U << op->index;
+        op->td->used[op->dev->state.index] |= 1U << op->index;
 
         if (loaded) {
             perfmon_td_pmc_load(op->td, cpu_local_ptr(perfmon_cpu), op->dev,
@@ -774,13 +795,13 @@ perfmon_td_op_read(struct perfmon_td_op *op, bool loaded)
 static void
 perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->index][op->index];
+    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->state.index][op->index];
 
     op->value = perfmon_td_pmc_value(op->td, op->dev, op->index, loaded);
     assert(tpmc->nr_refs != 0);
 
     if (--tpmc->nr_refs == 0) {
-        op->td->used[op->dev->index] &= ~(1U << op->index);
+        op->td->used[op->dev->state.index] &= ~(1U << op->index);
 
         if (loaded) {
             perfmon_td_pmc_unload(op->td, cpu_local_ptr(perfmon_cpu),
@@ -1179,31 +1200,31 @@ perfmon_register(struct perfmon_dev *dev)
         return EBUSY;
     }
 
-    dev->index = perfmon_nr_devs;
-    spinlock_init(&dev->lock);
+    dev->state.index = perfmon_nr_devs;
+    spinlock_init(&dev->state.lock);
 
     for (unsigned int i = 0; i < PERFMON_MAX_PMCS; i++) {
-        dev->pmcs[i].nr_refs = 0;
+        dev->state.pmcs[i].nr_refs = 0;
     }
 
-    dev->poll_ticks = poll_ticks;
+    dev->state.poll_ticks = poll_ticks;
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
 
-        timer_init(&pcpu->poll_timers[dev->index], perfmon_poll_timer, dev,
+        timer_init(&pcpu->poll_timers[dev->state.index], perfmon_poll_timer, dev,
                    cpu);
     }
 
-    perfmon_devs[dev->index] = dev;
+    perfmon_devs[dev->state.index] = dev;
     __atomic_store_n(&perfmon_nr_devs, perfmon_nr_devs + 1,
                      __ATOMIC_RELEASE);
     spinlock_unlock(&perfmon_devs_lock);
 
-    if (dev->poll_ticks != 0) {
+    if (dev->state.poll_ticks != 0) {
         log_info("perfmon: %s: %u counters of %u bits, polled every %llu "
                  "ticks", dev->name, dev->nr_pmcs, dev->min_width,
-                 (unsigned long long)dev->poll_ticks);
+                 (unsigned long long)dev->state.poll_ticks);
     } else {
         log_info("perfmon: %s: %u counters of %u bits, %s", dev->name,
                  dev->nr_pmcs, dev->min_width,

@@ -207,8 +207,17 @@ struct perfmon_pmc {
     uint64_t config;
 };
 
+/* perfmon's state of a device: private to kern/perfmon.c. */
+struct perfmon_dev_state {
+    unsigned int index;
+    uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
+    struct spinlock lock;       /* the global tier: slot allocation */
+    struct perfmon_pmc pmcs[PERFMON_MAX_PMCS];
+};
+
 /*
- * A PMU device. The driver sets the first fields; the rest is perfmon's.
+ * A PMU device: what the driver sets, then perfmon's state, which drivers
+ * and tests leave alone (queries below give what they need of it).
  */
 struct perfmon_dev {
     const char *name;
@@ -220,10 +229,7 @@ struct perfmon_dev {
     uint64_t max_rate;          /* polled: most events a counter counts
                                    per clock tick */
 
-    unsigned int index;
-    uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
-    struct spinlock lock;       /* the global tier: slot allocation */
-    struct perfmon_pmc pmcs[PERFMON_MAX_PMCS];
+    struct perfmon_dev_state state;
 };
 
 /*
@@ -289,6 +295,13 @@ void perfmon_td_load(struct perfmon_td *td);
 
 /* The hardware (sw false) or software device, or NULL. Any context. */
 struct perfmon_dev *perfmon_get_dev(bool sw);
+
+/*
+ * Whether slot index of dev holds a raw event, and then its counter's id
+ * and width. Any context (a snapshot).
+ */
+bool perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
+                     unsigned int *pmc_idp, unsigned int *widthp);
 
 /* The poll period of a device in ticks, 0 when it is not polled. */
 uint64_t perfmon_dev_poll_ticks(const struct perfmon_dev *dev);

@@ -424,7 +424,8 @@ TEST_DEFINE(perfmon, nr_used_pmcs_from_an_interrupt_under_the_device_lock)
     test_sync_attach_self(&event, 2);
     timer_init(&timer, test_sync_query_timer, &q, cpu_id());
 
-    spinlock_lock(&q.dev->lock);
+    /* The device lock is perfmon's, taken here to stand for an attach. */
+    spinlock_lock(&q.dev->state.lock);
     deadline = clock_get_time() + 50;
     timer_schedule(&timer, clock_get_time() + 1);
 
@@ -432,7 +433,7 @@ TEST_DEFINE(perfmon, nr_used_pmcs_from_an_interrupt_under_the_device_lock)
         cpu_pause();
     }
 
-    spinlock_unlock(&q.dev->lock);
+    spinlock_unlock(&q.dev->state.lock);
     timer_cancel(&timer);
     TEST_ASSERT(q.done);
     TEST_ASSERT_EQ(q.result, 1);

@@ -321,7 +321,11 @@ pmu_test_read(struct perfmon_event *event)
 static unsigned int
 pmu_test_counter(const struct perfmon_event *event)
 {
-    return pmu_test_dev()->pmcs[perfmon_event_pmc_index(event)].pmc_id;
+    unsigned int pmc_id, width;
+
+    HOST_ASSERT(perfmon_dev_pmc(pmu_test_dev(), perfmon_event_pmc_index(event),
+                                &pmc_id, &width));
+    return pmc_id;
 }
 
 static uint64_t
@@ -435,6 +439,7 @@ HOST_TEST(generic_events_program_the_family_codes)
     for (unsigned int id = 0; id < PERFMON_NR_GENERIC_EVENTS; id++) {
         uint64_t code = pmu_test_generic[PMU_TEST_GEN][id];
         struct perfmon_event *event;
+        unsigned int n;
 
         if (code == 0) {
             HOST_ASSERT_EQ(perfmon_event_check(id, flags), ENODEV);
@@ -443,9 +448,10 @@ HOST_TEST(generic_events_program_the_family_codes)
 
         HOST_ASSERT_EQ(pmu_amd_generic_code(PMU_TEST_GEN, id), code);
         event = pmu_test_attach_cpu(id, flags);
-        pmu_test_assert_programmed(pmu_test_counter(event), code, flags);
+        n = pmu_test_counter(event);
+        pmu_test_assert_programmed(n, code, flags);
         HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
-        pmu_test_assert_disabled(pmu_test_counter(event));
+        pmu_test_assert_disabled(n);
     }
 
     pmu_test_end();

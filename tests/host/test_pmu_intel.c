@@ -336,7 +336,11 @@ pmu_test_pmc_id(const struct perfmon_event *event)
 {
     struct perfmon_dev *dev = pmu_test_dev();
 
-    return dev->pmcs[perfmon_event_pmc_index(event)].pmc_id;
+    unsigned int pmc_id, width;
+
+    HOST_ASSERT(perfmon_dev_pmc(dev, perfmon_event_pmc_index(event), &pmc_id,
+                                &width));
+    return pmc_id;
 }
 
 /* What the driver must write to PERFEVTSELi for a code and flags. */
@@ -394,8 +398,10 @@ pmu_test_assert_programmed(unsigned int pmc_id, uint64_t code,
     HOST_ASSERT_EQ(pmu_test_global_enabled(pmc_id), PMU_TEST_HAS_PMI);
 
     for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
-        if (dev->pmcs[i].nr_refs != 0 && dev->pmcs[i].pmc_id == pmc_id) {
-            HOST_ASSERT_EQ(dev->pmcs[i].width, model_counter_width(pmc_id));
+        unsigned int id, width;
+
+        if (perfmon_dev_pmc(dev, i, &id, &width) && id == pmc_id) {
+            HOST_ASSERT_EQ(width, model_counter_width(pmc_id));
         }
     }
 }
@@ -506,7 +512,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     HOST_ASSERT_EQ(dev->sw, false);
     HOST_ASSERT_EQ(dev->nr_pmcs, PMU_TEST_NR_PMCS);
     HOST_ASSERT_EQ(dev->min_width, PMU_TEST_MIN_WIDTH);
-    HOST_ASSERT_EQ(dev->poll_ticks, PMU_TEST_POLL_TICKS);
+    HOST_ASSERT_EQ(perfmon_dev_poll_ticks(dev), PMU_TEST_POLL_TICKS);
     HOST_ASSERT_EQ(dev->overflow_intr, PMU_TEST_HAS_PMI);
     HOST_ASSERT(dev->ops->handle_overflow_intr != NULL);
 
