@@ -884,7 +884,7 @@ perfmon_generic_name(unsigned int id)
 }
 
 int
-perfmon_event_init(struct perfmon_event *event, unsigned int id,
+perfmon_event_init(struct perfmon_event *event, uint64_t id,
                    unsigned int flags)
 {
     /* Re-initializing an attached event would leak its slot and thread. */
@@ -964,7 +964,7 @@ perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
 }
 
 int
-perfmon_event_check(unsigned int id, unsigned int flags)
+perfmon_event_check(uint64_t id, unsigned int flags)
 {
     struct perfmon_event event = { .magic = 0 };
     struct perfmon_dev *dev;

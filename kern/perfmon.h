@@ -60,7 +60,7 @@ struct perfmon_dev;
 struct perfmon_event {
     unsigned int magic;
     unsigned int state;
-    unsigned int id;
+    uint64_t id;                /* generic, raw or software id */
     unsigned int flags;
     struct perfmon_dev *dev;
     unsigned int pmc_index;
@@ -71,8 +71,9 @@ struct perfmon_event {
 };
 
 /*
- * Prepare an event: a generic id, a raw code (PERFMON_EF_RAW) or a
- * software event (PERFMON_EF_SW). Hardware events need PERFMON_EF_KERN
+ * Prepare an event: a generic id, a raw code (PERFMON_EF_RAW; 64 bits,
+ * in the layout of the device's event select register) or a software
+ * event (PERFMON_EF_SW). Hardware events need PERFMON_EF_KERN
  * and/or PERFMON_EF_USER; software events ignore them. Whether a device
  * can count it is decided at attach. A detached event may be initialized
  * again; an attached one is refused, since re-initializing it would leak
@@ -82,7 +83,7 @@ struct perfmon_event {
  * hardware event without KERN/USER, generic id out of range, event
  * attached); on error the event is left untouched. Any context.
  */
-int perfmon_event_init(struct perfmon_event *event, unsigned int id,
+int perfmon_event_init(struct perfmon_event *event, uint64_t id,
                        unsigned int flags);
 
 /*
@@ -130,7 +131,7 @@ bool perfmon_event_attached(const struct perfmon_event *event);
  * 0, EINVAL (as perfmon_event_init, or a code the device rejects) or
  * ENODEV. Thread context.
  */
-int perfmon_event_check(unsigned int id, unsigned int flags);
+int perfmon_event_check(uint64_t id, unsigned int flags);
 
 /* The name of a generic event ("instructions"), or NULL. Any context. */
 const char *perfmon_generic_name(unsigned int id);
@@ -151,7 +152,7 @@ struct perfmon_dev_ops {
      * EINVAL for a raw code with reserved or unsupported bits, ENODEV for
      * an event this device cannot count. Must not touch the hardware.
      */
-    int (*translate)(uint64_t *configp, unsigned int id, unsigned int flags);
+    int (*translate)(uint64_t *configp, uint64_t id, unsigned int flags);
 
     /*
      * Reserve a hardware counter for config, to serve slot pmc_index, and

@@ -43,7 +43,7 @@
 
 struct perfmon_shell_event {
     char name[PERFMON_SHELL_NAME_SIZE];
-    unsigned int id;
+    uint64_t id;
     unsigned int flags;
     int error;                          /* why it is not counted, or 0 */
     unsigned int nr_attached;
@@ -163,11 +163,12 @@ perfmon_shell_parse_event(struct perfmon_shell_event *ev)
     if (strncmp(name, "raw:", 4) == 0) {
         unsigned long long code;
 
-        if (string_parse_u64(name + 4, &code) != 0 || code > 0xffffffffULL) {
+        /* 64 bits: AMD's event select continues in bits 35:32. */
+        if (string_parse_u64(name + 4, &code) != 0) {
             return EINVAL;
         }
 
-        ev->id = (unsigned int)code;
+        ev->id = code;
         ev->flags = ring | PERFMON_EF_RAW;
         return 0;
     }

@@ -13,7 +13,7 @@
 static struct perfmon_dev pmu_soft_dev;
 
 static int
-pmu_soft_translate(uint64_t *configp, unsigned int id, unsigned int flags)
+pmu_soft_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 {
     (void)flags;
 

@@ -720,7 +720,7 @@ TEST_DEFINE(perfmon, overflow_interrupt_keeps_counts_exact)
 /* ------------------------------------------------------------------ */
 
 static int
-test_pm_fake_translate(uint64_t *configp, unsigned int id, unsigned int flags)
+test_pm_fake_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 {
     (void)flags;
     *configp = id;

@@ -279,7 +279,7 @@ pmu_test_end(void)
 }
 
 static struct perfmon_event *
-pmu_test_event(unsigned int id, unsigned int flags)
+pmu_test_event(uint64_t id, unsigned int flags)
 {
     struct perfmon_event *event;
 
@@ -290,7 +290,7 @@ pmu_test_event(unsigned int id, unsigned int flags)
 }
 
 static struct perfmon_event *
-pmu_test_attach_cpu(unsigned int id, unsigned int flags)
+pmu_test_attach_cpu(uint64_t id, unsigned int flags)
 {
     struct perfmon_event *event = pmu_test_event(id, flags);
 
@@ -490,8 +490,24 @@ HOST_TEST(raw_codes_with_modifiers_are_programmed)
     struct perfmon_event *event;
 
     pmu_test_begin();
-    event = pmu_test_attach_cpu((unsigned int)code,
-                                PERFMON_EF_RAW | PERFMON_EF_KERN);
+    event = pmu_test_attach_cpu(code, PERFMON_EF_RAW | PERFMON_EF_KERN);
+    pmu_test_assert_programmed(pmu_test_counter(event), code,
+                               PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+/*
+ * Event select bits 11:8 sit in PerfEvtSel bits 35:32 (AMD APM vol. 2,
+ * 13.2.1): a raw code carrying them reaches the register whole.
+ */
+HOST_TEST(raw_code_with_extended_event_select_is_programmed)
+{
+    uint64_t code = (0x1ULL << 32) | 0x20 | (0x01 << 8);
+    struct perfmon_event *event;
+
+    pmu_test_begin();
+    event = pmu_test_attach_cpu(code, PERFMON_EF_RAW | PERFMON_EF_KERN);
     pmu_test_assert_programmed(pmu_test_counter(event), code,
                                PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
@@ -500,7 +516,7 @@ HOST_TEST(raw_codes_with_modifiers_are_programmed)
 
 HOST_TEST(refused_raw_codes_touch_no_register)
 {
-    static const uint32_t refused[] = {
+    static const uint64_t refused[] = {
         0xc0 | (1U << 16),              /* USR */
         0xc0 | (1U << 17),              /* OS */
         0xc0 | (1U << 19),              /* reserved */
@@ -508,6 +524,8 @@ HOST_TEST(refused_raw_codes_touch_no_register)
         0xc0 | (1U << 21),              /* reserved */
         0xc0 | (1U << 22),              /* EN */
         0xc0 | (1U << 23),              /* invert without counter mask */
+        0xc0 | (1ULL << 40),            /* guest only */
+        0xc0 | (1ULL << 41),            /* host only */
     };
     struct model_amd_regs before, after;
     unsigned long writes;

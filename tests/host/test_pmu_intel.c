@@ -281,7 +281,7 @@ pmu_test_end(void)
 }
 
 static struct perfmon_event *
-pmu_test_event(unsigned int id, unsigned int flags)
+pmu_test_event(uint64_t id, unsigned int flags)
 {
     struct perfmon_event *event;
 
@@ -971,7 +971,7 @@ HOST_TEST(detach_disables_freed_counter)
 }
 
 /* Raw codes the driver must refuse: reserved or its own bits. */
-static const unsigned int pmu_test_bad_raws[] = {
+static const uint64_t pmu_test_bad_raws[] = {
     0xc0 | (1U << 16),      /* USR: rings come from the flags */
     0xc0 | (1U << 17),      /* OS */
     0xc0 | (1U << 19),      /* PC */
@@ -980,6 +980,8 @@ static const unsigned int pmu_test_bad_raws[] = {
     0xc0 | (1U << 22),      /* EN */
     0x4f00,                 /* a unit mask without event select */
     0xc0 | (1U << 23),      /* invert without a counter mask */
+    0xc0 | (1ULL << 32),    /* reserved: PERFEVTSELx is 32 bits of code */
+    0xc0 | (1ULL << 63),
 };
 
 /* Raw codes with the documented modifiers, which must be accepted. */

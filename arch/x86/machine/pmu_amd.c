@@ -435,7 +435,7 @@ pmu_amd_ring_bits(unsigned int flags)
 }
 
 static int
-pmu_amd_translate(uint64_t *configp, unsigned int id, unsigned int flags)
+pmu_amd_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 {
     /* Checked as 64 bits: event select 11:8 is bits 35:32. */
     uint64_t code = id;

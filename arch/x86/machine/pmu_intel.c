@@ -290,7 +290,7 @@ pmu_intel_ring_bits(unsigned int flags)
 }
 
 static int
-pmu_intel_translate(uint64_t *configp, unsigned int id, unsigned int flags)
+pmu_intel_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 {
     const struct pmu_intel_event *event;
     int arch;
