@@ -353,13 +353,16 @@ perfmon_poll_timer(struct timer *timer)
 }
 
 void
-perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index)
+perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
+                        const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
     assert(!cpu_intr_enabled());
 
     /* A counter stopped since it overflowed has nothing left to add. */
+    (void)ctx;
+
     if (pmc_index < dev->nr_pmcs
         && (cpu->used[dev->state.index] & (1U << pmc_index))) {
         struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, pmc_index);
@@ -371,25 +374,25 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index)
 
 /* Each kind of device interrupts on its own vector. */
 static void
-perfmon_overflow_intr(bool sw)
+perfmon_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_dev *dev = perfmon_get_dev(sw);
 
     if (dev != NULL && dev->overflow_intr) {
-        dev->ops->handle_overflow_intr();
+        dev->ops->handle_overflow_intr(ctx);
     }
 }
 
 void
-perfmon_pmi_intr(void)
+perfmon_pmi_intr(const struct perfmon_intr_ctx *ctx)
 {
-    perfmon_overflow_intr(false);
+    perfmon_overflow_intr(false, ctx);
 }
 
 void
-perfmon_pmu_soft_intr(void)
+perfmon_pmu_soft_intr(const struct perfmon_intr_ctx *ctx)
 {
-    perfmon_overflow_intr(true);
+    perfmon_overflow_intr(true, ctx);
 }
 
 unsigned int

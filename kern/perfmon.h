@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include <kern/init.h>
+#include <kern/perfmon_record.h>
 #include <kern/perfmon_types.h>
 #include <kern/spinlock.h>
 
@@ -55,6 +56,7 @@ struct thread;
 #define PERFMON_EF_MASK     0xf
 
 struct perfmon_dev;
+struct perfmon_session;
 
 /* An event. Its fields are private to perfmon. */
 struct perfmon_event {
@@ -68,6 +70,14 @@ struct perfmon_event {
     struct thread *thread;      /* thread events: the thread (referenced) */
     uint64_t start;             /* the tier's count at attach */
     uint64_t final;             /* the count at detach */
+
+    /* Sampling (period 0: a counting event). */
+    struct perfmon_session *session;
+    uint64_t period;
+    uint64_t cookie;
+    unsigned int nr_frames;
+    uint64_t samples_left;      /* PERFMON_SAMPLES_UNLIMITED, or armed */
+    uint64_t nr_samples;        /* samples produced (written locally) */
 };
 
 /*
@@ -137,8 +147,76 @@ int perfmon_event_check(uint64_t id, unsigned int flags);
 const char *perfmon_generic_name(unsigned int id);
 
 /* ------------------------------------------------------------------ */
+/* Sampling                                                            */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A sampling event also counts (its reads stay exact), and every period
+ * events it writes a PERFMON_RECORD_SAMPLE record into its session's ring
+ * of the CPU where they happened (kern/perfmon_record.h): a thread event
+ * only while its thread runs, a CPU event whatever runs there. Sampling
+ * events do not share counters (a counter is preset for one period).
+ */
+
+#define PERFMON_PERIOD_MAX          (1ULL << 62)
+#define PERFMON_SAMPLES_UNLIMITED   UINT64_MAX
+
+struct perfmon_sample_attr {
+    struct perfmon_session *session;
+    uint64_t period;            /* 1 to PERFMON_PERIOD_MAX */
+    uint64_t cookie;            /* copied into every sample */
+    unsigned int nr_frames;     /* call chain depth, 0 to
+                                   PERFMON_MAX_FRAMES */
+};
+
+/*
+ * Make an initialized, detached event a sampling event (or, with a NULL
+ * attr, a counting one again). The event holds a reference on the session
+ * while attached. Whether its device can sample is decided at attach
+ * (EINVAL there when it cannot). Return 0 or EINVAL (event attached or
+ * not initialized, NULL session, period or nr_frames out of range).
+ * Thread context.
+ */
+int perfmon_event_set_sampling(struct perfmon_event *event,
+                               const struct perfmon_sample_attr *attr);
+
+/*
+ * Change the period of a sampling event, attached or not: the current
+ * period runs to its end, the next ones have the new length. Return 0 or
+ * EINVAL (not a sampling event, period out of range). Thread context.
+ */
+int perfmon_event_set_period(struct perfmon_event *event, uint64_t period);
+
+/*
+ * Let a sampling event produce nr_samples more samples, then stop sampling
+ * (it keeps counting) until refreshed again; PERFMON_SAMPLES_UNLIMITED
+ * samples for ever, as a new event does. A refresh of an event that had
+ * stopped starts a new period. Return 0 or EINVAL (not a sampling event,
+ * nr_samples 0). Thread context.
+ */
+int perfmon_event_refresh(struct perfmon_event *event, uint64_t nr_samples);
+
+/*
+ * Samples the event produced since attach (written or dropped by its
+ * ring, throttled periods excluded). Return 0 or EINVAL (not a sampling
+ * event). Thread context.
+ */
+int perfmon_event_get_samples(struct perfmon_event *event,
+                              uint64_t *nr_samplesp);
+
+/* ------------------------------------------------------------------ */
 /* Drivers                                                             */
 /* ------------------------------------------------------------------ */
+
+/*
+ * Where an overflow interrupt (or a software event's count) interrupted
+ * the kernel: instruction pointer and frame pointer (the base of the
+ * frame of the function holding ip, for call chains; 0 if unknown).
+ */
+struct perfmon_intr_ctx {
+    uintptr_t ip;
+    uintptr_t fp;
+};
 
 /*
  * Operations of a PMU device. "Local" operations run on the CPU whose
@@ -194,10 +272,18 @@ struct perfmon_dev_ops {
 
     /*
      * Local, needed when the device sets overflow_intr: handle the
-     * overflow interrupt, calling perfmon_report_overflow() for each
-     * counter that overflowed.
+     * overflow interrupt, calling perfmon_report_overflow() with ctx for
+     * each counter that overflowed.
      */
-    void (*handle_overflow_intr)(void);
+    void (*handle_overflow_intr)(const struct perfmon_intr_ctx *ctx);
+
+    /*
+     * Local, needed for sampling (with max_period): make the running
+     * counter overflow after n more events, 1 <= n <= max_period (raw
+     * value 2^width - n), and return the raw value written. Events
+     * between perfmon's last read and the write are not counted.
+     */
+    uint64_t (*preset)(unsigned int pmc_id, uint64_t n);
 };
 
 struct perfmon_pmc {
@@ -229,6 +315,8 @@ struct perfmon_dev {
     bool overflow_intr;         /* overflows interrupt; else perfmon polls */
     uint64_t max_rate;          /* polled: most events a counter counts
                                    per clock tick */
+    uint64_t max_period;        /* longest preset (ops->preset); 0: the
+                                   device cannot sample */
 
     struct perfmon_dev_state state;
 };
@@ -254,18 +342,21 @@ int perfmon_register(struct perfmon_dev *dev);
  * Report that a counter of dev wrapped once on the calling CPU since its
  * previous report: perfmon brings the slot's 64-bit value up to date,
  * counting the wrap even when the raw value is back above where it last
- * read it. A driver calls it from its overflow interrupt handler, once per
- * wrap. Local (overflow interrupt).
+ * read it, and takes the samples due, at ctx (NULL: unknown), presetting
+ * the counter for the next. A driver calls it from its overflow interrupt
+ * handler, once per wrap. Local, interrupts disabled.
  */
-void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index);
+void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
+                             const struct perfmon_intr_ctx *ctx);
 
 /*
  * The overflow interrupt of the hardware PMU device, and the software
  * PMU's emulated one: run the device's handler. Called by the arch, which
- * owns the vectors and sends the EOI afterwards. Interrupt context.
+ * owns the vectors and sends the EOI afterwards, with where the interrupt
+ * came. Interrupt context.
  */
-void perfmon_pmi_intr(void);
-void perfmon_pmu_soft_intr(void);
+void perfmon_pmi_intr(const struct perfmon_intr_ctx *ctx);
+void perfmon_pmu_soft_intr(const struct perfmon_intr_ctx *ctx);
 
 /* ------------------------------------------------------------------ */
 /* Scheduler hooks                                                     */

@@ -68,10 +68,10 @@ pmu_soft_overflow_consume(uint64_t ids)
 }
 
 static void
-pmu_soft_handle_overflow_intr(void)
+pmu_soft_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
     FOR_EACH_BIT(id, pmu_soft_intr_take()) {
-        perfmon_report_overflow(&pmu_soft_dev, id);
+        perfmon_report_overflow(&pmu_soft_dev, id, ctx);
     }
 }
 

@@ -62,6 +62,9 @@ struct thread_runq {
 static struct thread_runq thread_runq __percpu;
 static struct thread thread_idle __percpu;
 
+/* The last thread id given; idle threads have 0. */
+static uint32_t thread_last_id;
+
 /* Every thread structure not yet freed, for the shell and leak checks. */
 static struct spinlock thread_list_lock = SPINLOCK_INITIALIZER;
 static struct list thread_list = LIST_INITIALIZER(thread_list);
@@ -511,6 +514,7 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
 
     strlcpy(thread->name, (attr != NULL && attr->name != NULL)
                           ? attr->name : "thread", sizeof(thread->name));
+    thread->id = __atomic_add_fetch(&thread_last_id, 1, __ATOMIC_RELAXED);
     thread->priority = priority;
     thread->affinity = affinity;
     thread->state = THREAD_RUNNING;

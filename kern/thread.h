@@ -60,6 +60,7 @@ struct thread {
     void *arg;
     void *stack;
     char name[THREAD_NAME_SIZE];
+    uint32_t id;                    /* 0 for idle threads, else unique */
 
     struct spinlock join_lock;
     bool exited;
@@ -213,6 +214,16 @@ thread_affinity(const struct thread *thread)
 
 /* The CPU a thread runs on or last ran on. Any context. */
 unsigned int thread_cpu(const struct thread *thread);
+
+/*
+ * The thread's identifier: 0 for the idle threads (as the idle task of
+ * other kernels), else unique since boot, never reused. Any context.
+ */
+static inline uint32_t
+thread_id(const struct thread *thread)
+{
+    return thread->id;
+}
 
 /* The thread's name. Any context. */
 static inline const char *

@@ -411,8 +411,10 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
 {
     struct test_pm_emitter target = { .total = 20000, .seed = 31,
                                       .migrate = true, .spin = true };
-    struct test_pm_emitter others[CPU_MAX];
-    struct perfmon_event target_ev, other_evs[CPU_MAX], xcalls[CPU_MAX];
+    /* Static: 64 of each would not fit on a thread stack. */
+    static struct test_pm_emitter others[CPU_MAX];
+    static struct perfmon_event other_evs[CPU_MAX], xcalls[CPU_MAX];
+    struct perfmon_event target_ev;
     unsigned int n = cpu_count();
     uint64_t nr_reads = 0, nr_remote_reads = 0;
 
@@ -776,8 +778,9 @@ static const struct perfmon_dev_ops test_pm_fake_ops_no_read = {
 };
 
 static void
-test_pm_fake_intr(void)
+test_pm_fake_intr(const struct perfmon_intr_ctx *ctx)
 {
+    (void)ctx;
 }
 
 static const struct perfmon_dev_ops test_pm_fake_ops_intr_no_consume = {

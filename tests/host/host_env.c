@@ -40,6 +40,16 @@ static struct list host_env_timers = LIST_INITIALIZER(host_env_timers);
 static struct list host_env_syscnts = LIST_INITIALIZER(host_env_syscnts);
 static trap_handler_fn_t host_env_traps[TRAP_NR_VECTORS];
 
+/* Where host_env_raise_trap's interrupts come from (host_env_set_intr_ctx). */
+static struct perfmon_intr_ctx host_env_intr_ctx;
+
+void
+host_env_set_intr_ctx(uintptr_t ip, uintptr_t fp)
+{
+    host_env_intr_ctx.ip = ip;
+    host_env_intr_ctx.fp = fp;
+}
+
 /* The init operations perfmon_setup and pmu_intel_setup depend on. */
 const struct init_op init_op_cpu_mp_setup = { .name = "cpu_mp_setup" };
 const struct init_op init_op_syscnt_setup = { .name = "syscnt_setup" };
@@ -376,7 +386,7 @@ host_env_raise_trap(unsigned int vector)
     /* The PMI vector is the arch's (machine/ipi.c): do what it does. */
     if (vector == TRAP_PMI && host_env_traps[vector] == NULL) {
         flags = cpu_intr_save();
-        perfmon_pmi_intr();
+        perfmon_pmi_intr(&host_env_intr_ctx);
         lapic_eoi();
         cpu_intr_restore(flags);
         return;

@@ -34,6 +34,9 @@ uint64_t host_env_next_expiry(void);
  */
 void host_env_raise_trap(unsigned int vector);
 
+/* The interrupted context the next raised PMI reports (default 0, 0). */
+void host_env_set_intr_ctx(uintptr_t ip, uintptr_t fp);
+
 /* A thread off every CPU, with one reference (its creator's). */
 void host_env_thread_init(struct thread *thread);
 

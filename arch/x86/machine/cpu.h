@@ -274,6 +274,7 @@ struct cpu_head {
     unsigned int id;
     unsigned int intr_depth;    /* nesting of interrupt handlers */
     struct thread *thread;      /* current thread */
+    const void *intr_frame;     /* innermost interrupt's saved registers */
 };
 
 #define CPU_HEAD_OFFSET_ID      8
@@ -301,6 +302,14 @@ cpu_in_intr(void)
                      : "=r"(depth));
     return depth != 0;
 }
+
+/*
+ * Where the innermost interrupt being handled on this CPU interrupted the
+ * code below it: its instruction pointer and frame pointer (the base of
+ * that function's frame, for call chains). Return false outside interrupt
+ * handlers. Local, interrupts disabled.
+ */
+bool cpu_intr_ctx(uintptr_t *ipp, uintptr_t *fpp);
 
 /* Return the number of processors online or being started. Any context. */
 unsigned int cpu_count(void);

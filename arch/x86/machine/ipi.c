@@ -55,16 +55,18 @@ ipi_resched_intr(struct trap_frame *frame)
 static void
 ipi_pmi_intr(struct trap_frame *frame)
 {
-    (void)frame;
-    perfmon_pmi_intr();
+    struct perfmon_intr_ctx ctx = { .ip = frame->rip, .fp = frame->rbp };
+
+    perfmon_pmi_intr(&ctx);
     lapic_eoi();
 }
 
 static void
 ipi_pmu_soft_intr(struct trap_frame *frame)
 {
-    (void)frame;
-    perfmon_pmu_soft_intr();
+    struct perfmon_intr_ctx ctx = { .ip = frame->rip, .fp = frame->rbp };
+
+    perfmon_pmu_soft_intr(&ctx);
     lapic_eoi();
 }
 

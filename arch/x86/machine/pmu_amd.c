@@ -642,7 +642,7 @@ pmu_amd_overflow_consume(uint64_t ids)
 
 /* Report each counter of mask that is in use to perfmon. */
 static void
-pmu_amd_report(uint64_t mask)
+pmu_amd_report(uint64_t mask, const struct perfmon_intr_ctx *ctx)
 {
     while (mask != 0) {
         unsigned int n = __builtin_ctzll(mask);
@@ -650,7 +650,7 @@ pmu_amd_report(uint64_t mask)
         mask &= mask - 1;
 
         if (pmu_amd_used & (1U << n)) {
-            perfmon_report_overflow(&pmu_amd_dev, pmu_amd_slot[n]);
+            perfmon_report_overflow(&pmu_amd_dev, pmu_amd_slot[n], ctx);
         }
     }
 }
@@ -665,7 +665,7 @@ pmu_amd_report(uint64_t mask)
  * reported once; bits that stay after the last pass are forced clear.
  */
 static void
-pmu_amd_global_intr(void)
+pmu_amd_global_intr(const struct perfmon_intr_ctx *ctx)
 {
     uint64_t counters = pmu_amd_counter_bits();
     uint64_t status, reported = 0;
@@ -685,7 +685,7 @@ pmu_amd_global_intr(void)
         }
 
         cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, status);
-        pmu_amd_report(status & ~reported);
+        pmu_amd_report(status & ~reported, ctx);
         reported |= status;
         status = cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & counters;
     }
@@ -701,7 +701,7 @@ pmu_amd_global_intr(void)
  * 2^47 events).
  */
 static void
-pmu_amd_top_bit_intr(void)
+pmu_amd_top_bit_intr(const struct perfmon_intr_ctx *ctx)
 {
     uint32_t active = cpu_local_var(pmu_amd_cpu).active;
     uint64_t wrapped = 0;
@@ -719,7 +719,7 @@ pmu_amd_top_bit_intr(void)
         syscnt_inc(cpu_local_ptr(pmu_amd_sc_spurious));
     }
 
-    pmu_amd_report(wrapped);
+    pmu_amd_report(wrapped, ctx);
 }
 
 /*
@@ -728,14 +728,14 @@ pmu_amd_top_bit_intr(void)
  * that keeps the PMI alive there.
  */
 static void
-pmu_amd_handle_overflow_intr(void)
+pmu_amd_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
     syscnt_inc(cpu_local_ptr(pmu_amd_sc_pmis));
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
-        pmu_amd_global_intr();
+        pmu_amd_global_intr(ctx);
     } else {
-        pmu_amd_top_bit_intr();
+        pmu_amd_top_bit_intr(ctx);
     }
 
     lapic_pmc_unmask();

@@ -593,7 +593,7 @@ pmu_intel_status_other(void)
 
 /* Report each counter bit of status to perfmon. */
 static void
-pmu_intel_report(uint64_t status)
+pmu_intel_report(uint64_t status, const struct perfmon_intr_ctx *ctx)
 {
     while (status != 0) {
         unsigned int bit = __builtin_ctzll(status);
@@ -605,10 +605,11 @@ pmu_intel_report(uint64_t status)
 
             if (pmu_intel_fixed_used & (1U << j)) {
                 perfmon_report_overflow(&pmu_intel_dev,
-                                        pmu_intel_fixed_slot[j]);
+                                        pmu_intel_fixed_slot[j], ctx);
             }
         } else if (pmu_intel_gp_used & (1U << bit)) {
-            perfmon_report_overflow(&pmu_intel_dev, pmu_intel_gp_slot[bit]);
+            perfmon_report_overflow(&pmu_intel_dev, pmu_intel_gp_slot[bit],
+                                    ctx);
         }
     }
 }
@@ -627,7 +628,7 @@ pmu_intel_report(uint64_t status)
  * clear and reported to no one.
  */
 static void
-pmu_intel_handle_overflow_intr(void)
+pmu_intel_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
     uint64_t counters = pmu_intel_counter_bits();
     uint64_t ack_mask = counters | pmu_intel_status_other();
@@ -654,7 +655,7 @@ pmu_intel_handle_overflow_intr(void)
         }
 
         cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, status);
-        pmu_intel_report(status & counters & ~reported);
+        pmu_intel_report(status & counters & ~reported, ctx);
         reported |= status & counters;
         status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
     }

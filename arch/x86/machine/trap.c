@@ -126,10 +126,26 @@ trap_exception(struct trap_frame *frame, trap_handler_fn_t handler)
                 frame->error);
 }
 
+bool
+cpu_intr_ctx(uintptr_t *ipp, uintptr_t *fpp)
+{
+    const struct cpu_head *head = (const struct cpu_head *)percpu_local_base();
+    const struct trap_frame *frame = head->intr_frame;
+
+    if (frame == NULL) {
+        return false;
+    }
+
+    *ipp = frame->rip;
+    *fpp = frame->rbp;
+    return true;
+}
+
 void
 trap_handle(struct trap_frame *frame)
 {
     trap_handler_fn_t handler;
+    const void *prev_frame;
     struct cpu_head *head;
 
     handler = __atomic_load_n(&trap_handlers[frame->vector],
@@ -141,6 +157,8 @@ trap_handle(struct trap_frame *frame)
     }
 
     head = (struct cpu_head *)percpu_local_base();
+    prev_frame = head->intr_frame;
+    head->intr_frame = frame;
     head->intr_depth++;
 
     if (handler == NULL) {
@@ -150,6 +168,7 @@ trap_handle(struct trap_frame *frame)
 
     handler(frame);
     head->intr_depth--;
+    head->intr_frame = prev_frame;
 
     /* Preempt only code that ran with interrupts enabled. */
     if (head->intr_depth == 0 && (frame->rflags & CPU_RFLAGS_IF)) {

@@ -1,0 +1,125 @@
+/*
+ * perfmon sessions: where sampling events put their records.
+ *
+ * A session is one consumer's set of rings, one per CPU, each sized at
+ * creation. The producer of a CPU's ring is that CPU (the overflow path,
+ * interrupts disabled: no lock, no allocation); the consumer is one thread
+ * on any CPU. A record that does not fit is dropped and counted; when
+ * space returns, the ring first takes one PERFMON_RECORD_LOST record with
+ * the number dropped, then the record. So, per CPU and in total,
+ *
+ *   records read + records reported lost == records produced
+ *
+ * exactly, once the rings are drained (a count of records dropped but not
+ * yet reported by a LOST record is in the statistics).
+ *
+ *   struct perfmon_session *session;
+ *
+ *   error = perfmon_session_create(&session, 4096);
+ *   ... attach sampling events with it (perfmon_event_set_sampling) ...
+ *   error = perfmon_session_wait(session, timeout);
+ *   error = perfmon_session_read(session, cpu, buf, sizeof(buf), &size);
+ *   ... detach the events ...
+ *   error = perfmon_session_destroy(session);
+ *
+ * Record layout: kern/perfmon_record.h.
+ */
+#ifndef KERN_PERFMON_SESSION_H
+#define KERN_PERFMON_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kern/perfmon_record.h>
+
+/* Ring sizes, bytes per CPU: a power of two in this range. */
+#define PERFMON_SESSION_RING_MIN    256
+#define PERFMON_SESSION_RING_MAX    (1U << 20)
+
+struct perfmon_session;
+
+/*
+ * Counts of a session, per CPU or summed. produced == read + lost +
+ * dropped + what the rings hold; records are counted once each, LOST
+ * records themselves not included.
+ */
+struct perfmon_session_stats {
+    uint64_t produced;      /* records offered to the rings */
+    uint64_t read;          /* records the consumer read (LOST ones too,
+                               counted in nr_lost_records) */
+    uint64_t lost;          /* records dropped and reported by LOST records
+                               the consumer read */
+    uint64_t dropped;       /* records dropped, LOST record not read yet */
+    uint64_t nr_lost_records;
+    uint64_t throttled;     /* THROTTLE records read */
+};
+
+/*
+ * Create a session whose rings hold ring_size bytes each. Return 0,
+ * EINVAL (ring_size not a power of two in range, NULL sessionp), ENOMEM.
+ * Thread context.
+ */
+int perfmon_session_create(struct perfmon_session **sessionp,
+                           size_t ring_size);
+
+/*
+ * Destroy a session. Return 0, EBUSY while events still use it (its
+ * references, perfmon_session_ref), EINVAL for NULL. Thread context.
+ */
+int perfmon_session_destroy(struct perfmon_session *session);
+
+/*
+ * References held by sampling events, so a session is not destroyed
+ * under them. Thread context.
+ */
+void perfmon_session_ref(struct perfmon_session *session);
+void perfmon_session_unref(struct perfmon_session *session);
+
+/*
+ * Producer: make room for a record of size bytes (a multiple of 8, at
+ * most PERFMON_SESSION_RECORD_MAX) in this CPU's ring and return where to
+ * write it, or NULL when it does not fit (then it is counted as dropped).
+ * The caller fills the record (header included) and publishes it with
+ * perfmon_session_commit before its next reserve. Local, interrupts
+ * disabled.
+ */
+#define PERFMON_SESSION_RECORD_MAX  256
+void *perfmon_session_reserve(struct perfmon_session *session, size_t size);
+void perfmon_session_commit(struct perfmon_session *session, void *record);
+
+/*
+ * Consumer: copy the oldest record of a CPU's ring into buf and remove
+ * it, storing its size. Records of one CPU come out in the order they
+ * were produced. Return 0, EAGAIN (ring empty), EMSGSIZE (buf smaller
+ * than the record, which stays), EINVAL (bad CPU). One consumer thread
+ * per session at a time. Thread context (or any, it does not block).
+ */
+int perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
+                         void *buf, size_t size, size_t *sizep);
+
+/*
+ * Wake the waiter when a ring holds at least nr_records records or
+ * nr_bytes bytes (0: that criterion unused; both 0: any record). Return
+ * 0 or EINVAL. Thread context.
+ */
+int perfmon_session_set_watermark(struct perfmon_session *session,
+                                  unsigned int nr_records, size_t nr_bytes);
+
+/*
+ * Block until some ring of the session reaches the watermark, or for at
+ * most timeout_ticks clock ticks (0: do not block). Return 0 (a ring is
+ * at its watermark) or ETIMEDOUT. Thread context.
+ */
+int perfmon_session_wait(struct perfmon_session *session,
+                         uint64_t timeout_ticks);
+
+/*
+ * Counts of one CPU's ring (cpu < cpu_count()) or of all of them
+ * (PERFMON_SESSION_ALL_CPUS). Any context (a snapshot).
+ */
+#define PERFMON_SESSION_ALL_CPUS (~0U)
+int perfmon_session_stats(const struct perfmon_session *session,
+                          unsigned int cpu,
+                          struct perfmon_session_stats *stats);
+
+#endif /* KERN_PERFMON_SESSION_H */
