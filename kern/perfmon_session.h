@@ -89,12 +89,14 @@ unsigned int perfmon_session_nr_refs(const struct perfmon_session *session);
  * both fit, else the record is dropped too). A size that is 0, not a
  * multiple of 8 or above the maximum returns NULL and counts nothing.
  * The caller fills the record (header included) and publishes it with
- * perfmon_session_commit before its next reserve; commit stores the
- * reserved size in the header (the ring's framing relies on it). Local,
- * interrupts disabled, no lock, no allocation: callable from the overflow
- * interrupt and from the context switch. A ring should hold several of
- * the largest records written to it (with a pending LOST record, a
- * 256-byte record never fits a 256-byte ring).
+ * perfmon_session_commit, on the same CPU with interrupts still disabled,
+ * before its next reserve: a reservation cannot be abandoned (a LOST
+ * record it carries would go unread). Commit stores the reserved size
+ * in the header (the ring's framing relies on it). Local, interrupts
+ * disabled, no lock, no allocation: callable from the overflow interrupt
+ * and from the context switch. A ring should hold several of the largest
+ * records written to it (with a pending LOST record, a 256-byte record
+ * never fits a 256-byte ring).
  */
 #define PERFMON_SESSION_RECORD_MAX  256
 void *perfmon_session_reserve(struct perfmon_session *session, size_t size);
