@@ -254,6 +254,28 @@ pmu_test_begin(void)
     pmu_test_dev();
 }
 
+static bool
+pmu_test_global_enabled(unsigned int pmc_id)
+{
+    return (model_msr(MODEL_MSR_GLOBAL_CTRL) & (1ULL << pmc_id)) != 0;
+}
+
+/*
+ * The counter cannot count: version 1, EN clear in its event select;
+ * version 2 on, its IA32_PERF_GLOBAL_CTRL bit clear (the event select may
+ * stay programmed: SDM vol. 3B, 21.2.2, the enables are ANDed).
+ */
+static void
+pmu_test_assert_disabled(unsigned int pmc_id)
+{
+    if (PMU_TEST_HAS_PMI) {
+        HOST_ASSERT(!pmu_test_global_enabled(pmc_id));
+    } else {
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(pmc_id))
+                       & MODEL_EVTSEL_EN, 0);
+    }
+}
+
 static void
 pmu_test_end(void)
 {
@@ -272,11 +294,17 @@ pmu_test_end(void)
         HOST_ASSERT_EQ(thread->refs, 1);
     }
 
+    /* Version 2 on, event selects stay programmed: GLOBAL_CTRL stops. */
     for (unsigned int i = 0; i < PMU_TEST_NR_GP; i++) {
-        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(i)), 0);
+        pmu_test_assert_disabled(i);
     }
 
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_FIXED_CTRL), 0);
+    for (unsigned int j = 0; j < 3; j++) {
+        if (PMU_TEST_FIXED_MASK & (1U << j)) {
+            pmu_test_assert_disabled(PMU_TEST_FIXED(j));
+        }
+    }
+
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), 0);
 }
 
@@ -368,11 +396,6 @@ pmu_test_fixed_ctrl_field(unsigned int j)
     return (model_msr(MODEL_MSR_FIXED_CTRL) >> (4 * j)) & 0xf;
 }
 
-static bool
-pmu_test_global_enabled(unsigned int pmc_id)
-{
-    return (model_msr(MODEL_MSR_GLOBAL_CTRL) & (1ULL << pmc_id)) != 0;
-}
 
 /* The counter exists, counts code with flags, and is enabled. */
 static void
@@ -404,19 +427,6 @@ pmu_test_assert_programmed(unsigned int pmc_id, uint64_t code,
             HOST_ASSERT_EQ(width, model_counter_width(pmc_id));
         }
     }
-}
-
-static void
-pmu_test_assert_disabled(unsigned int pmc_id)
-{
-    if (pmc_id >= MODEL_FIXED_BASE) {
-        HOST_ASSERT_EQ(pmu_test_fixed_ctrl_field(pmc_id - MODEL_FIXED_BASE),
-                       0);
-    } else {
-        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(pmc_id)), 0);
-    }
-
-    HOST_ASSERT(!pmu_test_global_enabled(pmc_id));
 }
 
 static void
@@ -2122,5 +2132,187 @@ HOST_TEST(switch_between_threads_with_same_events_only_reads)
     pmu_test_detach_all();
     pmu_test_end();
 }
+
+/* Reads of the PMU control registers, which a switch must not read. */
+static unsigned long
+pmu_test_control_reads(void)
+{
+    unsigned long n = model_nr_reads(MODEL_MSR_GLOBAL_CTRL)
+                      + model_nr_reads(MODEL_MSR_FIXED_CTRL)
+                      + model_nr_reads(MODEL_MSR_GLOBAL_OVF);
+
+    for (unsigned int i = 0; i < PMU_INTEL_MAX_GP; i++) {
+        n += model_nr_reads(MODEL_MSR_EVTSEL(i));
+    }
+
+    return n;
+}
+
+/* Writes to every PMU register. */
+static unsigned long
+pmu_test_pmu_writes(void)
+{
+    unsigned long n = model_nr_writes(MODEL_MSR_GLOBAL_CTRL)
+                      + model_nr_writes(MODEL_MSR_FIXED_CTRL)
+                      + model_nr_writes(MODEL_MSR_GLOBAL_OVF)
+                      + model_nr_writes(MODEL_MSR_GLOBAL_STATUS)
+                      + model_nr_writes(MODEL_MSR_DEBUGCTL);
+
+    for (unsigned int i = 0; i < PMU_INTEL_MAX_GP; i++) {
+        n += model_nr_writes(MODEL_MSR_EVTSEL(i))
+             + model_nr_writes(MODEL_MSR_PMC(i))
+             + model_nr_writes(MODEL_MSR_A_PMC(i));
+    }
+
+    for (unsigned int j = 0; j < PMU_INTEL_MAX_FIXED; j++) {
+        n += model_nr_writes(MODEL_MSR_FIXED_CTR(j));
+    }
+
+    return n;
+}
+
+/* The model event behind a generic event. */
+static struct model_event
+pmu_test_model_event(unsigned int id)
+{
+    for (unsigned int i = 0; i < ARRAY_SIZE(pmu_test_generics); i++) {
+        if (pmu_test_generics[i].id == id) {
+            return pmu_test_generics[i].event;
+        }
+    }
+
+    HOST_FAIL("no model event for generic event %u", id);
+}
+
+/*
+ * The budget of a switch between threads with different events: at most
+ * one MSR write per counter started or stopped, plus one
+ * IA32_PERF_GLOBAL_CTRL write, and no control register read (the driver
+ * works from its per-CPU shadows). The first nr_shared available generic
+ * events go to both threads, the others alternately to a and b, as many
+ * as there are counters. Every switch is checked, the first ones on this
+ * CPU included, and the counts stay exact.
+ */
+static void
+pmu_test_switch_budget(unsigned int nr_shared)
+{
+    struct perfmon_event *events[PERFMON_NR_GENERIC_EVENTS][2];
+    uint64_t expected[PERFMON_NR_GENERIC_EVENTS][2];
+    unsigned int ids[PERFMON_NR_GENERIC_EVENTS];
+    unsigned int owner[PERFMON_NR_GENERIC_EVENTS];
+    unsigned int nr_only[2] = { 0, 0 }, nr = 0;
+    unsigned int max = pmu_test_dev()->nr_pmcs;
+    unsigned long writes[2], global_writes[2], control_reads[2];
+    struct thread *threads[2];
+
+    pmu_test_begin();
+    threads[0] = pmu_test_thread();
+    threads[1] = pmu_test_thread();
+
+    for (unsigned int id = 0; id < PERFMON_NR_GENERIC_EVENTS && nr < max;
+         id++) {
+        if (id == PERFMON_EV_REF_CYCLE
+            || perfmon_event_check(id, PERFMON_EF_KERN) != 0) {
+            continue;
+        }
+
+        /* 2: both threads; else the thread that has it. */
+        ids[nr] = id;
+        owner[nr] = (nr < nr_shared) ? 2 : (nr - nr_shared) % 2;
+
+        for (unsigned int t = 0; t < 2; t++) {
+            events[nr][t] = NULL;
+            expected[nr][t] = 0;
+
+            if (owner[nr] == 2 || owner[nr] == t) {
+                events[nr][t] = pmu_test_event(id, PERFMON_EF_KERN);
+                HOST_ASSERT_EQ(perfmon_event_attach(events[nr][t],
+                                                    threads[t]), 0);
+            }
+        }
+
+        if (owner[nr] != 2) {
+            nr_only[owner[nr]]++;
+        }
+
+        nr++;
+    }
+
+    HOST_ASSERT(nr_only[0] != 0 && nr_only[1] != 0);
+    host_env_switch_in(threads[0]);
+
+    /*
+     * Switches go a -> b -> a, and the checks wait for a to be back, so
+     * that a failed one leaves the threads as host_env knows them.
+     */
+    for (unsigned int i = 0; i < 6; i++) {
+        unsigned int from = i % 2, to = 1 - from;
+        unsigned long flags;
+
+        /* Each counter of the thread running counts 7 + i events. */
+        for (unsigned int k = 0; k < nr; k++) {
+            if (events[k][from] != NULL) {
+                model_retire(pmu_test_model_event(ids[k]), 7 + i,
+                             MODEL_RING_KERN);
+                expected[k][from] += 7 + i;
+            }
+        }
+
+        writes[from] = pmu_test_pmu_writes();
+        global_writes[from] = model_nr_writes(MODEL_MSR_GLOBAL_CTRL);
+        control_reads[from] = pmu_test_control_reads();
+
+        flags = cpu_intr_save();
+        perfmon_td_switch(&threads[from]->perfmon_td,
+                          &threads[to]->perfmon_td);
+        cpu_intr_restore(flags);
+
+        writes[from] = pmu_test_pmu_writes() - writes[from];
+        global_writes[from] = model_nr_writes(MODEL_MSR_GLOBAL_CTRL)
+                              - global_writes[from];
+        control_reads[from] = pmu_test_control_reads() - control_reads[from];
+
+        if (to == 1) {
+            continue;
+        }
+
+        for (unsigned int t = 0; t < 2; t++) {
+            HOST_ASSERT_EQ(control_reads[t], 0);
+            HOST_ASSERT(global_writes[t] <= (PMU_TEST_HAS_PMI ? 1 : 0));
+
+            if (writes[t] > nr_only[0] + nr_only[1]
+                            + (PMU_TEST_HAS_PMI ? 1 : 0)) {
+                HOST_FAIL("switch %u: %lu MSR writes, %u counters stopped "
+                          "and %u started", i - 1 + t, writes[t], nr_only[t],
+                          nr_only[1 - t]);
+            }
+        }
+    }
+
+    host_env_switch_out(threads[0]);
+
+    for (unsigned int k = 0; k < nr; k++) {
+        for (unsigned int t = 0; t < 2; t++) {
+            if (events[k][t] != NULL) {
+                HOST_ASSERT_EQ(pmu_test_read(events[k][t]), expected[k][t]);
+            }
+        }
+    }
+
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
+HOST_TEST(switch_between_threads_with_different_events_within_budget)
+{
+    pmu_test_switch_budget(0);
+}
+
+#if PMU_TEST_NR_PMCS >= 3
+HOST_TEST(switch_between_threads_sharing_some_events_within_budget)
+{
+    pmu_test_switch_budget(1);
+}
+#endif
 
 HOST_TEST_MAIN()
