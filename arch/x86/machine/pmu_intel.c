@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <kern/arg.h>
+#include <kern/assert.h>
 #include <kern/bitops.h>
 #include <kern/clock.h>
 #include <kern/errno.h>
@@ -473,6 +474,8 @@ static void
 pmu_intel_evtsel_set(struct pmu_intel_cpu *cpu, unsigned int i,
                      uint64_t evtsel)
 {
+    assert(i < PMU_INTEL_MAX_GP);
+
     if (cpu->evtsel[i] != evtsel) {
         cpu->evtsel[i] = evtsel;
         cpu_set_msr(PMU_INTEL_MSR_EVTSEL(i), evtsel);
