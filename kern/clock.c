@@ -33,6 +33,12 @@ clock_get_time(void)
     return (cpu_get_tsc() - clock_tsc_boot) / clock_tsc_tick;
 }
 
+uint64_t
+clock_tsc_per_tick(void)
+{
+    return clock_tsc_tick;
+}
+
 void
 clock_start_local(void)
 {

@@ -16,6 +16,9 @@
 /* Ticks since boot. Any context, once clock_setup has run. */
 uint64_t clock_get_time(void);
 
+/* TSC cycles per tick. Any context, once clock_setup has run. */
+uint64_t clock_tsc_per_tick(void);
+
 /* Convert durations, rounding ticks up so a delay is never shorter. */
 static inline uint64_t
 clock_ticks_from_ms(uint64_t ms)

@@ -104,9 +104,12 @@ struct perfmon_cpu_pmc {
     uint64_t throttled_periods; /* expired unsampled while throttled */
 };
 
-/* Sampling limits of a CPU: samples counted per clock tick. */
+/*
+ * Sampling limits of a CPU: samples counted per tick-long window of TSC
+ * time (the TSC is read for the sample anyway; no division per sample).
+ */
 struct perfmon_throttle {
-    uint64_t tick;
+    uint64_t window_end;        /* TSC */
     unsigned int nr_samples;
     bool active;                /* no samples until the timer fires */
     uint64_t time_start;
@@ -126,6 +129,7 @@ struct perfmon_cpu {
 
 static unsigned int perfmon_max_samples_per_tick
     = PERFMON_MAX_SAMPLES_PER_TICK;
+static uint64_t perfmon_tsc_per_tick;
 
 static struct perfmon_cpu perfmon_cpu __percpu;
 
@@ -231,6 +235,11 @@ perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
     if (__builtin_expect(!reported && raw >= cpmc->prev, 1)) {
         cpmc->value += raw - cpmc->prev;
         cpmc->prev = raw;
+    } else if (reported && raw < cpmc->prev && !cpmc->wrap_seen) {
+        /* A wrap reported as it happens (the sampling overflow path). */
+        cpmc->value += (raw - cpmc->prev) & cpmc->mask;
+        cpmc->prev = raw;
+        syscnt_inc(&cpu->sc_overflows);
     } else {
         perfmon_cpu_pmc_add_wrap(cpu, dev, cpmc, raw, reported);
     }
@@ -314,39 +323,45 @@ static unsigned int
 perfmon_sample_frames(uintptr_t fp, uint64_t *frames, unsigned int max)
 {
     uintptr_t lo = (uintptr_t)thread_stack(thread_self());
-    uintptr_t hi = lo + THREAD_STACK_SIZE;
     unsigned int n = 0;
 
     if (lo == 0) {
         return 0;   /* a boot stack: bounds unknown */
     }
 
-    while (n < max && fp >= lo && fp <= hi - 16 && (fp & 7) == 0) {
+    /* One compare keeps both words of the frame inside the stack. */
+    while (n < max && fp - lo <= THREAD_STACK_SIZE - 16) {
         const uintptr_t *frame = (const uintptr_t *)fp;
-
-        if (frame[1] == 0) {
-            break;
-        }
+        uintptr_t next = frame[0];
 
         frames[n++] = frame[1];
 
-        if (frame[0] <= fp) {
-            break;  /* frames go up the stack */
+        if (next <= fp) {
+            break;  /* frames go up the stack; 0 ends the chain */
         }
 
-        fp = frame[0];
+        fp = next;
     }
 
     return n;
 }
 
-/* Write one sample of event into its session's ring of this CPU. */
-static void
+_Static_assert(sizeof(struct perfmon_record_sample)
+               + PERFMON_MAX_FRAMES * sizeof(uint64_t)
+               <= PERFMON_SESSION_RECORD_MAX,
+               "a sample with a full call chain fits a session record");
+
+/*
+ * Write one sample of event into its session's ring of this CPU, and
+ * return its time.
+ */
+static uint64_t
 perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
                      const struct perfmon_intr_ctx *ctx, uint64_t period)
 {
     uint64_t frames[PERFMON_MAX_FRAMES];
     struct perfmon_record_sample *record;
+    uint64_t now = cpu_get_tsc();
     unsigned int nr_frames = 0;
     size_t size;
 
@@ -361,14 +376,14 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
     record = perfmon_session_reserve(event->session, size);
 
     if (record == NULL) {
-        return;     /* counted as lost by the session */
+        return now;     /* counted as lost by the session */
     }
 
     record->header.type = PERFMON_RECORD_SAMPLE;
     record->header.size = (uint16_t)size;
     record->header.cpu = cpu_id();
     record->cookie = event->cookie;
-    record->time = cpu_get_tsc();
+    record->time = now;
     record->ip = ctx->ip;
     record->period = period;
     record->tid = thread_id(thread_self());
@@ -379,6 +394,7 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
     }
 
     perfmon_session_commit(event->session, record);
+    return now;
 }
 
 /* Tell the sessions of a slot's event that its sampling was throttled. */
@@ -405,34 +421,36 @@ perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
 }
 
 /*
- * Count a sample against the CPU's budget for this tick; past it, stop
- * sampling on the CPU until the next tick (perfmon_throttle_timer).
+ * Count a sample taken at TSC time now against the CPU's budget for this
+ * tick; past it, stop sampling on the CPU until the next tick
+ * (perfmon_throttle_timer).
  */
 static void
-perfmon_throttle_count(struct perfmon_cpu *cpu)
+perfmon_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
 {
     struct perfmon_throttle *throttle = &cpu->throttle;
-    uint64_t now = clock_get_time();
 
-    if (throttle->tick != now) {
-        throttle->tick = now;
+    if (now >= throttle->window_end) {
+        throttle->window_end = now + perfmon_tsc_per_tick;
         throttle->nr_samples = 0;
     }
 
     if (++throttle->nr_samples >= perfmon_max_samples_per_tick) {
         throttle->active = true;
-        throttle->time_start = cpu_get_tsc();
+        throttle->time_start = now;
         syscnt_inc(&cpu->sc_throttles);
-        timer_schedule(&throttle->timer, now + 1);
+        timer_schedule(&throttle->timer, clock_get_time() + 1);
     }
 }
 
 /*
  * Make the slot's counter overflow at the next sample, or on the way
- * there when the period is longer than the device can preset.
+ * there when the period is longer than the device can preset. reload:
+ * the counter was preset before, since it started.
  */
 static void
-perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc)
+perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
+                       bool reload)
 {
     uint64_t left = cpmc->sample_next - cpmc->value;
 
@@ -440,7 +458,16 @@ perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc)
         left = dev->max_period;
     }
 
-    cpmc->prev = dev->ops->preset(cpmc->pmc_id, left) & cpmc->mask;
+    /* The preset leaves no overflow pending: none was seen early. */
+    cpmc->wrap_seen = false;
+
+    /* A software counter's reload is a store, done inline. */
+    if (reload && dev->sw) {
+        cpmc->prev = pmu_soft_bank_reload(cpu_local_ptr(pmu_soft_bank),
+                                          cpmc->pmc_id, left, cpmc->mask);
+    } else {
+        cpmc->prev = dev->ops->preset(cpmc->pmc_id, left) & cpmc->mask;
+    }
 }
 
 /*
@@ -458,7 +485,7 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     cpmc->sample_period = period;
 
     if (cpmc->armed && !cpu->throttle.active) {
-        perfmon_cpu_pmc_preset(dev, cpmc);
+        perfmon_cpu_pmc_preset(dev, cpmc, false);
     }
 }
 
@@ -476,6 +503,7 @@ perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                        const struct perfmon_intr_ctx *ctx, bool reload)
 {
     struct perfmon_event *event = cpmc->sampler;
+    uint64_t now;
 
     if (!cpmc->armed) {
         return;
@@ -491,8 +519,9 @@ perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
             break;
         }
 
-        perfmon_sample_write(cpu, event, ctx, cpmc->sample_period);
+        now = perfmon_sample_write(cpu, event, ctx, cpmc->sample_period);
         reload = true;
+        perfmon_throttle_count(cpu, now);
 
         if (event->samples_left != PERFMON_SAMPLES_UNLIMITED
             && --event->samples_left == 0) {
@@ -503,11 +532,10 @@ perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         /* A new period takes effect here, at the end of the current. */
         cpmc->sample_period = READ_ONCE(event->period);
         cpmc->sample_next += cpmc->sample_period;
-        perfmon_throttle_count(cpu);
     }
 
     if (reload && !cpu->throttle.active) {
-        perfmon_cpu_pmc_preset(dev, cpmc);
+        perfmon_cpu_pmc_preset(dev, cpmc, true);
     }
 }
 
@@ -544,7 +572,7 @@ perfmon_throttle_timer(struct timer *timer)
 
     (void)timer;
     cpu->throttle.nr_samples = 0;
-    cpu->throttle.tick = clock_get_time();
+    cpu->throttle.window_end = cpu_get_tsc() + perfmon_tsc_per_tick;
 
     for (unsigned int d = 0; d < nr_devs; d++) {
         struct perfmon_dev *dev = perfmon_devs[d];
@@ -558,7 +586,10 @@ perfmon_throttle_timer(struct timer *timer)
 
             /* Still throttled: periods that ended are counted. */
             perfmon_cpu_pmc_update(cpu, dev, index);
-            perfmon_sample_write_throttle(cpu, cpmc);
+
+            if (cpmc->armed || cpmc->throttled_periods != 0) {
+                perfmon_sample_write_throttle(cpu, cpmc);
+            }
         }
     }
 
@@ -571,7 +602,7 @@ perfmon_throttle_timer(struct timer *timer)
             struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
 
             if (cpmc->sampler != NULL && cpmc->armed) {
-                perfmon_cpu_pmc_preset(dev, cpmc);
+                perfmon_cpu_pmc_preset(dev, cpmc, false);
             }
         }
     }
@@ -627,7 +658,8 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 
     if (--cpmc->nr_refs == 0) {
         /* Periods a throttled event leaves with are reported now. */
-        if (cpmc->sampler != NULL && cpu->throttle.active) {
+        if (cpmc->sampler != NULL && cpu->throttle.active
+            && (cpmc->armed || cpmc->throttled_periods != 0)) {
             perfmon_sample_write_throttle(cpu, cpmc);
         }
 
@@ -688,7 +720,9 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
         struct perfmon_intr_ctx none = { 0 };
 
         perfmon_cpu_pmc_add(cpu, dev, cpmc,
-                            perfmon_cpu_pmc_read(dev, NULL, cpmc), true);
+                            perfmon_cpu_pmc_read(dev, perfmon_dev_bank(dev),
+                                                 cpmc),
+                            true);
 
         if (cpmc->sampler != NULL) {
             perfmon_cpu_pmc_sample(cpu, dev, cpmc,
@@ -1394,7 +1428,10 @@ perfmon_event_check(uint64_t id, unsigned int flags)
     return dev->ops->translate(&config, id, flags);
 }
 
-/* A sampling event starts a new set of samples with each attach. */
+/*
+ * Each attach of a sampling event counts its samples from zero; what is
+ * left of a refresh carries over (a refresh before attach limits it).
+ */
 static void
 perfmon_event_sampling_attach(struct perfmon_event *event)
 {
@@ -1824,6 +1861,7 @@ perfmon_setup(void)
     }
 
     perfmon_max_samples_per_tick = (unsigned int)max_samples;
+    perfmon_tsc_per_tick = clock_tsc_per_tick();
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
@@ -1841,6 +1879,7 @@ perfmon_setup(void)
 }
 
 INIT_OP_DEFINE(perfmon_setup,
+               INIT_OP_DEP(clock_setup, true),
                INIT_OP_DEP(cpu_mp_setup, true),
                INIT_OP_DEP(syscnt_setup, true),
                INIT_OP_DEP(timer_setup, true),

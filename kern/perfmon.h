@@ -171,11 +171,13 @@ struct perfmon_sample_attr {
 
 /*
  * Make an initialized, detached event a sampling event (or, with a NULL
- * attr, a counting one again). The event holds a reference on the session
- * while attached. Whether its device can sample is decided at attach
- * (EINVAL there when it cannot). Return 0 or EINVAL (event attached or
- * not initialized, NULL session, period or nr_frames out of range).
- * Thread context.
+ * attr, a counting one again), with no limit on its samples. The event
+ * holds a reference on the session while attached, so the session cannot
+ * be destroyed then (EBUSY); between attaches the owner keeps the session
+ * alive as long as the event may be attached with it again. Whether its
+ * device can sample is decided at attach (EINVAL there when it cannot).
+ * Return 0 or EINVAL (event attached or not initialized, NULL session,
+ * period or nr_frames out of range). Thread context.
  */
 int perfmon_event_set_sampling(struct perfmon_event *event,
                                const struct perfmon_sample_attr *attr);
@@ -191,8 +193,9 @@ int perfmon_event_set_period(struct perfmon_event *event, uint64_t period);
  * Let a sampling event produce nr_samples more samples, then stop sampling
  * (it keeps counting) until refreshed again; PERFMON_SAMPLES_UNLIMITED
  * samples for ever, as a new event does. A refresh of an event that had
- * stopped starts a new period. Return 0 or EINVAL (not a sampling event,
- * nr_samples 0). Thread context.
+ * stopped starts a new period. The budget is the event's, across detach
+ * and attach (a refresh before attach limits the next attach). Return 0
+ * or EINVAL (not a sampling event, nr_samples 0). Thread context.
  */
 int perfmon_event_refresh(struct perfmon_event *event, uint64_t nr_samples);
 

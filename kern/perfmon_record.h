@@ -18,8 +18,11 @@
 #define PERFMON_RECORD_THROTTLE 3   /* struct perfmon_record_throttle */
 #define PERFMON_RECORD_TEST     4   /* struct perfmon_record_test */
 
-/* The most call chain frames a sample carries. */
-#define PERFMON_MAX_FRAMES      32
+/*
+ * The most call chain frames a sample carries: its record, 48 bytes and 8
+ * a frame, stays within the 256 bytes a session record may have.
+ */
+#define PERFMON_MAX_FRAMES      26
 
 struct perfmon_record_header {
     uint16_t type;

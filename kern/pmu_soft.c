@@ -152,7 +152,7 @@ pmu_soft_set_report_fn(pmu_soft_report_fn_t fn)
  * happened where the interrupt came; any other event at the call of
  * pmu_soft_count (in its caller, whose frame is below this one's).
  */
-static void
+static inline void
 pmu_soft_where(unsigned int event, uintptr_t caller_ip, uintptr_t caller_fp,
                uintptr_t *ipp, uintptr_t *fpp)
 {
@@ -265,7 +265,7 @@ pmu_soft_counter_preset(unsigned int id, uint64_t n)
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
     struct pmu_soft_bank *bank = cpu_local_ptr(pmu_soft_bank);
 
-    pmu_soft_sync_ticks(cpu->events[id]);
+    /* perfmon has just read the counter: its ticks are accounted. */
     bank->values[id] = (0 - n) & pmu_soft_mask;
     cpu->sync |= 1U << id;
     cpu->overflowed &= ~(1U << id);

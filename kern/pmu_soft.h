@@ -118,6 +118,19 @@ pmu_soft_bank_read(const struct pmu_soft_bank *bank, unsigned int id)
     return bank->values[id];
 }
 
+/*
+ * Reload a counter already preset (pmu_soft_counter_preset) so that it
+ * wraps after n more units: only its value changes (mask: 2^width - 1).
+ * Return the new value. Local, interrupts disabled.
+ */
+static inline uint64_t
+pmu_soft_bank_reload(struct pmu_soft_bank *bank, unsigned int id, uint64_t n,
+                     uint64_t mask)
+{
+    bank->values[id] = (0 - n) & mask;
+    return bank->values[id];
+}
+
 /* The same, for the calling CPU's bank. */
 static inline uint64_t
 pmu_soft_read_local(unsigned int id)

@@ -305,6 +305,146 @@ bench_session(bool produce)
     return bench_median(bench_samples, BENCH_SAMPLES);
 }
 
+/* ---- sampling ---------------------------------------------------- */
+
+#define BENCH_EMITS         64      /* emits per sample of the figure */
+#define BENCH_LOOP          100000  /* units of the busy loop */
+#define BENCH_LOOP_PERIOD   10000
+
+static __attribute__((noinline)) void
+bench_emit(void)
+{
+    pmu_soft_emit(1);
+    __asm__ volatile("" : : : "memory");
+}
+
+/*
+ * Instructions per emit of one unit on this CPU with event attached to
+ * it, interrupts disabled; the session is drained, and a tick passes,
+ * between samples so that the ring never fills and the CPU is never
+ * throttled.
+ */
+static uint64_t
+bench_emit_cost(struct perfmon_session *session)
+{
+    uint64_t buf[PERFMON_SESSION_RECORD_MAX / sizeof(uint64_t)];
+    size_t size;
+
+    for (unsigned int s = 0; s < BENCH_SAMPLES; s++) {
+        unsigned long flags = cpu_intr_save();
+        uint64_t t0 = cpu_get_tsc();
+
+        for (unsigned int i = 0; i < BENCH_EMITS; i++) {
+            bench_emit();
+        }
+
+        bench_samples[s] = (cpu_get_tsc() - t0) / BENCH_EMITS;
+        cpu_intr_restore(flags);
+
+        while (session != NULL
+               && perfmon_session_read(session, cpu_id(), buf, sizeof(buf),
+                                       &size) == 0) {
+            continue;
+        }
+
+        thread_delay(1);
+    }
+
+    return bench_median(bench_samples, BENCH_SAMPLES);
+}
+
+/* Instructions of BENCH_LOOP emits of one unit, interrupts disabled. */
+static uint64_t
+bench_loop_cost(void)
+{
+    unsigned int n = 11;
+
+    for (unsigned int s = 0; s < n; s++) {
+        unsigned long flags = cpu_intr_save();
+        uint64_t t0 = cpu_get_tsc();
+
+        for (unsigned int i = 0; i < BENCH_LOOP; i++) {
+            bench_emit();
+        }
+
+        bench_samples[s] = cpu_get_tsc() - t0;
+        cpu_intr_restore(flags);
+        thread_delay(1);
+    }
+
+    return bench_median(bench_samples, n);
+}
+
+/*
+ * An emit with a CPU event attached on this CPU: counting only, or
+ * sampling with period (1: every emit takes a sample) and a call chain of
+ * nr_frames; or the busy loop.
+ */
+static uint64_t
+bench_sampling(uint64_t period, unsigned int nr_frames, bool loop)
+{
+    struct perfmon_session *session = NULL;
+    struct perfmon_event event;
+    uint64_t cost;
+
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_EMIT,
+                                      PERFMON_EF_SW), 0);
+
+    if (period != 0) {
+        struct perfmon_sample_attr attr = {
+            .period = period, .nr_frames = nr_frames,
+        };
+
+        TEST_ASSERT_EQ(perfmon_session_create(&session, 1U << 20), 0);
+        attr.session = session;
+        TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, cpu_id()), 0);
+    cost = loop ? bench_loop_cost() : bench_emit_cost(session);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+
+    if (session != NULL) {
+        uint64_t nr;
+
+        /* Every emit of the figure took its sample, none throttled. */
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+        TEST_ASSERT_EQ(nr, loop ? 11 * BENCH_LOOP / period
+                                : BENCH_SAMPLES * BENCH_EMITS / period);
+        TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    }
+
+    return cost;
+}
+
+/* Calls itself depth times, then runs the sampling figures: the call
+ * chain of every sample is deeper than 8 frames. */
+static __attribute__((noinline)) void
+bench_sampling_rows(unsigned int depth)
+{
+    uint64_t base, sample, chain, loop;
+
+    if (depth > 0) {
+        bench_sampling_rows(depth - 1);
+        __asm__ volatile("" : : : "memory");
+        return;
+    }
+
+    base = bench_sampling(0, 0, false);
+    sample = bench_sampling(1, 0, false);
+    chain = bench_sampling(1, 8, false);
+    bench_row("sampling", "emit, counting event", base, true);
+    bench_row("sampling", "emit + sample", sample, false);
+    bench_row("sampling", "emit + sample, 8 frames", chain, false);
+    bench_row("sampling", "sample, no call chain", sample - base, false);
+    bench_row("sampling", "sample, per frame", (chain - sample) / 8, false);
+
+    loop = bench_sampling(0, 0, true);
+    bench_row("sampling", "100000 emits, counting", loop, true);
+    bench_row("sampling", "same, sampling 1/10000",
+              bench_sampling(BENCH_LOOP_PERIOD, 8, true), false);
+}
+
 TEST_DEFINE_MANUAL(bench, perfmon)
 {
     static const unsigned int switch_events[] = { 0, 1, 4, 8 };
@@ -362,6 +502,8 @@ TEST_DEFINE_MANUAL(bench, perfmon)
               true);
     bench_row("session record", "reserve+commit (56 bytes)",
               bench_session(true), false);
+
+    bench_sampling_rows(8);
 
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }

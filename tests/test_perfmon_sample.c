@@ -606,6 +606,49 @@ TEST_DEFINE(perfmon_sample, call_chain_frames)
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
+static __attribute__((noinline)) void
+test_ps_recurse(unsigned int depth)
+{
+    if (depth == 0) {
+        test_ps_emit(1);
+    } else {
+        test_ps_recurse(depth - 1);
+    }
+
+    __asm__ volatile("" : : : "memory");
+}
+
+/* The deepest chain an event may ask for fits a record: none is lost. */
+TEST_DEFINE(perfmon_sample, deepest_call_chain_is_recorded)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct perfmon_session_stats stats;
+    struct perfmon_event event;
+    size_t size;
+
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 1, PERFMON_MAX_FRAMES);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+    test_ps_recurse(PERFMON_MAX_FRAMES + 10);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+
+    TEST_ASSERT_EQ(perfmon_session_read(session, c, &test_ps_buf,
+                                        sizeof(test_ps_buf), &size), 0);
+    TEST_ASSERT_EQ(test_ps_buf.sample.nr_frames, PERFMON_MAX_FRAMES);
+
+    for (unsigned int i = 0; i < PERFMON_MAX_FRAMES; i++) {
+        TEST_ASSERT(test_ps_in(test_ps_buf.sample.frames[i],
+                               "test_ps_recurse"));
+    }
+
+    TEST_ASSERT_EQ(perfmon_session_stats(session, c, &stats), 0);
+    TEST_ASSERT_EQ(stats.produced, 1);
+    TEST_ASSERT_EQ(stats.dropped, 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
 /* ------------------------------------------------------------------ */
 /* Limits                                                              */
 /* ------------------------------------------------------------------ */

@@ -84,6 +84,7 @@ host_env_set_intr_ctx(uintptr_t ip, uintptr_t fp)
 }
 
 /* The init operations perfmon_setup and pmu_intel_setup depend on. */
+const struct init_op init_op_clock_setup = { .name = "clock_setup" };
 const struct init_op init_op_cpu_mp_setup = { .name = "cpu_mp_setup" };
 const struct init_op init_op_syscnt_setup = { .name = "syscnt_setup" };
 const struct init_op init_op_timer_setup = { .name = "timer_setup" };
@@ -156,6 +157,13 @@ uint64_t
 pmu_soft_read_hooked(unsigned int id)
 {
     panic("host_env: no software PMU (counter %u)", id);
+}
+
+uint64_t
+pmu_soft_counter_preset(unsigned int id, uint64_t n)
+{
+    panic("host_env: no software PMU (counter %u, %llu)", id,
+          (unsigned long long)n);
 }
 
 unsigned int
@@ -232,6 +240,12 @@ host_env_nr_locks_held(void)
 /* ------------------------------------------------------------------ */
 /* Clock and timers                                                    */
 /* ------------------------------------------------------------------ */
+
+uint64_t
+clock_tsc_per_tick(void)
+{
+    return 1000;    /* as cpu_get_tsc counts */
+}
 
 uint64_t
 clock_get_time(void)
