@@ -604,11 +604,31 @@ def check_plan(args):
     return boots
 
 
+def host_test_commands(args):
+    """(name, command) of each host test: the C binaries of
+    args.host_list in args.host_tests, then the Python scripts of
+    args.host_py (tools/test_NAME.py), each printing KTAP.
+
+    >>> args = argparse.Namespace(host_tests="b/host", host_list="printf",
+    ...                           host_py="tools/test_perf_convert.py")
+    >>> [(n, c[-1]) for n, c in host_test_commands(args)]
+    [('printf', 'b/host/test_printf'), \
+('perf_convert', 'tools/test_perf_convert.py')]
+    """
+    commands = [(name, [os.path.join(args.host_tests, "test_" + name)])
+                for name in args.host_list.split()]
+    for path in getattr(args, "host_py", "").split():
+        name = os.path.basename(path)
+        name = name[len("test_"):] if name.startswith("test_") else name
+        commands.append((name[:-3] if name.endswith(".py") else name,
+                         [sys.executable, path]))
+    return commands
+
+
 def run_host_tests(args):
     result = Result("host")
-    for name in args.host_list.split():
-        path = os.path.join(args.host_tests, "test_" + name)
-        proc = subprocess.run([path], capture_output=True, text=True)
+    for name, cmd in host_test_commands(args):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
         plan, seen = parse_ktap(proc.stdout, result, name + ".")
         if proc.returncode != 0 and result.failed == 0:
             result.add("fail", name, (proc.stdout + proc.stderr)
@@ -725,7 +745,7 @@ def cmd_check(args):
             res = check_logs_saved(done)
             done.append((None, res, None))
             account(res)
-            if args.host_list:
+            if args.host_list or args.host_py:
                 res = run_host_tests(args)
                 done.append((None, res, None))
                 account(res)
@@ -1100,6 +1120,8 @@ def main():
     parser.add_argument("--name", default="boot")
     parser.add_argument("--host-tests", default="")
     parser.add_argument("--host-list", default="")
+    parser.add_argument("--host-py", default="",
+                        help="Python host test scripts (KTAP output)")
     parser.add_argument("--tests", default="",
                         help="test= selection for the suite boots (TESTS=)")
     parser.add_argument("--logdir", default="",
