@@ -47,6 +47,7 @@ static const struct arg_key arg_keys[] = {
     { "panic", "halt", 0, 0 },
     { "pmu_soft.width", NULL, 8, 64 },
     { "pmu_soft.intr", NULL, 0, 1 },
+    { "perfmon.max_samples_per_tick", NULL, 1, 4294967295U },
     { "pmu_intel.full_width", NULL, 0, 1 },
     { "pmu_amd.pmi", NULL, 0, 1 },
     { "torture.ops", NULL, 1, UINT64_MAX },

@@ -26,6 +26,7 @@ static const struct errno_desc errno_descs[] = {
     { EINVAL, "EINVAL", "invalid argument" },
     { ERANGE, "ERANGE", "value out of range" },
     { ENOSYS, "ENOSYS", "not implemented" },
+    { EMSGSIZE, "EMSGSIZE", "message too long" },
     { ETIMEDOUT, "ETIMEDOUT", "timed out" },
 };
 

@@ -17,6 +17,7 @@
 #define EINVAL  22
 #define ERANGE  34
 #define ENOSYS  38
+#define EMSGSIZE 90
 #define ETIMEDOUT 110
 
 /*

@@ -26,6 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/arg.h>
 #include <kern/assert.h>
 #include <kern/bitops.h>
 #include <kern/clock.h>
@@ -35,6 +36,8 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_record.h>
+#include <kern/perfmon_session.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
@@ -60,6 +63,23 @@
 #define PERFMON_POLL_SAFETY             2
 
 /*
+ * Samples a CPU takes per clock tick before its sampling is throttled
+ * until the next tick (perfmon.max_samples_per_tick): 1000 per tick at
+ * 100 Hz is 100000 samples a second, a few percent of a CPU.
+ */
+#define PERFMON_MAX_SAMPLES_PER_TICK    1000
+
+/*
+ * Where the caller of the function using it is: for samples taken outside
+ * an overflow interrupt (a context switch, a read), at the perfmon call.
+ */
+#define PERFMON_CTX_CALLER()                                            \
+    ((struct perfmon_intr_ctx){                                         \
+        .ip = (uintptr_t)__builtin_return_address(0),                   \
+        .fp = *(const uintptr_t *)__builtin_frame_address(0),           \
+    })
+
+/*
  * A slot on a CPU. pmc_id, mask and id_bit copy the global slot's while
  * the CPU uses it, so that the hot paths touch only this structure.
  */
@@ -71,6 +91,26 @@ struct perfmon_cpu_pmc {
     uint64_t id_bit;
     uint64_t prev;          /* last raw counter value */
     uint64_t value;         /* 64-bit sum of the counter's increments */
+
+    /*
+     * Sampling (sampler set: the slot is the sampling event's alone). The
+     * next sample is due when value reaches sample_next, ending a period
+     * of sample_period; armed while the event may take samples.
+     */
+    struct perfmon_event *sampler;
+    bool armed;
+    uint64_t sample_next;
+    uint64_t sample_period;
+    uint64_t throttled_periods; /* expired unsampled while throttled */
+};
+
+/* Sampling limits of a CPU: samples counted per clock tick. */
+struct perfmon_throttle {
+    uint64_t tick;
+    unsigned int nr_samples;
+    bool active;                /* no samples until the timer fires */
+    uint64_t time_start;
+    struct timer timer;
 };
 
 struct perfmon_cpu {
@@ -78,8 +118,14 @@ struct perfmon_cpu {
     uint32_t used[PERFMON_MAX_DEVS];        /* slots with nr_refs > 0 */
     struct timer poll_timers[PERFMON_MAX_DEVS];
     bool poll_armed[PERFMON_MAX_DEVS];
+    struct perfmon_throttle throttle;
     struct syscnt sc_overflows;
+    struct syscnt sc_samples;
+    struct syscnt sc_throttles;
 };
+
+static unsigned int perfmon_max_samples_per_tick
+    = PERFMON_MAX_SAMPLES_PER_TICK;
 
 static struct perfmon_cpu perfmon_cpu __percpu;
 
@@ -149,12 +195,13 @@ perfmon_cpu_pmc_add_wrap(struct perfmon_cpu *cpu,
     uint64_t delta = (raw - cpmc->prev) & mask;
     bool wrapped = raw < cpmc->prev;
 
-    /* A 64-bit counter (all-ones mask) never wraps: nothing to add. */
-    if (reported && mask != ~0ULL) {
+    if (reported) {
         if (cpmc->wrap_seen) {
             /* Already added; a decrease now would be a new wrap. */
             cpmc->wrap_seen = false;
-        } else if (!wrapped) {
+        } else if (!wrapped && mask != ~0ULL) {
+            /* Back at or above the last value: a whole wrap. A 64-bit
+               counter (preset for sampling) cannot get there. */
             delta += mask + 1;
             wrapped = true;
         } else {
@@ -254,6 +301,216 @@ perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                         pending != 0 && (pending & cpmc->id_bit) != 0);
 }
 
+/* ------------------------------------------------------------------ */
+/* Sampling (per-CPU tier, local, interrupts disabled)                 */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The return addresses of the callers of the function whose frame is at
+ * fp, innermost first. Only frames on the current thread's stack are
+ * followed, so a corrupt or foreign frame pointer ends the chain.
+ */
+static unsigned int
+perfmon_sample_frames(uintptr_t fp, uint64_t *frames, unsigned int max)
+{
+    uintptr_t lo = (uintptr_t)thread_stack(thread_self());
+    uintptr_t hi = lo + THREAD_STACK_SIZE;
+    unsigned int n = 0;
+
+    if (lo == 0) {
+        return 0;   /* a boot stack: bounds unknown */
+    }
+
+    while (n < max && fp >= lo && fp <= hi - 16 && (fp & 7) == 0) {
+        const uintptr_t *frame = (const uintptr_t *)fp;
+
+        if (frame[1] == 0) {
+            break;
+        }
+
+        frames[n++] = frame[1];
+
+        if (frame[0] <= fp) {
+            break;  /* frames go up the stack */
+        }
+
+        fp = frame[0];
+    }
+
+    return n;
+}
+
+/* Write one sample of event into its session's ring of this CPU. */
+static void
+perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
+                     const struct perfmon_intr_ctx *ctx, uint64_t period)
+{
+    uint64_t frames[PERFMON_MAX_FRAMES];
+    struct perfmon_record_sample *record;
+    unsigned int nr_frames = 0;
+    size_t size;
+
+    event->nr_samples++;
+    syscnt_inc(&cpu->sc_samples);
+
+    if (event->nr_frames != 0 && ctx->fp != 0) {
+        nr_frames = perfmon_sample_frames(ctx->fp, frames, event->nr_frames);
+    }
+
+    size = sizeof(*record) + nr_frames * sizeof(record->frames[0]);
+    record = perfmon_session_reserve(event->session, size);
+
+    if (record == NULL) {
+        return;     /* counted as lost by the session */
+    }
+
+    record->header.type = PERFMON_RECORD_SAMPLE;
+    record->header.size = (uint16_t)size;
+    record->header.cpu = cpu_id();
+    record->cookie = event->cookie;
+    record->time = cpu_get_tsc();
+    record->ip = ctx->ip;
+    record->period = period;
+    record->tid = thread_id(thread_self());
+    record->nr_frames = nr_frames;
+
+    for (unsigned int i = 0; i < nr_frames; i++) {
+        record->frames[i] = frames[i];
+    }
+
+    perfmon_session_commit(event->session, record);
+}
+
+/* Tell the sessions of a slot's event that its sampling was throttled. */
+static void
+perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
+                              struct perfmon_cpu_pmc *cpmc)
+{
+    struct perfmon_record_throttle *record;
+
+    record = perfmon_session_reserve(cpmc->sampler->session,
+                                     sizeof(*record));
+
+    if (record != NULL) {
+        record->header.type = PERFMON_RECORD_THROTTLE;
+        record->header.size = sizeof(*record);
+        record->header.cpu = cpu_id();
+        record->time_start = cpu->throttle.time_start;
+        record->time_end = cpu_get_tsc();
+        record->nr_periods = cpmc->throttled_periods;
+        perfmon_session_commit(cpmc->sampler->session, record);
+    }
+
+    cpmc->throttled_periods = 0;
+}
+
+/*
+ * Count a sample against the CPU's budget for this tick; past it, stop
+ * sampling on the CPU until the next tick (perfmon_throttle_timer).
+ */
+static void
+perfmon_throttle_count(struct perfmon_cpu *cpu)
+{
+    struct perfmon_throttle *throttle = &cpu->throttle;
+    uint64_t now = clock_get_time();
+
+    if (throttle->tick != now) {
+        throttle->tick = now;
+        throttle->nr_samples = 0;
+    }
+
+    if (++throttle->nr_samples >= perfmon_max_samples_per_tick) {
+        throttle->active = true;
+        throttle->time_start = cpu_get_tsc();
+        syscnt_inc(&cpu->sc_throttles);
+        timer_schedule(&throttle->timer, now + 1);
+    }
+}
+
+/*
+ * Make the slot's counter overflow at the next sample, or on the way
+ * there when the period is longer than the device can preset.
+ */
+static void
+perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc)
+{
+    uint64_t left = cpmc->sample_next - cpmc->value;
+
+    if (left > dev->max_period) {
+        left = dev->max_period;
+    }
+
+    cpmc->prev = dev->ops->preset(cpmc->pmc_id, left) & cpmc->mask;
+}
+
+/*
+ * Start a period of left events on an up-to-date sampling slot (the
+ * remainder of a thread's period when it loads), if its event may still
+ * take samples.
+ */
+static void
+perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                    struct perfmon_cpu_pmc *cpmc, uint64_t left,
+                    uint64_t period)
+{
+    cpmc->armed = cpmc->sampler->samples_left != 0;
+    cpmc->sample_next = cpmc->value + left;
+    cpmc->sample_period = period;
+
+    if (cpmc->armed && !cpu->throttle.active) {
+        perfmon_cpu_pmc_preset(dev, cpmc);
+    }
+}
+
+/*
+ * Take the samples due on an up-to-date sampling slot: one per period
+ * that ended, all at ctx (a count that ends several periods at once
+ * stands for each of them). While the CPU is throttled, periods that end
+ * are counted instead. Then preset the counter for the next sample when
+ * it may have moved off its preset (reload: it overflowed, or a sample
+ * was taken).
+ */
+static void
+perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                       struct perfmon_cpu_pmc *cpmc,
+                       const struct perfmon_intr_ctx *ctx, bool reload)
+{
+    struct perfmon_event *event = cpmc->sampler;
+
+    if (!cpmc->armed) {
+        return;
+    }
+
+    while (cpmc->value >= cpmc->sample_next) {
+        if (cpu->throttle.active) {
+            uint64_t n = (cpmc->value - cpmc->sample_next)
+                         / cpmc->sample_period + 1;
+
+            cpmc->throttled_periods += n;
+            cpmc->sample_next += n * cpmc->sample_period;
+            break;
+        }
+
+        perfmon_sample_write(cpu, event, ctx, cpmc->sample_period);
+        reload = true;
+
+        if (event->samples_left != PERFMON_SAMPLES_UNLIMITED
+            && --event->samples_left == 0) {
+            cpmc->armed = false;
+            return;
+        }
+
+        /* A new period takes effect here, at the end of the current. */
+        cpmc->sample_period = READ_ONCE(event->period);
+        cpmc->sample_next += cpmc->sample_period;
+        perfmon_throttle_count(cpu);
+    }
+
+    if (reload && !cpu->throttle.active) {
+        perfmon_cpu_pmc_preset(dev, cpmc);
+    }
+}
+
 /* Bring one slot up to date, interrupts disabled. */
 static struct perfmon_cpu_pmc *
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
@@ -263,7 +520,61 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     uint64_t pending = perfmon_dev_consume(cpu, dev, 1U << index);
 
     perfmon_cpu_pmc_sync(cpu, dev, perfmon_dev_bank(dev), cpmc, pending);
+
+    /* An overflow consumed here is not reported: its samples are due. */
+    if (__builtin_expect(cpmc->sampler != NULL, 0)) {
+        struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
+
+        perfmon_cpu_pmc_sample(cpu, dev, cpmc, &ctx, pending != 0);
+    }
+
     return cpmc;
+}
+
+/*
+ * The throttle timer, at the tick after a CPU was throttled: each
+ * sampling slot counts the periods that ended meanwhile, reports them in
+ * a THROTTLE record, and samples again from where its period stands.
+ */
+static void
+perfmon_throttle_timer(struct timer *timer)
+{
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    unsigned int nr_devs = perfmon_nr_devs;
+
+    (void)timer;
+    cpu->throttle.nr_samples = 0;
+    cpu->throttle.tick = clock_get_time();
+
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        FOR_EACH_BIT(index, cpu->used[d]) {
+            struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+
+            if (cpmc->sampler == NULL) {
+                continue;
+            }
+
+            /* Still throttled: periods that ended are counted. */
+            perfmon_cpu_pmc_update(cpu, dev, index);
+            perfmon_sample_write_throttle(cpu, cpmc);
+        }
+    }
+
+    cpu->throttle.active = false;
+
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        FOR_EACH_BIT(index, cpu->used[d]) {
+            struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+
+            if (cpmc->sampler != NULL && cpmc->armed) {
+                perfmon_cpu_pmc_preset(dev, cpmc);
+            }
+        }
+    }
 }
 
 static void
@@ -294,6 +605,9 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         cpmc->prev = dev->ops->start(pmc->pmc_id, pmc->config)
                      & pmc->mask;
         cpmc->wrap_seen = false;
+        cpmc->sampler = pmc->sampler;
+        cpmc->armed = false;
+        cpmc->throttled_periods = 0;
         cpu->used[dev->state.index] |= 1U << index;
         perfmon_poll_arm(cpu, dev);
     }
@@ -312,8 +626,15 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     assert(cpmc->nr_refs != 0);
 
     if (--cpmc->nr_refs == 0) {
+        /* Periods a throttled event leaves with are reported now. */
+        if (cpmc->sampler != NULL && cpu->throttle.active) {
+            perfmon_sample_write_throttle(cpu, cpmc);
+        }
+
         dev->ops->stop(dev->state.pmcs[index].pmc_id);
         cpu->used[dev->state.index] &= ~(1U << index);
+        cpmc->sampler = NULL;
+        cpmc->armed = false;
     }
 }
 
@@ -361,14 +682,18 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
     assert(!cpu_intr_enabled());
 
     /* A counter stopped since it overflowed has nothing left to add. */
-    (void)ctx;
-
     if (pmc_index < dev->nr_pmcs
         && (cpu->used[dev->state.index] & (1U << pmc_index))) {
         struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, pmc_index);
+        struct perfmon_intr_ctx none = { 0 };
 
         perfmon_cpu_pmc_add(cpu, dev, cpmc,
                             perfmon_cpu_pmc_read(dev, NULL, cpmc), true);
+
+        if (cpmc->sampler != NULL) {
+            perfmon_cpu_pmc_sample(cpu, dev, cpmc,
+                                   (ctx != NULL) ? ctx : &none, true);
+        }
     }
 }
 
@@ -418,10 +743,14 @@ perfmon_nr_overflows(unsigned int cpu)
 /* Global tier                                                         */
 /* ------------------------------------------------------------------ */
 
-/* Find the slot counting config, or give it a free one. */
+/*
+ * Find the slot counting config, or give it a free one. A sampling event
+ * (sampler) takes a free slot of its own: its counter is preset for its
+ * period, which no other event shares.
+ */
 static int
 perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
-                    unsigned int *indexp)
+                    struct perfmon_event *sampler, unsigned int *indexp)
 {
     unsigned int free_index = dev->nr_pmcs;
     struct perfmon_pmc *pmc;
@@ -433,7 +762,8 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
         pmc = &dev->state.pmcs[i];
 
-        if (pmc->nr_refs != 0 && pmc->config == config) {
+        if (pmc->nr_refs != 0 && pmc->config == config
+            && pmc->sampler == NULL && sampler == NULL) {
             pmc->nr_refs++;
             spinlock_unlock(&dev->state.lock);
             *indexp = i;
@@ -463,6 +793,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     pmc->width = width;
     pmc->mask = bitops_width_mask(width);
     pmc->config = config;
+    pmc->sampler = sampler;
     pmc->nr_refs = 1;
     spinlock_unlock(&dev->state.lock);
     *indexp = free_index;
@@ -479,6 +810,7 @@ perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index)
 
     if (--pmc->nr_refs == 0) {
         dev->ops->free(pmc->pmc_id);
+        pmc->sampler = NULL;
     }
 
     spinlock_unlock(&dev->state.lock);
@@ -545,6 +877,7 @@ perfmon_td_init(struct perfmon_td *td)
             td->pmcs[d][i].nr_refs = 0;
             td->pmcs[d][i].cpu_start = 0;
             td->pmcs[d][i].value = 0;
+            td->pmcs[d][i].sample_left = 0;
         }
     }
 }
@@ -566,13 +899,36 @@ static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     struct perfmon_dev *dev, unsigned int index)
 {
+    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state.index][index];
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_get(cpu, dev, index);
 
     if (cpmc->nr_refs > 1) {
         perfmon_cpu_pmc_update(cpu, dev, index);
     }
 
-    td->pmcs[dev->state.index][index].cpu_start = cpmc->value;
+    tpmc->cpu_start = cpmc->value;
+
+    /* The thread's period goes on where it left it. */
+    if (cpmc->sampler != NULL) {
+        perfmon_cpu_pmc_arm(cpu, dev, cpmc, tpmc->sample_left,
+                            cpmc->sampler->period);
+    }
+}
+
+/*
+ * Keep what is left of a sampling slot's period in the thread leaving the
+ * CPU, after taking the samples due (at ctx). The slot is the thread's
+ * alone.
+ */
+static void
+perfmon_td_pmc_save_period(struct perfmon_td_pmc *tpmc,
+                           struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                           struct perfmon_cpu_pmc *cpmc,
+                           const struct perfmon_intr_ctx *ctx)
+{
+    perfmon_cpu_pmc_sample(cpu, dev, cpmc, ctx, false);
+    tpmc->sample_left = cpmc->armed ? cpmc->sample_next - cpmc->value
+                                    : cpmc->sampler->period;
 }
 
 /* Unload one slot, adding what it counted here to the thread. */
@@ -584,6 +940,13 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_update(cpu, dev, index);
 
     tpmc->value += cpmc->value - tpmc->cpu_start;
+
+    if (cpmc->sampler != NULL) {
+        struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
+
+        perfmon_td_pmc_save_period(tpmc, cpu, dev, cpmc, &ctx);
+    }
+
     perfmon_cpu_pmc_put(cpu, dev, index);
 }
 
@@ -618,7 +981,8 @@ perfmon_td_switch_out(struct perfmon_td_pmc *prev_pmcs,
                       struct perfmon_td_pmc *next_pmcs, uint32_t prev_used,
                       uint32_t next_used, struct perfmon_cpu *cpu,
                       struct perfmon_dev *dev, uint64_t pending,
-                      const struct pmu_soft_bank *bank)
+                      const struct pmu_soft_bank *bank,
+                      const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state.index];
 
@@ -631,6 +995,11 @@ perfmon_td_switch_out(struct perfmon_td_pmc *prev_pmcs,
         if (next_used & (1U << index)) {
             next_pmcs[index].cpu_start = cpmc->value;
         } else {
+            if (__builtin_expect(cpmc->sampler != NULL, 0)) {
+                perfmon_td_pmc_save_period(&prev_pmcs[index], cpu, dev,
+                                           cpmc, ctx);
+            }
+
             perfmon_cpu_pmc_put(cpu, dev, index);
         }
     }
@@ -643,7 +1012,8 @@ perfmon_td_switch_out(struct perfmon_td_pmc *prev_pmcs,
  */
 static void
 perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
-                      struct perfmon_cpu *cpu, struct perfmon_dev *dev)
+                      struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                      const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_td_pmc *prev_pmcs = prev->pmcs[dev->state.index];
     struct perfmon_td_pmc *next_pmcs = next->pmcs[dev->state.index];
@@ -654,10 +1024,10 @@ perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
     if (dev->sw) {
         perfmon_td_switch_out(prev_pmcs, next_pmcs, prev_used, next_used,
                               cpu, dev, pending,
-                              cpu_local_ptr(pmu_soft_bank));
+                              cpu_local_ptr(pmu_soft_bank), ctx);
     } else {
         perfmon_td_switch_out(prev_pmcs, next_pmcs, prev_used, next_used,
-                              cpu, dev, pending, NULL);
+                              cpu, dev, pending, NULL, ctx);
     }
 
     FOR_EACH_BIT(index, next_used & ~prev_used) {
@@ -677,6 +1047,7 @@ void
 perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
     unsigned int nr_devs = perfmon_nr_devs;
 
     assert(!cpu_intr_enabled());
@@ -687,7 +1058,7 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 
     for (unsigned int d = 0; d < nr_devs; d++) {
         if ((prev->used[d] | next->used[d]) != 0) {
-            perfmon_td_switch_dev(prev, next, cpu, perfmon_devs[d]);
+            perfmon_td_switch_dev(prev, next, cpu, perfmon_devs[d], &ctx);
         }
     }
 
@@ -721,6 +1092,7 @@ struct perfmon_td_op {
     struct perfmon_td *td;
     struct perfmon_dev *dev;
     unsigned int index;
+    struct perfmon_event *event;    /* sampling operations: the event */
     void (*fn)(struct perfmon_td_op *op, bool loaded);
     uint64_t value;
     bool done;
@@ -778,6 +1150,7 @@ perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
 
     if (tpmc->nr_refs == 0) {
         op->td->used[op->dev->state.index] |= 1U << op->index;
+        tpmc->sample_left = (op->event != NULL) ? op->event->period : 0;
 
         if (loaded) {
             perfmon_td_pmc_load(op->td, cpu_local_ptr(perfmon_cpu), op->dev,
@@ -821,6 +1194,7 @@ perfmon_td_event_op(struct perfmon_event *event,
         .td = thread_perfmon_td(event->thread),
         .dev = event->dev,
         .index = event->pmc_index,
+        .event = (event->period != 0) ? event : NULL,
         .fn = fn,
     };
 
@@ -842,6 +1216,11 @@ perfmon_cpu_op_attach(void *arg)
     cpmc = perfmon_cpu_pmc_get(cpu, event->dev, event->pmc_index);
     perfmon_cpu_pmc_update(cpu, event->dev, event->pmc_index);
     event->start = cpmc->value;
+
+    if (cpmc->sampler != NULL) {
+        perfmon_cpu_pmc_arm(cpu, event->dev, cpmc, event->period,
+                            event->period);
+    }
 }
 
 static void
@@ -918,6 +1297,12 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     event->thread = NULL;
     event->start = 0;
     event->final = 0;
+    event->session = NULL;
+    event->period = 0;
+    event->cookie = 0;
+    event->nr_frames = 0;
+    event->samples_left = PERFMON_SAMPLES_UNLIMITED;
+    event->nr_samples = 0;
     return 0;
 }
 
@@ -927,6 +1312,12 @@ perfmon_event_attached(const struct perfmon_event *event)
     return event != NULL && event->magic == PERFMON_EVENT_MAGIC
            && (event->state == PERFMON_EVENT_THREAD
                || event->state == PERFMON_EVENT_CPU);
+}
+
+static bool
+perfmon_dev_can_sample(const struct perfmon_dev *dev)
+{
+    return dev->max_period != 0 && dev->ops->preset != NULL;
 }
 
 /* Check the event can be attached and find its device and slot. */
@@ -956,7 +1347,12 @@ perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
         return error;
     }
 
-    error = perfmon_pmc_acquire(dev, config, indexp);
+    if (event->period != 0 && !perfmon_dev_can_sample(dev)) {
+        return EINVAL;
+    }
+
+    error = perfmon_pmc_acquire(dev, config,
+                                (event->period != 0) ? event : NULL, indexp);
 
     if (error) {
         return error;
@@ -989,6 +1385,16 @@ perfmon_event_check(uint64_t id, unsigned int flags)
     return dev->ops->translate(&config, id, flags);
 }
 
+/* A sampling event starts a new set of samples with each attach. */
+static void
+perfmon_event_sampling_attach(struct perfmon_event *event)
+{
+    if (event->period != 0) {
+        perfmon_session_ref(event->session);
+        event->nr_samples = 0;
+    }
+}
+
 int
 perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
 {
@@ -1007,6 +1413,7 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
     }
 
     thread_ref(thread);
+    perfmon_event_sampling_attach(event);
     event->dev = dev;
     event->pmc_index = index;
     event->thread = thread;
@@ -1033,6 +1440,7 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
         return error;
     }
 
+    perfmon_event_sampling_attach(event);
     event->dev = dev;
     event->pmc_index = index;
     event->thread = NULL;
@@ -1065,6 +1473,11 @@ perfmon_event_detach(struct perfmon_event *event)
     }
 
     perfmon_pmc_release(event->dev, event->pmc_index);
+
+    if (event->period != 0) {
+        perfmon_session_unref(event->session);
+    }
+
     event->state = PERFMON_EVENT_DETACHED;
     return 0;
 }
@@ -1136,6 +1549,155 @@ perfmon_event_read(struct perfmon_event *event)
     uint64_t value;
 
     return (perfmon_event_get(event, &value) == 0) ? value : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Sampling events                                                     */
+/* ------------------------------------------------------------------ */
+
+static bool
+perfmon_event_is_sampling(const struct perfmon_event *event)
+{
+    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
+           && event->state != 0 && event->period != 0;
+}
+
+int
+perfmon_event_set_sampling(struct perfmon_event *event,
+                           const struct perfmon_sample_attr *attr)
+{
+    if (event == NULL || event->magic != PERFMON_EVENT_MAGIC
+        || (event->state != PERFMON_EVENT_INIT
+            && event->state != PERFMON_EVENT_DETACHED)) {
+        return EINVAL;
+    }
+
+    if (attr == NULL) {
+        event->period = 0;
+        event->session = NULL;
+        return 0;
+    }
+
+    if (attr->session == NULL || attr->period == 0
+        || attr->period > PERFMON_PERIOD_MAX
+        || attr->nr_frames > PERFMON_MAX_FRAMES) {
+        return EINVAL;
+    }
+
+    event->session = attr->session;
+    event->period = attr->period;
+    event->cookie = attr->cookie;
+    event->nr_frames = attr->nr_frames;
+    event->samples_left = PERFMON_SAMPLES_UNLIMITED;
+    return 0;
+}
+
+int
+perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
+{
+    if (!perfmon_event_is_sampling(event) || period == 0
+        || period > PERFMON_PERIOD_MAX) {
+        return EINVAL;
+    }
+
+    /* Read where the current period ends, on the counting CPU. */
+    WRITE_ONCE(event->period, period);
+    return 0;
+}
+
+/*
+ * Arm a sampling slot loaded on this CPU for samples_left more samples;
+ * one that had stopped starts a new period.
+ */
+static void
+perfmon_cpu_pmc_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                        unsigned int index, struct perfmon_event *event,
+                        uint64_t nr_samples)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_update(cpu, dev, index);
+
+    event->samples_left = nr_samples;
+
+    if (!cpmc->armed) {
+        perfmon_cpu_pmc_arm(cpu, dev, cpmc, event->period, event->period);
+    }
+}
+
+static void
+perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
+{
+    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->state.index][op->index];
+
+    if (loaded) {
+        perfmon_cpu_pmc_refresh(cpu_local_ptr(perfmon_cpu), op->dev,
+                                op->index, op->event, op->value);
+        return;
+    }
+
+    if (op->event->samples_left == 0) {
+        tpmc->sample_left = op->event->period;
+    }
+
+    op->event->samples_left = op->value;
+}
+
+static void
+perfmon_cpu_op_refresh(void *arg)
+{
+    struct perfmon_td_op *op = arg;
+
+    perfmon_cpu_pmc_refresh(cpu_local_ptr(perfmon_cpu), op->dev, op->index,
+                            op->event, op->value);
+}
+
+int
+perfmon_event_refresh(struct perfmon_event *event, uint64_t nr_samples)
+{
+    struct perfmon_td_op op;
+
+    if (!perfmon_event_is_sampling(event) || nr_samples == 0) {
+        return EINVAL;
+    }
+
+    switch (event->state) {
+    case PERFMON_EVENT_THREAD:
+        op = (struct perfmon_td_op){
+            .td = thread_perfmon_td(event->thread),
+            .dev = event->dev,
+            .index = event->pmc_index,
+            .event = event,
+            .fn = perfmon_td_op_refresh,
+            .value = nr_samples,
+        };
+        perfmon_td_run(&op);
+        break;
+    case PERFMON_EVENT_CPU:
+        op = (struct perfmon_td_op){
+            .dev = event->dev,
+            .index = event->pmc_index,
+            .event = event,
+            .value = nr_samples,
+        };
+        xcall_call(event->cpu, perfmon_cpu_op_refresh, &op);
+        break;
+    default:
+        event->samples_left = nr_samples;
+        break;
+    }
+
+    return 0;
+}
+
+int
+perfmon_event_get_samples(struct perfmon_event *event,
+                          uint64_t *nr_samplesp)
+{
+    if (!perfmon_event_is_sampling(event)) {
+        return EINVAL;
+    }
+
+    *nr_samplesp = READ_ONCE(event->nr_samples);
+    return 0;
 }
 
 unsigned int
@@ -1242,9 +1804,27 @@ perfmon_setup(void)
 {
     char name[SYSCNT_NAME_SIZE];
 
+    uint64_t max_samples = PERFMON_MAX_SAMPLES_PER_TICK;
+
+    if (arg_get_u64("perfmon.max_samples_per_tick", &max_samples) == EINVAL
+        || max_samples == 0 || max_samples > UINT32_MAX) {
+        log_err("perfmon: perfmon.max_samples_per_tick must be 1 to %u, "
+                "using %u", UINT32_MAX, PERFMON_MAX_SAMPLES_PER_TICK);
+        max_samples = PERFMON_MAX_SAMPLES_PER_TICK;
+    }
+
+    perfmon_max_samples_per_tick = (unsigned int)max_samples;
+
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
+
         snprintf(name, sizeof(name), "perfmon_overflows/%u", cpu);
-        syscnt_register(&percpu_ptr(perfmon_cpu, cpu)->sc_overflows, name);
+        syscnt_register(&pcpu->sc_overflows, name);
+        snprintf(name, sizeof(name), "perfmon_samples/%u", cpu);
+        syscnt_register(&pcpu->sc_samples, name);
+        snprintf(name, sizeof(name), "perfmon_throttles/%u", cpu);
+        syscnt_register(&pcpu->sc_throttles, name);
+        timer_init(&pcpu->throttle.timer, perfmon_throttle_timer, NULL, cpu);
     }
 
     return 0;

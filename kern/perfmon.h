@@ -292,6 +292,7 @@ struct perfmon_pmc {
     unsigned int width;
     uint64_t mask;              /* 2^width - 1 */
     uint64_t config;
+    struct perfmon_event *sampler;  /* the slot's only event, sampling */
 };
 
 /* perfmon's state of a device: private to kern/perfmon.c. */

@@ -40,13 +40,14 @@ struct perfmon_session;
 
 /*
  * Counts of a session, per CPU or summed. produced == read + lost +
- * dropped + what the rings hold; records are counted once each, LOST
- * records themselves not included.
+ * dropped + what the rings hold (+ a reservation not yet committed);
+ * records are counted once each, LOST records themselves not included.
  */
 struct perfmon_session_stats {
-    uint64_t produced;      /* records offered to the rings */
-    uint64_t read;          /* records the consumer read (LOST ones too,
-                               counted in nr_lost_records) */
+    uint64_t produced;      /* records offered to the rings (reserve
+                               calls with a valid size) */
+    uint64_t read;          /* records the consumer read, LOST ones not
+                               included (they are nr_lost_records) */
     uint64_t lost;          /* records dropped and reported by LOST records
                                the consumer read */
     uint64_t dropped;       /* records dropped, LOST record not read yet */
@@ -63,25 +64,39 @@ int perfmon_session_create(struct perfmon_session **sessionp,
                            size_t ring_size);
 
 /*
- * Destroy a session. Return 0, EBUSY while events still use it (its
- * references, perfmon_session_ref), EINVAL for NULL. Thread context.
+ * Destroy a session and free its memory. Return 0, EBUSY while events
+ * still use it (its references, perfmon_session_ref), EINVAL for NULL.
+ * The caller ensures no producer is inside reserve/commit (an event that
+ * dropped its reference no longer produces). Thread context.
  */
 int perfmon_session_destroy(struct perfmon_session *session);
 
 /*
  * References held by sampling events, so a session is not destroyed
- * under them. Thread context.
+ * under them. Unref without a reference held panics (a kernel bug).
+ * Thread context. nr_refs returns the count (a snapshot), any context.
  */
 void perfmon_session_ref(struct perfmon_session *session);
 void perfmon_session_unref(struct perfmon_session *session);
+unsigned int perfmon_session_nr_refs(const struct perfmon_session *session);
 
 /*
  * Producer: make room for a record of size bytes (a multiple of 8, at
  * most PERFMON_SESSION_RECORD_MAX) in this CPU's ring and return where to
- * write it, or NULL when it does not fit (then it is counted as dropped).
+ * write it, or NULL when it does not fit (then it is counted as dropped
+ * and reported by the LOST record that the next reservation that fits
+ * writes just before its record; that LOST record and the record must
+ * both fit, else the record is dropped too). A size that is 0, not a
+ * multiple of 8 or above the maximum returns NULL and counts nothing.
  * The caller fills the record (header included) and publishes it with
- * perfmon_session_commit before its next reserve. Local, interrupts
- * disabled.
+ * perfmon_session_commit, on the same CPU with interrupts still disabled,
+ * before its next reserve: a reservation cannot be abandoned (a LOST
+ * record it carries would go unread). Commit stores the reserved size
+ * in the header (the ring's framing relies on it). Local, interrupts
+ * disabled, no lock, no allocation: callable from the overflow interrupt
+ * and from the context switch. A ring should hold several of the largest
+ * records written to it (with a pending LOST record, a 256-byte record
+ * never fits a 256-byte ring).
  */
 #define PERFMON_SESSION_RECORD_MAX  256
 void *perfmon_session_reserve(struct perfmon_session *session, size_t size);
@@ -91,16 +106,22 @@ void perfmon_session_commit(struct perfmon_session *session, void *record);
  * Consumer: copy the oldest record of a CPU's ring into buf and remove
  * it, storing its size. Records of one CPU come out in the order they
  * were produced. Return 0, EAGAIN (ring empty), EMSGSIZE (buf smaller
- * than the record, which stays), EINVAL (bad CPU). One consumer thread
- * per session at a time. Thread context (or any, it does not block).
+ * than the record, which stays), EINVAL (bad CPU). LOST records come
+ * out like any other (they are how the consumer learns of a gap); pads
+ * the ring uses internally never do. One consumer thread per session at
+ * a time; session must be a live session. Thread context (or any, it
+ * does not block).
  */
 int perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
                          void *buf, size_t size, size_t *sizep);
 
 /*
  * Wake the waiter when a ring holds at least nr_records records or
- * nr_bytes bytes (0: that criterion unused; both 0: any record). Return
- * 0 or EINVAL. Thread context.
+ * nr_bytes bytes (0: that criterion unused; both 0: any record, the
+ * default). Records count LOST ones too; bytes count what the ring holds,
+ * pads included. Return 0 or EINVAL (NULL session, nr_bytes above the
+ * ring size, nr_records above what a ring can hold: ring size / 8).
+ * Thread context.
  */
 int perfmon_session_set_watermark(struct perfmon_session *session,
                                   unsigned int nr_records, size_t nr_bytes);
@@ -108,14 +129,20 @@ int perfmon_session_set_watermark(struct perfmon_session *session,
 /*
  * Block until some ring of the session reaches the watermark, or for at
  * most timeout_ticks clock ticks (0: do not block). Return 0 (a ring is
- * at its watermark) or ETIMEDOUT. Thread context.
+ * at its watermark), ETIMEDOUT (at least timeout_ticks ticks passed) or
+ * EINVAL (NULL session). Producers cannot wake a thread (they may run
+ * inside the context switch), so the waiter re-checks the rings once per
+ * clock tick: it returns at most about one tick after the watermark is
+ * reached. Called by the session's consumer thread. Thread context.
  */
 int perfmon_session_wait(struct perfmon_session *session,
                          uint64_t timeout_ticks);
 
 /*
  * Counts of one CPU's ring (cpu < cpu_count()) or of all of them
- * (PERFMON_SESSION_ALL_CPUS). Any context (a snapshot).
+ * (PERFMON_SESSION_ALL_CPUS). Return 0 or EINVAL (NULL session or stats,
+ * bad CPU; stats unchanged). Any context (a snapshot: counters of a ring
+ * in use move while they are read, but dropped is never negative).
  */
 #define PERFMON_SESSION_ALL_CPUS (~0U)
 int perfmon_session_stats(const struct perfmon_session *session,

@@ -18,6 +18,8 @@ struct perfmon_td_pmc {
     unsigned int nr_refs;   /* events of this thread using the slot */
     uint64_t cpu_start;     /* per-CPU value when the slot was loaded */
     uint64_t value;         /* the thread's total, up to the last unload */
+    uint64_t sample_left;   /* sampling: events to the next sample, kept
+                               while the thread is off-CPU */
 };
 
 /*

@@ -31,6 +31,7 @@ struct pmu_soft_cpu {
     unsigned int events[PMU_SOFT_NR_PMCS];
     uint32_t counting[PMU_SOFT_NR_EVENTS];  /* counters per event */
     uint32_t overflowed;                    /* waiting for the interrupt */
+    uint32_t sync;                          /* wraps reported at once */
     struct syscnt sc_intrs;
     struct syscnt sc_lost;
 };
@@ -40,6 +41,7 @@ struct pmu_soft_bank pmu_soft_bank __percpu;
 static uint64_t pmu_soft_mask = ~0ULL;
 static unsigned int pmu_soft_nr_bits = 64;
 static bool pmu_soft_intr;
+static pmu_soft_report_fn_t pmu_soft_report_fn;
 
 static const char *const pmu_soft_names[PMU_SOFT_EV_EMIT] = {
     [PMU_SOFT_EV_CSWITCH] = "cswitch",
@@ -110,7 +112,8 @@ pmu_soft_wraps(uint64_t value, uint64_t n)
 
 /*
  * Count the wraps perfmon cannot see (see pmu_soft.h): polling, every
- * 2^width units unread; with the interrupt, every wrap beyond one pending.
+ * 2^width units unread; with the interrupt, every wrap beyond one pending;
+ * a preset counter's, every wrap beyond the first of one count.
  */
 static void
 pmu_soft_account_lost(struct pmu_soft_cpu *cpu, unsigned int id,
@@ -118,7 +121,10 @@ pmu_soft_account_lost(struct pmu_soft_cpu *cpu, unsigned int id,
 {
     uint64_t lost;
 
-    if (pmu_soft_intr) {
+    if (cpu->sync & (1U << id)) {
+        /* Reported at once: only a second wrap in one count is lost. */
+        lost = (wraps == 0) ? 0 : wraps - 1;
+    } else if (pmu_soft_intr) {
         lost = (wraps == 0) ? 0
                : wraps - !(cpu->overflowed & (1U << id));
     } else {
@@ -136,11 +142,35 @@ pmu_soft_account_lost(struct pmu_soft_cpu *cpu, unsigned int id,
 }
 
 void
+pmu_soft_set_report_fn(pmu_soft_report_fn_t fn)
+{
+    pmu_soft_report_fn = fn;
+}
+
+/*
+ * Where the counted events happened, for samples: a tick in its interrupt
+ * happened where the interrupt came; any other event at the call of
+ * pmu_soft_count (in its caller, whose frame is below this one's).
+ */
+static void
+pmu_soft_where(unsigned int event, uintptr_t caller_ip, uintptr_t caller_fp,
+               uintptr_t *ipp, uintptr_t *fpp)
+{
+    if (event == PMU_SOFT_EV_TICK && cpu_intr_ctx(ipp, fpp)) {
+        return;
+    }
+
+    *ipp = caller_ip;
+    *fpp = caller_fp;
+}
+
+/* Not inlined: a sample's instruction pointer is this call's return. */
+__attribute__((noinline)) void
 pmu_soft_count(unsigned int event, uint64_t n)
 {
     struct pmu_soft_bank *bank;
     struct pmu_soft_cpu *cpu;
-    uint32_t wrapped = 0;
+    uint32_t wrapped = 0, sync;
     unsigned long flags;
 
     flags = cpu_intr_save();
@@ -153,7 +183,13 @@ pmu_soft_count(unsigned int event, uint64_t n)
 
         if (pmu_soft_nr_bits == 64) {
             bank->values[id] = old + n;
-            continue;   /* perfmon needs no wrap reports at this width */
+
+            /* Only a preset counter wraps at this width. */
+            if (bank->values[id] < old) {
+                wrapped |= 1U << id;
+            }
+
+            continue;
         }
 
         wraps = pmu_soft_wraps(old, n);
@@ -165,9 +201,24 @@ pmu_soft_count(unsigned int event, uint64_t n)
         }
     }
 
+    sync = wrapped & cpu->sync;
+    wrapped &= ~sync;
+
     if (wrapped != 0 && pmu_soft_intr) {
         cpu->overflowed |= wrapped;
         cpu_send_self_pmu_soft();
+    }
+
+    if (sync != 0) {
+        uintptr_t ip, fp;
+
+        pmu_soft_where(event, (uintptr_t)__builtin_return_address(0),
+                       *(const uintptr_t *)__builtin_frame_address(0),
+                       &ip, &fp);
+
+        FOR_EACH_BIT(id, sync) {
+            pmu_soft_report_fn(id, ip, fp);
+        }
     }
 
     cpu_intr_restore(flags);
@@ -203,6 +254,21 @@ pmu_soft_counter_start(unsigned int id, unsigned int event)
     cpu->events[id] = event;
     cpu->counting[event] |= bit;
     cpu->overflowed &= ~bit;
+    cpu->sync &= ~bit;
+    cpu->unread[id] = 0;
+    return bank->values[id];
+}
+
+uint64_t
+pmu_soft_counter_preset(unsigned int id, uint64_t n)
+{
+    struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
+    struct pmu_soft_bank *bank = cpu_local_ptr(pmu_soft_bank);
+
+    pmu_soft_sync_ticks(cpu->events[id]);
+    bank->values[id] = (0 - n) & pmu_soft_mask;
+    cpu->sync |= 1U << id;
+    cpu->overflowed &= ~(1U << id);
     cpu->unread[id] = 0;
     return bank->values[id];
 }
@@ -214,6 +280,7 @@ pmu_soft_counter_stop(unsigned int id)
 
     cpu->counting[cpu->events[id]] &= ~(1U << id);
     cpu->overflowed &= ~(1U << id);
+    cpu->sync &= ~(1U << id);
 }
 
 uint64_t

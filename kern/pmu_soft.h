@@ -138,6 +138,24 @@ pmu_soft_read_local(unsigned int id)
  */
 uint64_t pmu_soft_counter_start(unsigned int id, unsigned int event);
 void pmu_soft_counter_stop(unsigned int id);
+
+/*
+ * Preset a started counter so it wraps after n more units (1 <= n <=
+ * 2^width, at most 2^63), and return its new value. From then on its
+ * wraps are reported at once, from pmu_soft_count, to the report function
+ * (not by the emulated interrupt, in either mode), with where the units
+ * were counted: the caller of pmu_soft_count, or for ticks where the tick
+ * interrupt came. So a sample lands exactly on the unit that ends a
+ * period, in the code that counted it. Local, interrupts disabled.
+ */
+uint64_t pmu_soft_counter_preset(unsigned int id, uint64_t n);
+
+/* Called with interrupts disabled on the counter's CPU. */
+typedef void (*pmu_soft_report_fn_t)(unsigned int id, uintptr_t ip,
+                                     uintptr_t fp);
+
+/* Set the report function of preset counters. Boot only. */
+void pmu_soft_set_report_fn(pmu_soft_report_fn_t fn);
 uint32_t pmu_soft_take_overflows(uint32_t mask);
 uint32_t pmu_soft_intr_take(void);
 

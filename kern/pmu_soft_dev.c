@@ -75,6 +75,21 @@ pmu_soft_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
     }
 }
 
+static uint64_t
+pmu_soft_preset(unsigned int pmc_id, uint64_t n)
+{
+    return pmu_soft_counter_preset(pmc_id, n);
+}
+
+/* A preset counter wrapped (pmu_soft_count, interrupts disabled). */
+static void
+pmu_soft_report(unsigned int id, uintptr_t ip, uintptr_t fp)
+{
+    struct perfmon_intr_ctx ctx = { .ip = ip, .fp = fp };
+
+    perfmon_report_overflow(&pmu_soft_dev, id, &ctx);
+}
+
 static const struct perfmon_dev_ops pmu_soft_ops = {
     .translate = pmu_soft_translate,
     .alloc = pmu_soft_alloc,
@@ -84,6 +99,7 @@ static const struct perfmon_dev_ops pmu_soft_ops = {
     .read = pmu_soft_read,
     .overflow_consume = pmu_soft_overflow_consume,
     .handle_overflow_intr = pmu_soft_handle_overflow_intr,
+    .preset = pmu_soft_preset,
 };
 
 static int
@@ -96,6 +112,11 @@ pmu_soft_dev_setup(void)
     pmu_soft_dev.min_width = pmu_soft_width();
     pmu_soft_dev.max_rate = pmu_soft_max_rate();
     pmu_soft_dev.sw = true;
+
+    /* Presets up to a full wrap; at 64 bits, as far as presets go. */
+    pmu_soft_dev.max_period = (pmu_soft_width() < 64)
+                              ? 1ULL << pmu_soft_width() : 1ULL << 63;
+    pmu_soft_set_report_fn(pmu_soft_report);
     return perfmon_register(&pmu_soft_dev);
 }
 

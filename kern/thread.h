@@ -225,6 +225,17 @@ thread_id(const struct thread *thread)
     return thread->id;
 }
 
+/*
+ * The lowest address of the thread's stack (THREAD_STACK_SIZE bytes), or
+ * NULL for an idle thread, which runs on its CPU's boot stack. Any
+ * context.
+ */
+static inline void *
+thread_stack(const struct thread *thread)
+{
+    return thread->stack;
+}
+
 /* The thread's name. Any context. */
 static inline const char *
 thread_name(const struct thread *thread)

@@ -1,6 +1,7 @@
 /*
  * perfmon benchmark (`make bench`): context switch cost with 0 to 8 thread
- * events, read costs, attach+detach, poll cost. Figures are TSC cycles,
+ * events, read costs, attach+detach, poll cost, session records read and
+ * produced. Figures are TSC cycles,
  * which under TCG with -icount shift=0 are instructions executed, hence
  * deterministic; each is a median of many repetitions, with its ratio to
  * the first figure of its group, measured in the same boot.
@@ -9,6 +10,7 @@
 #include <stdint.h>
 
 #include <kern/perfmon.h>
+#include <kern/perfmon_session.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/test.h>
@@ -233,6 +235,76 @@ bench_poll(unsigned int nr_slots)
     return bench_median(bench_samples, BENCH_SAMPLES);
 }
 
+/* ---- session records ------------------------------------------- */
+
+#define BENCH_RECORD_SIZE   56      /* a sample with one call chain frame */
+#define BENCH_RECORDS       64      /* records per sample, all fit */
+#define BENCH_RING_SIZE     4096
+
+static void
+bench_session_fill(struct perfmon_session *session)
+{
+    for (unsigned int i = 0; i < BENCH_RECORDS; i++) {
+        struct perfmon_record_header *header;
+
+        header = perfmon_session_reserve(session, BENCH_RECORD_SIZE);
+        TEST_ASSERT(header != NULL);
+        header->type = PERFMON_RECORD_SAMPLE;
+        header->cpu = cpu_id();
+        perfmon_session_commit(session, header);
+    }
+}
+
+/*
+ * Instructions per record: a burst of BENCH_RECORDS records produced
+ * (reserve, header, commit) or read on this CPU, interrupts disabled, the
+ * ring never full. The reader's loop and call are included, as a consumer
+ * pays them.
+ */
+static uint64_t
+bench_session(bool produce)
+{
+    struct perfmon_session *session;
+    uint64_t buf[BENCH_RECORD_SIZE / sizeof(uint64_t)];
+    unsigned long flags;
+    size_t size;
+
+    TEST_ASSERT_EQ(perfmon_session_create(&session, BENCH_RING_SIZE), 0);
+
+    for (unsigned int s = 0; s < BENCH_SAMPLES; s++) {
+        uint64_t t0, t1;
+
+        flags = cpu_intr_save();
+
+        if (produce) {
+            t0 = cpu_get_tsc();
+            bench_session_fill(session);
+            t1 = cpu_get_tsc();
+        } else {
+            bench_session_fill(session);
+            t0 = cpu_get_tsc();
+
+            for (unsigned int i = 0; i < BENCH_RECORDS; i++) {
+                perfmon_session_read(session, cpu_id(), buf, sizeof(buf),
+                                     &size);
+            }
+
+            t1 = cpu_get_tsc();
+        }
+
+        while (perfmon_session_read(session, cpu_id(), buf, sizeof(buf),
+                                    &size) == 0) {
+            continue;
+        }
+
+        cpu_intr_restore(flags);
+        bench_samples[s] = (t1 - t0) / BENCH_RECORDS;
+    }
+
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    return bench_median(bench_samples, BENCH_SAMPLES);
+}
+
 TEST_DEFINE_MANUAL(bench, perfmon)
 {
     static const unsigned int switch_events[] = { 0, 1, 4, 8 };
@@ -285,6 +357,11 @@ TEST_DEFINE_MANUAL(bench, perfmon)
     bench_row("poll firing", "0 slots in use", bench_poll(0), true);
     bench_row("poll firing", "1 slot in use", bench_poll(1), false);
     bench_row("poll firing", "8 slots in use", bench_poll(8), false);
+
+    bench_row("session record", "read (56 bytes)", bench_session(false),
+              true);
+    bench_row("session record", "reserve+commit (56 bytes)",
+              bench_session(true), false);
 
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }

@@ -420,7 +420,7 @@ class Boot:
             result.add("ok", "reports-" + self.expect)
 
 
-NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture")
+NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample")
 
 
 def narrow_selection(tests):
@@ -435,7 +435,7 @@ def narrow_selection(tests):
     >>> narrow_selection("kmem,timer")
     ''
     >>> narrow_selection("all")
-    'perfmon,pmu_soft,perfmon_torture'
+    'perfmon,pmu_soft,perfmon_torture,perfmon_sample'
     """
     if tests in ("", "all"):
         return ",".join(NARROW_SUITES)

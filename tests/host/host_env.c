@@ -12,6 +12,7 @@
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
+#include <kern/kmem.h>
 #include <kern/list.h>
 #include <kern/log.h>
 #include <kern/panic.h>
@@ -39,6 +40,38 @@ static uint64_t host_env_now = HOST_ENV_START_TIME;
 static struct list host_env_timers = LIST_INITIALIZER(host_env_timers);
 static struct list host_env_syscnts = LIST_INITIALIZER(host_env_syscnts);
 static trap_handler_fn_t host_env_traps[TRAP_NR_VECTORS];
+
+uint64_t
+cpu_get_tsc(void)
+{
+    static uint64_t nr_reads;
+
+    return host_env_now * 1000 + nr_reads++;
+}
+
+void
+thread_delay(uint64_t ticks)
+{
+    host_env_advance(ticks);
+}
+
+void *
+kmem_alloc(size_t size)
+{
+    return malloc(size);
+}
+
+void *
+kmem_zalloc(size_t size)
+{
+    return calloc(1, size);
+}
+
+void
+kmem_free(void *ptr)
+{
+    free(ptr);
+}
 
 /* Where host_env_raise_trap's interrupts come from (host_env_set_intr_ctx). */
 static struct perfmon_intr_ctx host_env_intr_ctx;

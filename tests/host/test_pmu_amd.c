@@ -131,6 +131,15 @@ static const uint64_t pmu_test_generic[][PERFMON_NR_GENERIC_EVENTS] = {
 const struct init_op init_op_pmu_intel_setup = { .name = "pmu_intel_setup" };
 
 /* The command line, as kern/arg.c would parse it. */
+/* perfmon's boot arguments: none set. */
+int
+arg_get_u64(const char *key, uint64_t *valuep)
+{
+    (void)key;
+    (void)valuep;
+    return ENOENT;
+}
+
 bool
 arg_is_set(const char *key, const char *value)
 {

@@ -20,6 +20,15 @@
 
 const struct init_op init_op_pmu_intel_setup = { .name = "pmu_intel_setup" };
 
+/* perfmon's boot arguments: none set. */
+int
+arg_get_u64(const char *key, uint64_t *valuep)
+{
+    (void)key;
+    (void)valuep;
+    return ENOENT;
+}
+
 bool
 arg_is_set(const char *key, const char *value)
 {

@@ -7,13 +7,18 @@
 #define KERN_THREAD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <kern/perfmon_types.h>
+
+#define THREAD_STACK_SIZE   16384
 
 struct thread {
     struct perfmon_td perfmon_td;
     unsigned int refs;
     bool exited;
+    uint32_t id;
+    void *stack;        /* NULL: samples carry no call chain */
 };
 
 void thread_ref(struct thread *thread);
@@ -33,5 +38,20 @@ thread_perfmon_td(struct thread *thread)
     return &thread->perfmon_td;
 }
 void thread_unref(struct thread *thread);
+
+/* Sleep: on the host, the clock moves on by ticks (host_env_advance). */
+void thread_delay(uint64_t ticks);
+
+static inline uint32_t
+thread_id(const struct thread *thread)
+{
+    return thread->id;
+}
+
+static inline void *
+thread_stack(const struct thread *thread)
+{
+    return thread->stack;
+}
 
 #endif /* KERN_THREAD_H */

@@ -51,6 +51,9 @@ cpu_id(void)
 
 unsigned int cpu_count(void);
 bool cpu_online(unsigned int cpu);
+
+/* A time stamp: the host clock's ticks, times 1000, plus reads so far. */
+uint64_t cpu_get_tsc(void);
 uint64_t cpu_get_freq(void);
 
 #endif /* X86_CPU_H */

@@ -1,0 +1,577 @@
+/*
+ * perfmon sessions: per-CPU rings of records, one producer per ring (its
+ * CPU, interrupts disabled), one consumer thread per session.
+ *
+ * Ring positions are 64-bit byte counts that only grow: head (bytes
+ * published by the producer) and tail (bytes consumed); the offset in the
+ * buffer is the count modulo the ring size, and head - tail is what the
+ * ring holds. They never wrap in practice (2^64 bytes).
+ *
+ * A record never straddles the end of the buffer. When one does not fit
+ * in the bytes left before the end, the producer fills them with a pad
+ * (a header of type PERFMON_SESSION_PAD, size: the bytes to the end) and
+ * puts the record at the start of the buffer; the consumer skips pads
+ * and never hands them out. A pad is published in the same commit as the
+ * record after it, so a pad is never the last thing in a ring.
+ *
+ * Ordering: the producer writes a record, then publishes head with
+ * release order; the consumer reads head with acquire order before the
+ * bytes below it, copies the record out, then publishes tail with release
+ * order; the producer reads tail with acquire order before it reuses the
+ * bytes below it. Each counter has a single writer (the producer's
+ * counters on the producer's line, the consumer's on its own line); other
+ * contexts only read them, which on x86 is a plain load of an aligned
+ * 64-bit word.
+ *
+ * Loss: a record that does not fit is counted in nr_pending; the next
+ * reservation that succeeds carries a PERFMON_RECORD_LOST record with
+ * that count, placed just before the record, and both must fit (else the
+ * new record is dropped and counted too). So a LOST record is always
+ * followed by a record, and the records of a CPU are read in the order
+ * produced with every gap announced by the LOST record just before it.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kern/assert.h>
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/kmem.h>
+#include <kern/macros.h>
+#include <kern/perfmon_record.h>
+#include <kern/perfmon_session.h>
+#include <kern/thread.h>
+#include <machine/cpu.h>
+
+/* Header type of the filler before a record placed at the buffer start. */
+#define PERFMON_SESSION_PAD     0
+
+#define PERFMON_SESSION_LINE    64
+
+/*
+ * One CPU's ring. The first line is written by the producer only (plus
+ * what never changes after creation), the second by the consumer only.
+ */
+struct perfmon_session_ring {
+    /* Producer (that CPU, interrupts disabled). */
+    uint64_t head;              /* bytes published, release order */
+    uint64_t nr_committed;      /* records published, LOST ones included */
+    uint64_t produced;          /* records offered to the ring */
+    uint64_t dropped;           /* records dropped since creation */
+    uint64_t nr_pending;        /* dropped since the last that fitted */
+    uint64_t next_head;         /* head once the reservation is committed */
+    uint16_t next_size;         /* size of the reserved record */
+    uint16_t next_nr;           /* records the reservation adds (1 or 2) */
+    uint32_t cpu;
+    char *buf;                  /* fixed after creation, as is mask */
+
+    /* Consumer (one thread). */
+    uint64_t tail __aligned(PERFMON_SESSION_LINE); /* release order */
+    uint64_t mask;              /* ring size - 1, fixed */
+    uint64_t nr_read;           /* records read, LOST ones included */
+    uint64_t lost;              /* sum of nr_lost of LOST records read */
+    uint64_t nr_lost_records;   /* LOST records read */
+    uint64_t throttled;         /* THROTTLE records read */
+} __aligned(PERFMON_SESSION_LINE);
+
+struct perfmon_session {
+    struct perfmon_session_ring *rings;
+    unsigned int nr_cpus;
+    unsigned int nr_refs;
+    size_t ring_size;
+    unsigned int wm_records;    /* 0: criterion unused */
+    size_t wm_bytes;            /* 0: criterion unused */
+};
+
+int
+perfmon_session_create(struct perfmon_session **sessionp, size_t ring_size)
+{
+    struct perfmon_session *session;
+    struct perfmon_session_ring *ring;
+    unsigned int cpu;
+
+    if ((sessionp == NULL) || (ring_size < PERFMON_SESSION_RING_MIN)
+        || (ring_size > PERFMON_SESSION_RING_MAX)
+        || ((ring_size & (ring_size - 1)) != 0)) {
+        return EINVAL;
+    }
+
+    session = kmem_zalloc(sizeof(*session));
+
+    if (session == NULL) {
+        goto error_session;
+    }
+
+    session->nr_cpus = cpu_count();
+    session->ring_size = ring_size;
+    session->wm_records = 1;
+    session->rings = kmem_zalloc(session->nr_cpus * sizeof(*ring));
+
+    if (session->rings == NULL) {
+        goto error_rings;
+    }
+
+    for (cpu = 0; cpu < session->nr_cpus; cpu++) {
+        ring = &session->rings[cpu];
+        ring->buf = kmem_alloc(ring_size);
+
+        if (ring->buf == NULL) {
+            goto error_bufs;
+        }
+
+        ring->mask = ring_size - 1;
+        ring->cpu = cpu;
+    }
+
+    *sessionp = session;
+    return 0;
+
+error_bufs:
+    while (cpu-- > 0) {
+        kmem_free(session->rings[cpu].buf);
+    }
+
+    kmem_free(session->rings);
+error_rings:
+    kmem_free(session);
+error_session:
+    return ENOMEM;
+}
+
+int
+perfmon_session_destroy(struct perfmon_session *session)
+{
+    if (session == NULL) {
+        return EINVAL;
+    }
+
+    if (__atomic_load_n(&session->nr_refs, __ATOMIC_ACQUIRE) != 0) {
+        return EBUSY;
+    }
+
+    for (unsigned int cpu = 0; cpu < session->nr_cpus; cpu++) {
+        kmem_free(session->rings[cpu].buf);
+    }
+
+    kmem_free(session->rings);
+    kmem_free(session);
+    return 0;
+}
+
+void
+perfmon_session_ref(struct perfmon_session *session)
+{
+    __atomic_fetch_add(&session->nr_refs, 1, __ATOMIC_RELAXED);
+}
+
+void
+perfmon_session_unref(struct perfmon_session *session)
+{
+    unsigned int prev;
+
+    /* Release: the user's last accesses come before a destroy. */
+    prev = __atomic_fetch_sub(&session->nr_refs, 1, __ATOMIC_RELEASE);
+    assert(prev != 0);
+}
+
+unsigned int
+perfmon_session_nr_refs(const struct perfmon_session *session)
+{
+    return __atomic_load_n(&session->nr_refs, __ATOMIC_RELAXED);
+}
+
+/* ---- producer ------------------------------------------------------ */
+
+/* Where a record of size bytes goes when the ring's next byte is pos. */
+static inline uint64_t
+perfmon_session_place(const struct perfmon_session_ring *ring, uint64_t pos,
+                      size_t size)
+{
+    uint64_t offset = pos & ring->mask;
+
+    if (unlikely(offset + size > ring->mask + 1)) {
+        return pos + (ring->mask + 1 - offset);
+    }
+
+    return pos;
+}
+
+static inline void
+perfmon_session_pad(struct perfmon_session_ring *ring, uint64_t from,
+                    uint64_t to)
+{
+    struct perfmon_record_header *header;
+
+    if (from != to) {
+        header = (struct perfmon_record_header *)(ring->buf
+                                                  + (from & ring->mask));
+        header->type = PERFMON_SESSION_PAD;
+        header->size = (uint16_t)(to - from);
+        header->cpu = ring->cpu;
+    }
+}
+
+static void
+perfmon_session_drop(struct perfmon_session_ring *ring)
+{
+    ring->nr_pending++;
+    WRITE_ONCE(ring->dropped, ring->dropped + 1);
+}
+
+/* A reservation that wraps or carries a LOST record. */
+static void * __attribute__((noinline))
+perfmon_session_reserve_slow(struct perfmon_session_ring *ring, size_t size)
+{
+    struct perfmon_record_lost *lost;
+    uint64_t head, tail, pos, lost_pos = 0;
+
+    head = ring->head;
+    tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
+    pos = head;
+
+    if (ring->nr_pending != 0) {
+        lost_pos = perfmon_session_place(ring, pos, sizeof(*lost));
+        pos = lost_pos + sizeof(*lost);
+    }
+
+    pos = perfmon_session_place(ring, pos, size);
+
+    if (pos + size - tail > ring->mask + 1) {
+        perfmon_session_drop(ring);
+        return NULL;
+    }
+
+    if (ring->nr_pending != 0) {
+        perfmon_session_pad(ring, head, lost_pos);
+        lost = (struct perfmon_record_lost *)(ring->buf
+                                              + (lost_pos & ring->mask));
+        lost->header.type = PERFMON_RECORD_LOST;
+        lost->header.size = sizeof(*lost);
+        lost->header.cpu = ring->cpu;
+        lost->nr_lost = ring->nr_pending;
+        ring->nr_pending = 0;
+        head = lost_pos + sizeof(*lost);
+        ring->next_nr = 2;
+    } else {
+        ring->next_nr = 1;
+    }
+
+    perfmon_session_pad(ring, head, pos);
+    ring->next_head = pos + size;
+    ring->next_size = (uint16_t)size;
+    return ring->buf + (pos & ring->mask);
+}
+
+void *
+perfmon_session_reserve(struct perfmon_session *session, size_t size)
+{
+    struct perfmon_session_ring *ring = &session->rings[cpu_id()];
+    uint64_t head, offset;
+
+    if (unlikely((size == 0) || (size > PERFMON_SESSION_RECORD_MAX)
+                 || ((size & 7) != 0))) {
+        return NULL;
+    }
+
+    WRITE_ONCE(ring->produced, ring->produced + 1);
+    head = ring->head;
+    offset = head & ring->mask;
+
+    if (unlikely((ring->nr_pending != 0)
+                 || (offset + size > ring->mask + 1))) {
+        return perfmon_session_reserve_slow(ring, size);
+    }
+
+    if (unlikely(head + size - __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE)
+                 > ring->mask + 1)) {
+        perfmon_session_drop(ring);
+        return NULL;
+    }
+
+    ring->next_head = head + size;
+    ring->next_size = (uint16_t)size;
+    ring->next_nr = 1;
+    return ring->buf + offset;
+}
+
+void
+perfmon_session_commit(struct perfmon_session *session, void *record)
+{
+    struct perfmon_session_ring *ring = &session->rings[cpu_id()];
+    struct perfmon_record_header *header = record;
+
+    /* The ring's framing relies on the size: it is the reserved one. */
+    header->size = ring->next_size;
+    __atomic_store_n(&ring->head, ring->next_head, __ATOMIC_RELEASE);
+    __atomic_store_n(&ring->nr_committed, ring->nr_committed + ring->next_nr,
+                     __ATOMIC_RELEASE);
+}
+
+/* ---- consumer ------------------------------------------------------ */
+
+#define PERFMON_SESSION_COPY_WORD(n)                    \
+    case n:                                             \
+        dst[n - 1] = src[n - 1];                        \
+        __attribute__((fallthrough))
+
+/*
+ * Copy the words of a record after its header word: a jump into a run of
+ * word copies costs two instructions a word, where a loop costs four.
+ */
+static inline void
+perfmon_session_copy(uint64_t *dst, const uint64_t *src, size_t nr_words)
+{
+    switch (nr_words) {
+    PERFMON_SESSION_COPY_WORD(32);
+    PERFMON_SESSION_COPY_WORD(31);
+    PERFMON_SESSION_COPY_WORD(30);
+    PERFMON_SESSION_COPY_WORD(29);
+    PERFMON_SESSION_COPY_WORD(28);
+    PERFMON_SESSION_COPY_WORD(27);
+    PERFMON_SESSION_COPY_WORD(26);
+    PERFMON_SESSION_COPY_WORD(25);
+    PERFMON_SESSION_COPY_WORD(24);
+    PERFMON_SESSION_COPY_WORD(23);
+    PERFMON_SESSION_COPY_WORD(22);
+    PERFMON_SESSION_COPY_WORD(21);
+    PERFMON_SESSION_COPY_WORD(20);
+    PERFMON_SESSION_COPY_WORD(19);
+    PERFMON_SESSION_COPY_WORD(18);
+    PERFMON_SESSION_COPY_WORD(17);
+    PERFMON_SESSION_COPY_WORD(16);
+    PERFMON_SESSION_COPY_WORD(15);
+    PERFMON_SESSION_COPY_WORD(14);
+    PERFMON_SESSION_COPY_WORD(13);
+    PERFMON_SESSION_COPY_WORD(12);
+    PERFMON_SESSION_COPY_WORD(11);
+    PERFMON_SESSION_COPY_WORD(10);
+    PERFMON_SESSION_COPY_WORD(9);
+    PERFMON_SESSION_COPY_WORD(8);
+    PERFMON_SESSION_COPY_WORD(7);
+    PERFMON_SESSION_COPY_WORD(6);
+    PERFMON_SESSION_COPY_WORD(5);
+    PERFMON_SESSION_COPY_WORD(4);
+    PERFMON_SESSION_COPY_WORD(3);
+    PERFMON_SESSION_COPY_WORD(2);
+    case 1:
+        break;
+    default:
+        /* The producer writes 8 to PERFMON_SESSION_RECORD_MAX bytes. */
+        __builtin_unreachable();
+    }
+}
+
+_Static_assert(PERFMON_SESSION_RECORD_MAX == 32 * sizeof(uint64_t),
+               "perfmon_session_copy covers records of up to 32 words");
+
+/* The counts a LOST or THROTTLE record adds, off the common path. */
+static void __attribute__((noinline))
+perfmon_session_account(struct perfmon_session_ring *ring,
+                        const uint64_t *record)
+{
+    const struct perfmon_record_header *header = (const void *)record;
+
+    if (header->type == PERFMON_RECORD_LOST) {
+        WRITE_ONCE(ring->lost, ring->lost
+                   + ((const struct perfmon_record_lost *)header)->nr_lost);
+        WRITE_ONCE(ring->nr_lost_records, ring->nr_lost_records + 1);
+    } else {
+        WRITE_ONCE(ring->throttled, ring->throttled + 1);
+    }
+}
+
+/*
+ * The header is read as one little-endian word (type in bits 15:0, size
+ * in 31:16), so the ring is read once.
+ */
+#define PERFMON_SESSION_WORD_TYPE(word)     ((uint16_t)(word))
+#define PERFMON_SESSION_WORD_SIZE(word)     ((size_t)((uint32_t)(word) >> 16))
+
+int
+perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
+                     void *buf, size_t size, size_t *sizep)
+{
+    struct perfmon_session_ring *ring;
+    const uint64_t *src;
+    uint64_t *dst = buf;
+    uint64_t tail, word;
+    size_t record_size;
+
+    if (unlikely(cpu >= session->nr_cpus)) {
+        return EINVAL;
+    }
+
+    ring = &session->rings[cpu];
+    tail = ring->tail;
+
+    if (unlikely(tail == __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE))) {
+        return EAGAIN;
+    }
+
+    src = (const uint64_t *)(ring->buf + (tail & ring->mask));
+    word = src[0];
+
+    /*
+     * A pad runs to the end of the buffer and a record follows it: skip
+     * it for good (the producer may reuse its bytes at once).
+     */
+    if (unlikely(PERFMON_SESSION_WORD_TYPE(word) == PERFMON_SESSION_PAD)) {
+        tail += PERFMON_SESSION_WORD_SIZE(word);
+        __atomic_store_n(&ring->tail, tail, __ATOMIC_RELEASE);
+        src = (const uint64_t *)ring->buf;
+        word = src[0];
+    }
+
+    record_size = PERFMON_SESSION_WORD_SIZE(word);
+
+    if (unlikely(record_size > size)) {
+        return EMSGSIZE;
+    }
+
+    perfmon_session_copy(dst, src, record_size / sizeof(*dst));
+    dst[0] = word;
+
+    /*
+     * Single writer: an aligned 64-bit add is one store, which readers
+     * of the statistics see whole.
+     */
+    ring->nr_read++;
+
+    if (unlikely((uint16_t)(PERFMON_SESSION_WORD_TYPE(word)
+                            - PERFMON_RECORD_LOST)
+                 <= PERFMON_RECORD_THROTTLE - PERFMON_RECORD_LOST)) {
+        perfmon_session_account(ring, dst);
+    }
+
+    __atomic_store_n(&ring->tail, tail + record_size, __ATOMIC_RELEASE);
+    *sizep = record_size;
+    return 0;
+}
+
+int
+perfmon_session_set_watermark(struct perfmon_session *session,
+                              unsigned int nr_records, size_t nr_bytes)
+{
+    if ((session == NULL) || (nr_bytes > session->ring_size)
+        || (nr_records > session->ring_size
+                         / sizeof(struct perfmon_record_header))) {
+        return EINVAL;
+    }
+
+    if ((nr_records == 0) && (nr_bytes == 0)) {
+        nr_records = 1;
+    }
+
+    WRITE_ONCE(session->wm_records, nr_records);
+    WRITE_ONCE(session->wm_bytes, nr_bytes);
+    return 0;
+}
+
+/*
+ * Whether a ring holds the watermark. Called by the consumer, so tail and
+ * nr_read are its own. The producer publishes nr_committed after head:
+ * the count seen may lag records already read (then the difference is
+ * negative: nothing held) but never runs ahead of records published, so
+ * a ring is never reported at its watermark before it is.
+ */
+static bool
+perfmon_session_ring_ready(const struct perfmon_session *session,
+                           const struct perfmon_session_ring *ring)
+{
+    unsigned int wm_records = READ_ONCE(session->wm_records);
+    size_t wm_bytes = READ_ONCE(session->wm_bytes);
+    int64_t nr_held;
+    uint64_t nr_bytes;
+
+    nr_held = (int64_t)(__atomic_load_n(&ring->nr_committed,
+                                        __ATOMIC_ACQUIRE) - ring->nr_read);
+    nr_bytes = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) - ring->tail;
+
+    return ((wm_records != 0) && (nr_held >= (int64_t)wm_records))
+           || ((wm_bytes != 0) && (nr_bytes >= wm_bytes));
+}
+
+int
+perfmon_session_wait(struct perfmon_session *session, uint64_t timeout_ticks)
+{
+    uint64_t deadline;
+
+    if (session == NULL) {
+        return EINVAL;
+    }
+
+    deadline = clock_get_time() + timeout_ticks;
+
+    if (deadline < timeout_ticks) {
+        deadline = UINT64_MAX;
+    }
+
+    /*
+     * The producer may run inside the context switch with run queue locks
+     * held, where it cannot wake a thread: the waiter polls once per tick
+     * instead, so it sees a watermark at most about one tick late.
+     */
+    for (;;) {
+        for (unsigned int cpu = 0; cpu < session->nr_cpus; cpu++) {
+            if (perfmon_session_ring_ready(session, &session->rings[cpu])) {
+                return 0;
+            }
+        }
+
+        if (clock_get_time() >= deadline) {
+            return ETIMEDOUT;
+        }
+
+        thread_delay(1);
+    }
+}
+
+static void
+perfmon_session_ring_stats(const struct perfmon_session_ring *ring,
+                           struct perfmon_session_stats *stats)
+{
+    uint64_t lost, nr_read, nr_lost_records, throttled, dropped, produced;
+
+    /*
+     * Consumer counts first: a LOST record read accounts for drops the
+     * producer counted before it, so the dropped total read next is at
+     * least the lost one and the difference is never negative.
+     */
+    lost = __atomic_load_n(&ring->lost, __ATOMIC_ACQUIRE);
+    nr_read = READ_ONCE(ring->nr_read);
+    nr_lost_records = READ_ONCE(ring->nr_lost_records);
+    throttled = READ_ONCE(ring->throttled);
+    dropped = __atomic_load_n(&ring->dropped, __ATOMIC_ACQUIRE);
+    produced = READ_ONCE(ring->produced);
+
+    stats->produced += produced;
+    stats->read += nr_read - nr_lost_records;
+    stats->lost += lost;
+    stats->dropped += dropped - lost;
+    stats->nr_lost_records += nr_lost_records;
+    stats->throttled += throttled;
+}
+
+int
+perfmon_session_stats(const struct perfmon_session *session,
+                      unsigned int cpu, struct perfmon_session_stats *stats)
+{
+    struct perfmon_session_stats sum = { 0 };
+
+    if ((session == NULL) || (stats == NULL)
+        || ((cpu != PERFMON_SESSION_ALL_CPUS) && (cpu >= session->nr_cpus))) {
+        return EINVAL;
+    }
+
+    if (cpu == PERFMON_SESSION_ALL_CPUS) {
+        for (unsigned int i = 0; i < session->nr_cpus; i++) {
+            perfmon_session_ring_stats(&session->rings[i], &sum);
+        }
+    } else {
+        perfmon_session_ring_stats(&session->rings[cpu], &sum);
+    }
+
+    *stats = sum;
+    return 0;
+}

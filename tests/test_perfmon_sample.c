@@ -1,0 +1,732 @@
+/*
+ * perfmon sampling with the software PMU: exact sample counts, where each
+ * sample lands (the emitting function, the emitting thread and CPU), call
+ * chains, period changes and refresh, throttling and lost records. Every
+ * emit here stays below 2^width, so counts are exact at every width and
+ * in both overflow modes; a sampling event's wraps are reported at once.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/ksym.h>
+#include <kern/macros.h>
+#include <kern/perfmon.h>
+#include <kern/perfmon_session.h>
+#include <kern/pmu_soft.h>
+#include <kern/string.h>
+#include <kern/test.h>
+#include <kern/thread.h>
+#include <machine/cpu.h>
+
+#include "test_util.h"
+
+#define TEST_PS_RING        (1U << 17)
+#define TEST_PS_RECORD_MAX  PERFMON_SESSION_RECORD_MAX
+
+static union {
+    struct perfmon_record_header header;
+    struct perfmon_record_sample sample;
+    struct perfmon_record_lost lost;
+    struct perfmon_record_throttle throttle;
+    uint8_t bytes[TEST_PS_RECORD_MAX];
+} test_ps_buf;
+
+static struct perfmon_session *
+test_ps_session(size_t size)
+{
+    struct perfmon_session *session;
+
+    TEST_ASSERT_EQ(perfmon_session_create(&session, size), 0);
+    return session;
+}
+
+static void
+test_ps_init(struct perfmon_event *event, unsigned int id,
+             struct perfmon_session *session, uint64_t period,
+             unsigned int nr_frames)
+{
+    struct perfmon_sample_attr attr = {
+        .session = session,
+        .period = period,
+        .cookie = 0xc0de0000 + id,
+        .nr_frames = nr_frames,
+    };
+
+    TEST_ASSERT_EQ(perfmon_event_init(event, id, PERFMON_EF_SW), 0);
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
+}
+
+/* Largest emit that cannot wrap a counter twice. */
+static uint64_t
+test_ps_max_emit(void)
+{
+    return MIN(200, (1ULL << MIN(pmu_soft_width(), 32)) - 1);
+}
+
+/*
+ * Emit n units on channel 0 from a function of its own: samples must
+ * point into it. The barrier keeps the call from becoming a tail jump.
+ */
+static __attribute__((noinline)) void
+test_ps_emit(uint64_t n)
+{
+    pmu_soft_emit(n);
+    __asm__ volatile("" : : : "memory");
+}
+
+static bool
+test_ps_in(uintptr_t ip, const char *fn)
+{
+    uintptr_t offset;
+    const char *name = ksym_lookup(ip, &offset);
+
+    return name != NULL && strcmp(name, fn) == 0;
+}
+
+/* A random emit size, at most left. */
+static uint64_t
+test_ps_rand_emit(uint64_t *seed, uint64_t left)
+{
+    uint64_t n = 1 + test_rand(seed) % test_ps_max_emit();
+
+    return MIN(n, left);
+}
+
+/* Samples in a count of n after total, for period. */
+static uint64_t
+test_ps_ends(uint64_t total, uint64_t n, uint64_t period)
+{
+    return (total + n) / period - total / period;
+}
+
+/*
+ * What a CPU's ring holds: sample records (checked against want_cookie,
+ * want_tid unless ~0, and the emitting function fn unless NULL), LOST and
+ * THROTTLE totals.
+ */
+struct test_ps_drain {
+    uint64_t nr_samples;
+    uint64_t nr_lost;
+    uint64_t nr_throttle_records;
+    uint64_t throttled_periods;
+    uint64_t period_sum;
+};
+
+static void
+test_ps_drain(struct perfmon_session *session, unsigned int cpu,
+              uint64_t want_cookie, uint32_t want_tid, const char *fn,
+              struct test_ps_drain *d)
+{
+    size_t size;
+
+    while (perfmon_session_read(session, cpu, &test_ps_buf,
+                                sizeof(test_ps_buf), &size) == 0) {
+        TEST_ASSERT_EQ(size, test_ps_buf.header.size);
+        TEST_ASSERT_EQ(test_ps_buf.header.cpu, cpu);
+
+        switch (test_ps_buf.header.type) {
+        case PERFMON_RECORD_SAMPLE:
+            TEST_ASSERT_EQ(test_ps_buf.sample.cookie, want_cookie);
+
+            if (want_tid != ~0U) {
+                TEST_ASSERT_EQ(test_ps_buf.sample.tid, want_tid);
+            }
+
+            if (fn != NULL && !test_ps_in(test_ps_buf.sample.ip, fn)) {
+                test_fail_at(__FILE__, __LINE__, "sample at %lx, not in %s",
+                             (unsigned long)test_ps_buf.sample.ip, fn);
+            }
+
+            d->nr_samples++;
+            d->period_sum += test_ps_buf.sample.period;
+            break;
+        case PERFMON_RECORD_LOST:
+            d->nr_lost += test_ps_buf.lost.nr_lost;
+            break;
+        case PERFMON_RECORD_THROTTLE:
+            TEST_ASSERT_LE(test_ps_buf.throttle.time_start,
+                           test_ps_buf.throttle.time_end);
+            d->nr_throttle_records++;
+            d->throttled_periods += test_ps_buf.throttle.nr_periods;
+            break;
+        default:
+            test_fail_at(__FILE__, __LINE__, "record type %u",
+                         test_ps_buf.header.type);
+        }
+    }
+}
+
+static void
+test_ps_pin(unsigned int cpu)
+{
+    TEST_ASSERT_EQ(thread_set_affinity(thread_self(), 1ULL << cpu), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* API errors                                                          */
+/* ------------------------------------------------------------------ */
+
+TEST_DEFINE(perfmon_sample, api_errors_change_nothing)
+{
+    struct perfmon_session *session = test_ps_session(4096);
+    struct perfmon_sample_attr attr = { .session = session, .period = 10 };
+    struct perfmon_event event, counting;
+    uint64_t n;
+
+    /* Not initialized. */
+    memset(&event, 0, sizeof(event));
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(NULL, &attr), EINVAL);
+
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_EMIT,
+                                      PERFMON_EF_SW), 0);
+    attr.session = NULL;
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), EINVAL);
+    attr.session = session;
+    attr.period = 0;
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), EINVAL);
+    attr.period = PERFMON_PERIOD_MAX + 1;
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), EINVAL);
+    attr.period = 10;
+    attr.nr_frames = PERFMON_MAX_FRAMES + 1;
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), EINVAL);
+
+    /* Still a counting event: the sampling calls refuse it. */
+    TEST_ASSERT_EQ(perfmon_event_set_period(&event, 5), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_refresh(&event, 1), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &n), EINVAL);
+
+    attr.nr_frames = PERFMON_MAX_FRAMES;
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), 0);
+    TEST_ASSERT_EQ(perfmon_event_set_period(&event, 0), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_set_period(&event, PERFMON_PERIOD_MAX + 1),
+                   EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_refresh(&event, 0), EINVAL);
+
+    /* Attached: no change of sampling, and the session is in use. */
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, cpu_id()), 0);
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, NULL), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), EINVAL);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), EBUSY);
+
+    /* A sampling event does not share its slot with a counting one. */
+    TEST_ASSERT_EQ(perfmon_event_init(&counting, PMU_SOFT_EV_EMIT,
+                                      PERFMON_EF_SW), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&counting, cpu_id()), 0);
+    TEST_ASSERT_NE(perfmon_event_pmc_index(&counting),
+                   perfmon_event_pmc_index(&event));
+    TEST_ASSERT_EQ(perfmon_event_detach(&counting), 0);
+
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &n), 0);
+    TEST_ASSERT_EQ(n, 0);
+
+    /* Back to counting, detached. */
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, NULL), 0);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &n), EINVAL);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
+/* A hardware sampling event without a PMU is ENODEV, as counting. */
+TEST_DEFINE(perfmon_sample, hardware_event_without_pmu_is_enodev)
+{
+    struct perfmon_session *session = test_ps_session(4096);
+    struct perfmon_sample_attr attr = { .session = session, .period = 1000 };
+    struct perfmon_event event;
+
+    if (perfmon_get_dev(false) != NULL) {
+        TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+        test_skip("a hardware PMU is present");
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PERFMON_EV_INSTRUCTION,
+                                      PERFMON_EF_KERN), 0);
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, 0), ENODEV);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Exact samples                                                       */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A CPU event with period P samples exactly floor(N / P) times over N
+ * units emitted in random sizes, each sample in the emitting function,
+ * with the owner's cookie, the CPU, the thread and the period; what is
+ * emitted on other CPUs is not its business.
+ */
+TEST_DEFINE(perfmon_sample, cpu_event_samples_exactly)
+{
+    unsigned int c = cpu_count() - 1;
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct test_ps_drain d = { 0 };
+    struct perfmon_event event;
+    uint64_t seed = 77, total = 0, nr;
+    const uint64_t period = 97, want = 30011;
+
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, period, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    while (total < want) {
+        uint64_t n = test_ps_rand_emit(&seed, want - total);
+
+        test_ps_emit(n);
+        total += n;
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_read(&event), want);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, want / period);
+
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT,
+                  thread_id(thread_self()), "test_ps_emit", &d);
+    TEST_ASSERT_EQ(d.nr_samples, want / period);
+    TEST_ASSERT_EQ(d.period_sum, d.nr_samples * period);
+    TEST_ASSERT_EQ(d.nr_lost, 0);
+    TEST_ASSERT_EQ(d.nr_throttle_records, 0);
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        struct test_ps_drain other = { 0 };
+
+        test_ps_drain(session, i, 0, 0, NULL, &other);
+        TEST_ASSERT_EQ(other.nr_samples, 0);
+    }
+
+    TEST_ASSERT_EQ(pmu_soft_nr_lost(c), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * A thread event samples its thread only, wherever it runs: the thread
+ * migrates over every CPU between emits while other threads emit on the
+ * same channel everywhere. It knows, per CPU, which period ends fell
+ * into its emits there (interrupts off around each emit keep it on one
+ * CPU): each ring must hold exactly those samples, all its own.
+ */
+struct test_ps_target {
+    struct thread *thread;
+    uint64_t total;
+    uint64_t period;
+    uint64_t want[CPU_MAX];
+    volatile bool go;
+};
+
+static void
+test_ps_target_main(void *arg)
+{
+    struct test_ps_target *t = arg;
+    uint64_t seed = 5, done = 0;
+
+    while (!t->go) {
+        thread_delay(1);
+    }
+
+    for (unsigned int i = 0; done < t->total; i++) {
+        uint64_t n = test_ps_rand_emit(&seed, t->total - done);
+        unsigned long flags;
+
+        if (i % 16 == 0) {
+            thread_set_affinity(thread_self(), 1ULL << (i / 16 % cpu_count()));
+        }
+
+        flags = cpu_intr_save();
+        t->want[cpu_id()] += test_ps_ends(done, n, t->period);
+        test_ps_emit(n);
+        cpu_intr_restore(flags);
+        done += n;
+
+        if (i % 7 == 0) {
+            thread_yield();
+        }
+    }
+}
+
+struct test_ps_other {
+    struct thread *thread;
+    uint64_t total;
+    volatile bool go;
+};
+
+static void
+test_ps_other_main(void *arg)
+{
+    struct test_ps_other *o = arg;
+    uint64_t seed = 9;
+
+    while (!o->go) {
+        thread_delay(1);
+    }
+
+    for (uint64_t done = 0; done < o->total;) {
+        uint64_t n = 1 + test_rand(&seed) % test_ps_max_emit();
+
+        test_ps_emit(n);
+        done += n;
+
+        if (done % 5 == 0) {
+            thread_yield();
+        }
+    }
+}
+
+TEST_DEFINE(perfmon_sample, thread_event_samples_only_its_thread)
+{
+    static struct test_ps_target target;
+    static struct test_ps_other others[CPU_MAX];
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct perfmon_event event;
+    uint64_t nr, total_want = 0, total_got = 0;
+
+    target = (struct test_ps_target){ .total = 40000, .period = 61 };
+    target.thread = test_thread_start("ps-target", 0, test_ps_target_main,
+                                      &target);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, target.period, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach(&event, target.thread), 0);
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        others[i] = (struct test_ps_other){ .total = 10000 };
+        others[i].thread = test_thread_start("ps-other", 1ULL << i,
+                                             test_ps_other_main, &others[i]);
+    }
+
+    target.go = true;
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        others[i].go = true;
+    }
+
+    /* Read before join: the event holds its own reference. */
+    while (!thread_exited(target.thread)) {
+        thread_delay(1);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_read(&event), target.total);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    thread_join(target.thread);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, target.total / target.period);
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        struct test_ps_drain d = { 0 };
+
+        test_ps_drain(session, i, 0xc0de0000 + PMU_SOFT_EV_EMIT,
+                      thread_id(target.thread), "test_ps_emit", &d);
+        TEST_ASSERT_EQ(d.nr_samples, target.want[i]);
+        TEST_ASSERT_EQ(d.nr_lost, 0);
+        total_want += target.want[i];
+        total_got += d.nr_samples;
+    }
+
+    TEST_ASSERT_EQ(total_got, target.total / target.period);
+    TEST_ASSERT_EQ(total_want, total_got);
+
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        thread_join(others[i].thread);
+    }
+
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
+/*
+ * A new period takes effect where the current one ends; refresh allows
+ * exactly n more samples, the event counting on after them; a refresh of
+ * a stopped event starts a new period from where the count is.
+ */
+TEST_DEFINE(perfmon_sample, period_change_and_refresh)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct test_ps_drain d = { 0 };
+    struct perfmon_event event;
+    uint64_t nr;
+
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 100, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    for (unsigned int i = 0; i < 20; i++) {
+        test_ps_emit(50);                       /* 1000: 10 samples */
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_set_period(&event, 50), 0);
+
+    for (unsigned int i = 0; i < 20; i++) {
+        test_ps_emit(10);                       /* 1200: 1100 1150 1200 */
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, 13);
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U,
+                  "test_ps_emit", &d);
+    TEST_ASSERT_EQ(d.nr_samples, 13);
+    TEST_ASSERT_EQ(d.period_sum, 10 * 100 + 100 + 50 + 50);
+
+    TEST_ASSERT_EQ(perfmon_event_refresh(&event, 2), 0);
+
+    for (unsigned int i = 0; i < 50; i++) {
+        test_ps_emit(10);                       /* 1700: 1250 1300, stop */
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, 15);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 1700);
+
+    TEST_ASSERT_EQ(perfmon_event_refresh(&event, PERFMON_SAMPLES_UNLIMITED),
+                   0);
+
+    for (unsigned int i = 0; i < 10; i++) {
+        test_ps_emit(10);                       /* 1800: 1750 1800 */
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 1800);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, 17);
+    memset(&d, 0, sizeof(d));
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U,
+                  "test_ps_emit", &d);
+    TEST_ASSERT_EQ(d.nr_samples, 4);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * A period longer than a preset can reach (2^width at narrow widths)
+ * goes through overflows that take no sample.
+ */
+TEST_DEFINE(perfmon_sample, period_beyond_counter_width)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct test_ps_drain d = { 0 };
+    struct perfmon_event event;
+    const uint64_t period = 5003, want = 26000;
+    uint64_t total = 0, nr;
+
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, period, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    while (total < want) {
+        uint64_t n = MIN(test_ps_max_emit(), want - total);
+
+        test_ps_emit(n);
+        total += n;
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), want);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, want / period);
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT,
+                  thread_id(thread_self()), "test_ps_emit", &d);
+    TEST_ASSERT_EQ(d.nr_samples, want / period);
+    TEST_ASSERT_EQ(pmu_soft_nr_lost(c), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Call chains                                                         */
+/* ------------------------------------------------------------------ */
+
+static __attribute__((noinline)) void
+test_ps_chain3(void)
+{
+    test_ps_emit(1);
+    __asm__ volatile("" : : : "memory");
+}
+
+static __attribute__((noinline)) void
+test_ps_chain2(void)
+{
+    test_ps_chain3();
+    __asm__ volatile("" : : : "memory");
+}
+
+static __attribute__((noinline)) void
+test_ps_chain1(void)
+{
+    test_ps_chain2();
+    __asm__ volatile("" : : : "memory");
+}
+
+/*
+ * A sample's call chain names the callers from the innermost out, up to
+ * the event's depth.
+ */
+TEST_DEFINE(perfmon_sample, call_chain_frames)
+{
+    static const char *const want[] = {
+        "test_ps_chain3", "test_ps_chain2", "test_ps_chain1",
+        "test_fn_perfmon_sample_call_chain_frames",
+    };
+    unsigned int c = cpu_id();
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct perfmon_event event;
+    size_t size;
+
+    test_ps_pin(c);
+
+    for (unsigned int depth = 2; depth <= 8; depth += 6) {
+        test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 1, depth);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+        test_ps_chain1();
+        TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+
+        TEST_ASSERT_EQ(perfmon_session_read(session, c, &test_ps_buf,
+                                             sizeof(test_ps_buf), &size), 0);
+        TEST_ASSERT_EQ(test_ps_buf.header.type, PERFMON_RECORD_SAMPLE);
+        TEST_ASSERT(test_ps_in(test_ps_buf.sample.ip, "test_ps_emit"));
+        TEST_ASSERT_EQ(test_ps_buf.sample.nr_frames, depth);
+        TEST_ASSERT_EQ(size, sizeof(test_ps_buf.sample) + depth * 8);
+
+        for (unsigned int i = 0; i < MIN(depth, ARRAY_SIZE(want)); i++) {
+            if (!test_ps_in(test_ps_buf.sample.frames[i], want[i])) {
+                test_fail_at(__FILE__, __LINE__, "frame %u at %lx, not in %s",
+                             i, (unsigned long)test_ps_buf.sample.frames[i],
+                             want[i]);
+            }
+        }
+
+        TEST_ASSERT_EQ(perfmon_session_read(session, c, &test_ps_buf,
+                                            sizeof(test_ps_buf), &size),
+                       EAGAIN);
+    }
+
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Limits                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Period 1 past the per-tick budget: sampling stops until the next tick,
+ * the periods that end meanwhile come back in THROTTLE records, samples
+ * plus throttled periods account for every unit, and the count is exact.
+ */
+TEST_DEFINE(perfmon_sample, throttled_periods_are_reported)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session = test_ps_session(1U << 20);
+    struct test_ps_drain d = { 0 };
+    struct perfmon_event event;
+    const uint64_t want = 5000;
+    uint64_t total = 0, nr;
+    unsigned long flags;
+
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 1, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    flags = cpu_intr_save();
+
+    while (total < want) {
+        uint64_t n = MIN(test_ps_max_emit(), want - total);
+
+        test_ps_emit(n);
+        total += n;
+    }
+
+    cpu_intr_restore(flags);
+    thread_delay(3);    /* the throttle timer ends the throttling */
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), want);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U,
+                  "test_ps_emit", &d);
+    TEST_ASSERT_EQ(d.nr_samples, nr);
+    TEST_ASSERT_EQ(d.nr_lost, 0);
+    TEST_ASSERT_GE(d.nr_throttle_records, 1);
+    TEST_ASSERT_LT(nr, want);
+    TEST_ASSERT_EQ(nr + d.throttled_periods, want);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * Records that do not fit are lost, and reported: what the consumer
+ * reads plus what LOST records report is every sample produced.
+ */
+TEST_DEFINE(perfmon_sample, lost_samples_are_accounted)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session;
+    struct test_ps_drain d = { 0 };
+    struct perfmon_event event;
+    uint64_t nr;
+
+    session = test_ps_session(PERFMON_SESSION_RING_MIN * 4);
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 1, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    for (unsigned int i = 0; i < 100; i++) {
+        test_ps_emit(1);
+    }
+
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U,
+                  "test_ps_emit", &d);
+    TEST_ASSERT_LT(d.nr_samples, 100);
+    TEST_ASSERT_EQ(d.nr_lost, 0);
+
+    /* Room again: the next sample comes after one LOST record. */
+    test_ps_emit(1);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U,
+                  "test_ps_emit", &d);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, 101);
+    TEST_ASSERT_EQ(d.nr_samples + d.nr_lost, 101);
+    TEST_ASSERT_GT(d.nr_lost, 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * The tick event with period 1 is a timer profiler: one sample per tick
+ * the CPU accounts, at the code the tick interrupted.
+ */
+TEST_DEFINE(perfmon_sample, tick_samples_where_the_tick_came)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct test_ps_drain d = { 0 };
+    struct perfmon_event event;
+    uint64_t count, nr;
+    size_t size;
+
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_TICK, session, 1, 4);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+    test_spin_ticks(5);
+    thread_delay(5);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    count = perfmon_event_read(&event);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, count);
+    TEST_ASSERT_GE(count, 9);
+
+    while (perfmon_session_read(session, c, &test_ps_buf,
+                                sizeof(test_ps_buf), &size) == 0) {
+        uintptr_t offset;
+
+        TEST_ASSERT_EQ(test_ps_buf.header.type, PERFMON_RECORD_SAMPLE);
+        TEST_ASSERT_EQ(test_ps_buf.sample.period, 1);
+        TEST_ASSERT(ksym_lookup(test_ps_buf.sample.ip, &offset) != NULL);
+        d.nr_samples++;
+    }
+
+    TEST_ASSERT_EQ(d.nr_samples, count);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
