@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Tests of tools/perf-convert, printed as KTAP for make check's host tests.
 
-The fixture tools/testdata/perf-dump.txt is a console capture (a dump with
-console lines around and between its records); perf-dump.linux-perf.txt
-and perf-dump.folded are the exact outputs expected from it.
+The fixture tools/testdata/perf-dump.txt is a console capture written by
+hand (a dump with console lines around and between its records, every
+kind of record); perf-dump.linux-perf.txt and perf-dump.folded are the
+exact outputs expected from it, the folded stacks being also what
+FlameGraph's stackcollapse-perf.pl makes of the perf script text.
+perf-dump-tcg.txt is a real capture from the shell under TCG, with its
+outputs checked the same way.
 """
 
 import contextlib
@@ -99,6 +103,16 @@ def fixture_to_folded():
 
 
 @test
+def tcg_capture_to_perf_script_and_folded():
+    # A real console capture: perf record all cswitch 200 on 2 CPUs under
+    # TCG, then perf report and perf script, call chains of 8 frames.
+    dump = pc.parse(read("perf-dump-tcg.txt"))
+    check_eq(len(dump.samples), 40)
+    check_eq(pc.to_script(dump), read("perf-dump-tcg.linux-perf.txt"))
+    check_eq(pc.to_folded(dump), read("perf-dump-tcg.folded"))
+
+
+@test
 def fixture_records_and_totals():
     dump = pc.parse(read("perf-dump.txt"))
     check_eq(len(dump.samples), 5)
@@ -121,7 +135,7 @@ def command_line_writes_both_formats():
             check_eq(f.read(), read("perf-dump.linux-perf.txt"))
         # Lost and throttled records are reported, not hidden.
         check_eq(stderr, "perf-convert: note: 5 samples converted; 3 records "
-                 "lost in the rings, 1 throttle records, 0 records did not "
+                 "lost in the rings, 1 throttle records, 0 samples did not "
                  "fit the kernel's buffer\n")
     status, stdout, _ = run_main(["--format", "folded"],
                                  stdin=read("perf-dump.txt"))
@@ -230,7 +244,12 @@ def inconsistent_markers_are_errors():
     expect_error(GOOD.replace(TOTALS, "").replace("lines=3", "lines=2"), 4,
                  "no totals line")
     expect_error(GOOD.replace("received=1", "received=2"), 5,
-                 "totals say 2 samples received but the dump has 1")
+                 "totals say 2 samples received, 0 of them not kept, but "
+                 "the dump has 1")
+    # Samples the kernel's buffer could not keep are announced.
+    text = GOOD.replace("received=1", "received=3").replace("dropped=0",
+                                                            "dropped=2")
+    check_eq(len(pc.parse(text).samples), 1)
     expect_error(GOOD.replace(" tsc_hz=1000000", ""), 1,
                  "begin marker without tsc_hz=")
     expect_error(GOOD.replace("tsc_hz=1000000", "tsc_hz=0"), 1, "tsc_hz=0")
