@@ -201,6 +201,11 @@ HOST_INCLUDES_pmu_intel_v5 := -Itests/host/model
 HOST_DEFINES_pmu_intel_v1 := -DPMU_TEST_VERSION=1
 HOST_DEFINES_pmu_intel_v2 := -DPMU_TEST_VERSION=2
 HOST_DEFINES_pmu_intel_v5 := -DPMU_TEST_VERSION=5
+# The tests see each overflow report the driver makes (and can reload the
+# counter from it, as perfmon does for sampling) through a wrapper.
+HOST_LDFLAGS_pmu_intel_v1 := -Wl,--wrap=perfmon_report_overflow
+HOST_LDFLAGS_pmu_intel_v2 := -Wl,--wrap=perfmon_report_overflow
+HOST_LDFLAGS_pmu_intel_v5 := -Wl,--wrap=perfmon_report_overflow
 
 # The AMD PMU driver and perfmon, unchanged, over the AMD register model
 # (tests/host/pmu_model_amd.c), one binary per PMU configuration
@@ -248,7 +253,7 @@ $(BUILD)/host/test_%:
 	@mkdir -p $(dir $@)
 	$(call quiet,HOSTCC,$@)
 	$(Q)$(HOSTCC) $(HOST_INCLUDES_$*) $(HOST_CFLAGS) $(HOST_RENAMES_$*) \
-	    $(HOST_DEFINES_$*) -o $@ $(filter %.c,$^)
+	    $(HOST_DEFINES_$*) $(HOST_LDFLAGS_$*) -o $@ $(filter %.c,$^)
 
 host-tests: $(addprefix $(BUILD)/host/test_,$(HOST_TESTS))
 

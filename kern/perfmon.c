@@ -1058,7 +1058,16 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 
     for (unsigned int d = 0; d < nr_devs; d++) {
         if ((prev->used[d] | next->used[d]) != 0) {
-            perfmon_td_switch_dev(prev, next, cpu, perfmon_devs[d], &ctx);
+            struct perfmon_dev *dev = perfmon_devs[d];
+
+            /* One write of the driver's global enable per switch. */
+            if (dev->ops->batch_begin != NULL) {
+                dev->ops->batch_begin();
+                perfmon_td_switch_dev(prev, next, cpu, dev, &ctx);
+                dev->ops->batch_end();
+            } else {
+                perfmon_td_switch_dev(prev, next, cpu, dev, &ctx);
+            }
         }
     }
 
@@ -1749,7 +1758,8 @@ perfmon_register(struct perfmon_dev *dev)
         || ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
         || ops->start == NULL || ops->stop == NULL || ops->read == NULL
         || (dev->overflow_intr && (ops->handle_overflow_intr == NULL
-                                   || ops->overflow_consume == NULL))) {
+                                   || ops->overflow_consume == NULL))
+        || ((ops->batch_begin == NULL) != (ops->batch_end == NULL))) {
         return EINVAL;
     }
 

@@ -284,6 +284,18 @@ struct perfmon_dev_ops {
      * between perfmon's last read and the write are not counted.
      */
     uint64_t (*preset)(unsigned int pmc_id, uint64_t n);
+
+    /*
+     * Local, optional (both or neither): bracket the starts and stops of
+     * one context switch on this CPU, so that the driver can write what
+     * they share (a global enable register) once, at batch_end, instead
+     * of once per counter. Inside a batch a started counter may only
+     * count from batch_end on and a stopped one until then; neither is
+     * read again before batch_end (perfmon counts from start's value and
+     * has read a counter for the last time before stopping it).
+     */
+    void (*batch_begin)(void);
+    void (*batch_end)(void);
 };
 
 struct perfmon_pmc {
@@ -334,7 +346,7 @@ struct perfmon_dev {
  * polled device whose max_rate is 0 or so high that a counter could wrap
  * within two ticks (no poll period is safe), a
  * missing operation (handle_overflow_intr and overflow_consume are needed
- * with overflow_intr),
+ * with overflow_intr; batch_begin comes with batch_end),
  * EBUSY when a device of the same kind (hardware or software) exists.
  */
 int perfmon_register(struct perfmon_dev *dev);

@@ -935,4 +935,143 @@ HOST_TEST(start_and_stop_never_read_control_registers)
     pmu_test_end();
 }
 
+/* ------------------------------------------------------------------ */
+/* Sampling support: preset and max_period                             */
+/* ------------------------------------------------------------------ */
+
+/* 2^47 with an overflow interrupt (both modes), 0 when polled. */
+#define PMU_TEST_MAX_PERIOD     (PMU_TEST_HAS_PMI ? PMU_TEST_TOP_BIT : 0)
+#define PMU_TEST_CTR_MASK       ((1ULL << 48) - 1)
+
+HOST_TEST(max_period_is_two_to_the_47_with_a_pmi)
+{
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_test_dev()->max_period, PMU_TEST_MAX_PERIOD);
+    HOST_ASSERT(pmu_test_dev()->ops->preset != NULL);
+    pmu_test_end();
+}
+
+static uint64_t
+pmu_test_preset(const struct perfmon_event *event, uint64_t n)
+{
+    unsigned long flags = cpu_intr_save();
+    uint64_t value = pmu_test_dev()->ops->preset(pmu_test_counter(event), n);
+
+    cpu_intr_restore(flags);
+    return value;
+}
+
+/*
+ * A preset of n writes 2^48 - n, bit 47 (the top-bit mode's flag) set,
+ * up to 2^47; beyond, n is limited to 2^47, and 0 to 1.
+ */
+HOST_TEST(preset_writes_two_to_the_48_minus_n_and_limits_n)
+{
+    const uint64_t ns[] = { 1, 2, 1000, 1ULL << 31, 1ULL << 40,
+                            PMU_TEST_TOP_BIT };
+    const uint64_t beyond[] = { PMU_TEST_TOP_BIT + 1, 1ULL << 48,
+                                UINT64_MAX };
+    struct perfmon_event *event;
+    unsigned int n;
+
+    if (!PMU_TEST_HAS_PMI) {
+        return;
+    }
+
+    pmu_test_begin();
+    event = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    n = pmu_test_counter(event);
+
+    for (unsigned int k = 0; k < ARRAY_SIZE(ns); k++) {
+        uint64_t value = -ns[k] & PMU_TEST_CTR_MASK;
+
+        HOST_ASSERT(value & PMU_TEST_TOP_BIT);
+        HOST_ASSERT_EQ(pmu_test_preset(event, ns[k]), value);
+        HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)), value);
+    }
+
+    for (unsigned int k = 0; k < ARRAY_SIZE(beyond); k++) {
+        HOST_ASSERT_EQ(pmu_test_preset(event, beyond[k]), PMU_TEST_TOP_BIT);
+        HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)), PMU_TEST_TOP_BIT);
+    }
+
+    HOST_ASSERT_EQ(pmu_test_preset(event, 0), PMU_TEST_CTR_MASK);
+    pmu_test_assert_no_fault();
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+/*
+ * Counters preset to n overflow after exactly n events (in top-bit mode
+ * their flag clears then); several overflowing before the PMI is taken
+ * are each reported once by it, and the handler leaves no overflow
+ * behind (flag set again, status clear).
+ */
+HOST_TEST(preset_counters_overflow_after_n_and_report_once_each)
+{
+    const uint64_t ns[3] = { 10, 20, 30 };
+    struct perfmon_event *events[3];
+    uint64_t overflows, pmis;
+
+    if (!PMU_TEST_HAS_PMI) {
+        return;
+    }
+
+    pmu_test_begin();
+    events[0] = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION,
+                                    PERFMON_EF_KERN);
+    events[1] = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    events[2] = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    overflows = perfmon_nr_overflows(0);
+    pmis = pmu_amd_nr_pmis(0);
+
+    for (unsigned int k = 0; k < 3; k++) {
+        pmu_test_preset(events[k], ns[k]);
+    }
+
+    model_amd_retire(PMU_TEST_INSTRUCTIONS, 9, MODEL_AMD_RING_KERN);
+    HOST_ASSERT(!model_amd_pmi_pending());
+    model_amd_retire(PMU_TEST_INSTRUCTIONS, 1, MODEL_AMD_RING_KERN);
+    HOST_ASSERT(model_amd_pmi_pending());
+    model_amd_retire(PMU_TEST_CYCLES, 20, MODEL_AMD_RING_KERN);
+    model_amd_retire(MODEL_AMD_EV_BRANCHES, 30, MODEL_AMD_RING_KERN);
+
+    for (unsigned int k = 0; k < 3; k++) {
+        unsigned int n = pmu_test_counter(events[k]);
+
+        if (PMU_TEST_V2) {
+            HOST_ASSERT(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS)
+                        & (1ULL << n));
+        } else {
+            HOST_ASSERT(!(model_amd_msr(pmu_test_msr_ctr(n))
+                          & PMU_TEST_TOP_BIT));
+        }
+    }
+
+    pmu_test_deliver_pmi();
+
+    /* The model may have a second PMI pending: it reports nothing. */
+    pmu_test_catch_up();
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 3);
+
+    for (unsigned int k = 0; k < 3; k++) {
+        unsigned int n = pmu_test_counter(events[k]);
+
+        if (PMU_TEST_V2) {
+            HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS), 0);
+        } else {
+            HOST_ASSERT(model_amd_msr(pmu_test_msr_ctr(n))
+                        & PMU_TEST_TOP_BIT);
+        }
+    }
+
+    HOST_ASSERT(pmu_amd_nr_pmis(0) - pmis >= 1);
+
+    for (unsigned int k = 0; k < 3; k++) {
+        HOST_ASSERT_EQ(perfmon_event_detach(events[k]), 0);
+    }
+
+    pmu_test_end();
+}
+
 HOST_TEST_MAIN()

@@ -570,6 +570,37 @@ pmu_amd_stop(unsigned int pmc_id)
     }
 }
 
+/*
+ * The longest preset: 2^47. A counter is 48 bits, written in full (APM
+ * vol. 2, 13.2.2); in top-bit mode its bit 47 is the overflow flag and a
+ * preset counter must start with it set, so 2^48 - n for n <= 2^47, whose
+ * 48-bit wrap clears the flag after n events, as a counter started by
+ * start does. With PerfMonV2 the same bound keeps both modes alike. 0
+ * when polled (no overflow interrupt, no sampling).
+ */
+static uint64_t
+pmu_amd_max_period(void)
+{
+    return pmu_amd_has_pmi() ? PMU_AMD_TOP_BIT : 0;
+}
+
+/*
+ * Sampling: make the running counter overflow after n more events, n
+ * limited to [1, max_period]: 2^48 - n, which has bit 47 set (the top-bit
+ * mode's flag). Return the value written.
+ */
+static uint64_t
+pmu_amd_preset(unsigned int pmc_id, uint64_t n)
+{
+    uint64_t value;
+
+    n = MAX(n, 1);
+    n = MIN(n, pmu_amd_max_period());
+    value = -n & PMU_AMD_COUNTER_MASK;
+    cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
+    return value;
+}
+
 static uint64_t
 pmu_amd_read(unsigned int pmc_id)
 {
@@ -690,15 +721,22 @@ pmu_amd_global_intr(const struct perfmon_intr_ctx *ctx)
         status = cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & counters;
     }
 
+    /*
+     * Unmask before counting again (see pmu_amd_handle_overflow_intr): a
+     * counter reloaded from the report may overflow at once.
+     */
+    lapic_pmc_unmask();
     cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL,
                 cpu_local_var(pmu_amd_cpu).global_ctl);
 }
 
 /*
  * PMI without PerfMonV2: no status register, so every active counter is
- * read and those whose flag is clear are re-armed and reported, once each
- * (a re-armed counter cannot wrap again within a handler: that takes
- * 2^47 events).
+ * read and those whose flag is clear are re-armed and reported, once each.
+ * A counter that perfmon reloads from the report with a short period may
+ * wrap again before the handler returns: its flag is clear again and its
+ * request, with the LVT entry already unmasked, is the next PMI, which
+ * reports it.
  */
 static void
 pmu_amd_top_bit_intr(const struct perfmon_intr_ctx *ctx)
@@ -725,7 +763,13 @@ pmu_amd_top_bit_intr(const struct perfmon_intr_ctx *ctx)
 /*
  * The PMI. AMD CPUs do not mask the LVT entry on delivery, but some
  * hypervisors did (KVM, 2023 to 2024): unmasking it again is one write
- * that keeps the PMI alive there.
+ * that keeps the PMI alive there. It comes before anything can overflow
+ * again: perfmon reloads a sampling counter from the report (preset), and
+ * with a short period it may overflow before the handler returns; that
+ * request, finding the entry masked, would raise nothing, and in top-bit
+ * mode nothing else would look at the counter until its next use. So in
+ * top-bit mode (counters keep running) the entry is unmasked first, and
+ * with PerfMonV2 before the global control counts again.
  */
 static void
 pmu_amd_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
@@ -735,10 +779,9 @@ pmu_amd_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
         pmu_amd_global_intr(ctx);
     } else {
+        lapic_pmc_unmask();
         pmu_amd_top_bit_intr(ctx);
     }
-
-    lapic_pmc_unmask();
 }
 
 static const struct perfmon_dev_ops pmu_amd_ops = {
@@ -750,6 +793,7 @@ static const struct perfmon_dev_ops pmu_amd_ops = {
     .read = pmu_amd_read,
     .overflow_consume = pmu_amd_overflow_consume,
     .handle_overflow_intr = pmu_amd_handle_overflow_intr,
+    .preset = pmu_amd_preset,
 };
 
 int
@@ -936,6 +980,7 @@ pmu_amd_setup(void)
     pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
     pmu_amd_dev.nr_pmcs = info->nr_counters;
     pmu_amd_dev.min_width = pmu_amd_width();
+    pmu_amd_dev.max_period = pmu_amd_max_period();
     pmu_amd_dev.max_rate = cpu_get_freq() / CLOCK_HZ
                            * PMU_AMD_MAX_EVENTS_PER_CYCLE;
     pmu_amd_dev.sw = false;

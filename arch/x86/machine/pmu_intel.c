@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include <kern/arg.h>
+#include <kern/assert.h>
 #include <kern/bitops.h>
 #include <kern/clock.h>
 #include <kern/errno.h>
@@ -153,18 +154,37 @@ static unsigned int pmu_intel_fixed_slot[PMU_INTEL_MAX_FIXED];
 static uint64_t pmu_intel_start_gap;
 
 /*
- * What this CPU's IA32_PERF_GLOBAL_CTRL and IA32_FIXED_CTR_CTRL should
- * hold. The driver writes them from here and never reads them back: with
- * FREEZE_PERFMON_ON_PMI set (firmware may leave it, a hypervisor may
- * ignore clearing it) a PMI request clears GLOBAL_CTRL behind the
- * driver's back (SDM vol. 3B, "Freezing LBR and Performance Counters on
- * PMI"), so a handler restoring what it read would leave counting off for
- * good; and a read-modify-write costs a RDMSR per start and stop. Local:
- * start, stop and the PMI run with interrupts disabled.
+ * What this CPU's control registers hold or should hold. The driver writes
+ * them from here and never reads them back: with FREEZE_PERFMON_ON_PMI set
+ * (firmware may leave it, a hypervisor may ignore clearing it) a PMI
+ * request clears GLOBAL_CTRL behind the driver's back (SDM vol. 3B,
+ * "Freezing LBR and Performance Counters on PMI"), so a handler restoring
+ * what it read would leave counting off for good; and a read-modify-write
+ * costs a RDMSR per start and stop.
+ *
+ * From version 2 a counter counts only while both its enable in
+ * IA32_PERFEVTSELx or IA32_FIXED_CTR_CTRL and its IA32_PERF_GLOBAL_CTRL
+ * bit are set (SDM vol. 3B, 21.2.2: the bits are ANDed). So start and stop
+ * only flip the GLOBAL_CTRL bit and leave the event select programmed:
+ * evtsel and fixed_ctrl are what those registers hold, and a counter
+ * started again with the same configuration costs no control write. In a
+ * batch (a context switch, perfmon's batch_begin/batch_end) the
+ * GLOBAL_CTRL write waits for batch_end: global_ctrl is what the counters
+ * in use need, global_hw what the register holds, and stopped the
+ * counters whose overflow bits batch_end clears once they no longer
+ * count. Version 1 has no global registers: EN in the event select starts
+ * and stops a counter.
+ *
+ * Local: start, stop, preset, the batch and the PMI run with interrupts
+ * disabled.
  */
 struct pmu_intel_cpu {
     uint64_t global_ctrl;
+    uint64_t global_hw;
     uint64_t fixed_ctrl;
+    uint64_t evtsel[PMU_INTEL_MAX_GP];
+    uint64_t stopped;
+    bool batch;
 };
 
 static struct pmu_intel_cpu pmu_intel_cpu __percpu;
@@ -413,73 +433,93 @@ pmu_intel_global_bit(unsigned int pmc_id)
     return 1ULL << pmc_id;  /* fixed counters start at bit 32 */
 }
 
+/*
+ * Write IA32_PERF_GLOBAL_CTRL from the shadow when it differs, then clear
+ * the overflow bits of the counters stopped since the last flush: once
+ * they no longer count, so that an overflow of their last use is not
+ * reported to the next one (the bits of a stopped counter stay clear, so
+ * start needs no acknowledgment). Version 2 and later.
+ */
 static void
-pmu_intel_global_enable(unsigned int pmc_id)
+pmu_intel_global_flush(struct pmu_intel_cpu *cpu)
 {
-    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
-
-    if (!pmu_intel_has_pmi()) {
-        return;     /* version 1 has no global registers */
+    if (cpu->global_hw != cpu->global_ctrl) {
+        cpu->global_hw = cpu->global_ctrl;
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_hw);
     }
 
-    cpu->global_ctrl |= pmu_intel_global_bit(pmc_id);
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
+    if (cpu->stopped != 0) {
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, cpu->stopped);
+        cpu->stopped = 0;
+    }
 }
 
 static void
-pmu_intel_global_disable(unsigned int pmc_id)
+pmu_intel_batch_begin(void)
+{
+    cpu_local_ptr(pmu_intel_cpu)->batch = true;
+}
+
+static void
+pmu_intel_batch_end(void)
 {
     struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
 
-    if (!pmu_intel_has_pmi()) {
-        return;
-    }
+    cpu->batch = false;
+    pmu_intel_global_flush(cpu);
+}
 
-    cpu->global_ctrl &= ~pmu_intel_global_bit(pmc_id);
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
+/* Write a general counter's event select unless it holds evtsel already. */
+static void
+pmu_intel_evtsel_set(struct pmu_intel_cpu *cpu, unsigned int i,
+                     uint64_t evtsel)
+{
+    assert(i < PMU_INTEL_MAX_GP);
+
+    if (cpu->evtsel[i] != evtsel) {
+        cpu->evtsel[i] = evtsel;
+        cpu_set_msr(PMU_INTEL_MSR_EVTSEL(i), evtsel);
+    }
 }
 
 /* Set the 4-bit IA32_FIXED_CTR_CTRL field of fixed counter j. */
 static void
-pmu_intel_fixed_ctrl_set(unsigned int j, unsigned int field)
+pmu_intel_fixed_ctrl_set(struct pmu_intel_cpu *cpu, unsigned int j,
+                         unsigned int field)
 {
-    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+    uint64_t ctrl = (cpu->fixed_ctrl & ~PMU_INTEL_FIXED_FIELD(j, 0xf))
+                    | PMU_INTEL_FIXED_FIELD(j, field);
 
-    cpu->fixed_ctrl = (cpu->fixed_ctrl & ~PMU_INTEL_FIXED_FIELD(j, 0xf))
-                      | PMU_INTEL_FIXED_FIELD(j, field);
-    cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, cpu->fixed_ctrl);
-}
-
-static void
-pmu_intel_ack(unsigned int pmc_id)
-{
-    if (pmu_intel_has_pmi()) {
-        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, pmu_intel_global_bit(pmc_id));
+    if (cpu->fixed_ctrl != ctrl) {
+        cpu->fixed_ctrl = ctrl;
+        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, ctrl);
     }
 }
 
 /*
- * Write the starting value, zero or start_gap events before the wrap, and
- * return the value the counter holds from then on, which perfmon counts
- * from. Through IA32_PMCx the CPU keeps bits 31:0 and sign-extends bit 31
- * (SDM vol. 3B, 21.2.6): the return is that result, computed the way the
- * CPU does, not the value meant (the gap limit of 2^31 makes them equal).
+ * Write a counter so that it overflows after n events: 2^width - n (SDM
+ * vol. 3B, 21.2.6, "Full-Width Writes to Performance Counter Registers").
+ * Fixed counters and the IA32_A_PMCx aliases take the full width (bits
+ * above it are reserved: 21.2.2 for fixed counters, #GP for the aliases).
+ * IA32_PMCx keeps bits 31:0 of a write and sign-extends bit 31 to the
+ * width, which gives 2^width - n exactly when 1 <= n <= 2^31 (bit 31 of
+ * 2^32 - n set). The return is the value the counter holds, computed as
+ * the CPU does. The caller keeps n within those bounds.
  */
 static uint64_t
-pmu_intel_write_start(unsigned int pmc_id)
+pmu_intel_write_count(unsigned int pmc_id, uint64_t n)
 {
     uint64_t value, mask;
 
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
-        value = -pmu_intel_start_gap
-                & bitops_width_mask(pmu_intel_info.fixed_width);
+        value = -n & bitops_width_mask(pmu_intel_info.fixed_width);
         cpu_set_msr(PMU_INTEL_MSR_FIXED_CTR(pmc_id - PMU_INTEL_FIXED_BASE),
                     value);
         return value;
     }
 
     mask = bitops_width_mask(pmu_intel_info.gp_width);
-    value = -pmu_intel_start_gap & mask;
+    value = -n & mask;
 
     if (pmu_intel_info.full_width_writes) {
         cpu_set_msr(PMU_INTEL_MSR_A_PMC(pmc_id), value);
@@ -491,52 +531,6 @@ pmu_intel_write_start(unsigned int pmc_id)
 }
 
 static uint64_t
-pmu_intel_start(unsigned int pmc_id, uint64_t config)
-{
-    uint64_t value;
-
-    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
-        unsigned int j = pmc_id - PMU_INTEL_FIXED_BASE;
-        unsigned int field = 0;
-
-        field |= (config & PMU_INTEL_EVTSEL_OS) ? PMU_INTEL_FIXED_OS : 0;
-        field |= (config & PMU_INTEL_EVTSEL_USR) ? PMU_INTEL_FIXED_USR : 0;
-        field |= pmu_intel_has_pmi() ? PMU_INTEL_FIXED_PMI : 0;
-
-        pmu_intel_fixed_ctrl_set(j, 0);
-        value = pmu_intel_write_start(pmc_id);
-        pmu_intel_ack(pmc_id);
-        pmu_intel_fixed_ctrl_set(j, field);
-    } else {
-        uint64_t evtsel = config | PMU_INTEL_EVTSEL_EN
-                          | (pmu_intel_has_pmi() ? PMU_INTEL_EVTSEL_INT : 0);
-
-        cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), 0);
-        value = pmu_intel_write_start(pmc_id);
-        pmu_intel_ack(pmc_id);
-        cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), evtsel);
-    }
-
-    pmu_intel_global_enable(pmc_id);
-    return value;
-}
-
-static void
-pmu_intel_stop(unsigned int pmc_id)
-{
-    pmu_intel_global_disable(pmc_id);
-
-    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
-        pmu_intel_fixed_ctrl_set(pmc_id - PMU_INTEL_FIXED_BASE, 0);
-    } else {
-        cpu_set_msr(PMU_INTEL_MSR_EVTSEL(pmc_id), 0);
-    }
-
-    /* An overflow of this use must not be reported to the next one. */
-    pmu_intel_ack(pmc_id);
-}
-
-static uint64_t
 pmu_intel_read(unsigned int pmc_id)
 {
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
@@ -545,6 +539,113 @@ pmu_intel_read(unsigned int pmc_id)
     }
 
     return cpu_get_msr(PMU_INTEL_MSR_PMC(pmc_id));
+}
+
+/*
+ * The value a stopped counter starts from, which perfmon counts from; it
+ * does not count until its enable, after this. In a batch (a context
+ * switch) the counter keeps the value it holds (one read, no write);
+ * elsewhere (attach, a CPU's first thread) it is written to zero or, with
+ * a start gap (tests), that many events before its wrap, which a batch
+ * writes too.
+ */
+static uint64_t
+pmu_intel_start_value(const struct pmu_intel_cpu *cpu, unsigned int pmc_id)
+{
+    if (cpu->batch && pmu_intel_start_gap == 0) {
+        return pmu_intel_read(pmc_id);
+    }
+
+    return pmu_intel_write_count(pmc_id, pmu_intel_start_gap);
+}
+
+/*
+ * Version 1: EN starts the counter, after its value is set. Version 2
+ * on: the event select is programmed (if it changed) with the counter
+ * still off in GLOBAL_CTRL, and the GLOBAL_CTRL bit starts it, at once or
+ * at batch_end. A counter stopped in this batch still counts until then:
+ * not in perfmon's use (a switch stops and starts different counters),
+ * but should it happen, the flush first stops it.
+ *
+ * No overflow may be pending: a stop clears the bit of a counter once it
+ * no longer counts, so a stopped counter has none; outside a batch, an
+ * acknowledgment before the enable also covers a bit set by something
+ * else (a hypervisor), at no cost to the context switch.
+ */
+static uint64_t
+pmu_intel_start(unsigned int pmc_id, uint64_t config)
+{
+    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+    uint64_t bit = pmu_intel_global_bit(pmc_id);
+    uint64_t value;
+
+    if (!pmu_intel_has_pmi()) {
+        value = pmu_intel_start_value(cpu, pmc_id);
+        pmu_intel_evtsel_set(cpu, pmc_id, config | PMU_INTEL_EVTSEL_EN);
+        return value;
+    }
+
+    if (cpu->global_hw & bit) {
+        pmu_intel_global_flush(cpu);
+    }
+
+    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
+        unsigned int field = PMU_INTEL_FIXED_PMI;
+
+        field |= (config & PMU_INTEL_EVTSEL_OS) ? PMU_INTEL_FIXED_OS : 0;
+        field |= (config & PMU_INTEL_EVTSEL_USR) ? PMU_INTEL_FIXED_USR : 0;
+        pmu_intel_fixed_ctrl_set(cpu, pmc_id - PMU_INTEL_FIXED_BASE, field);
+    } else {
+        pmu_intel_evtsel_set(cpu, pmc_id, config | PMU_INTEL_EVTSEL_EN
+                                          | PMU_INTEL_EVTSEL_INT);
+    }
+
+    value = pmu_intel_start_value(cpu, pmc_id);
+    cpu->global_ctrl |= bit;
+
+    if (!cpu->batch) {
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, bit);
+        pmu_intel_global_flush(cpu);
+    }
+
+    return value;
+}
+
+/*
+ * Version 1: clear EN. Version 2 on: clear the GLOBAL_CTRL bit, at once or
+ * at batch_end, then the overflow bit (pmu_intel_global_flush); the event
+ * select stays programmed for the next start.
+ */
+static void
+pmu_intel_stop(unsigned int pmc_id)
+{
+    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+    uint64_t bit = pmu_intel_global_bit(pmc_id);
+
+    if (!pmu_intel_has_pmi()) {
+        pmu_intel_evtsel_set(cpu, pmc_id, 0);
+        return;
+    }
+
+    cpu->global_ctrl &= ~bit;
+    cpu->stopped |= bit;
+
+    if (!cpu->batch) {
+        pmu_intel_global_flush(cpu);
+    }
+}
+
+/*
+ * Sampling: the counter overflows after n more events. n is limited to
+ * [1, max_period], so that the write never needs bits the register does
+ * not take (see pmu_intel_write_count).
+ */
+static uint64_t
+pmu_intel_preset(unsigned int pmc_id, uint64_t n)
+{
+    n = MAX(n, 1);
+    n = MIN(n, pmu_intel_dev.max_period);
+    return pmu_intel_write_count(pmc_id, n);
 }
 
 /* Take back the overflows the PMI has not reported yet. */
@@ -617,8 +718,17 @@ pmu_intel_report(uint64_t status, const struct perfmon_intr_ctx *ctx)
 /*
  * The PMI (version 2 and later): stop counting, acknowledge exactly the
  * status bits seen, report each overflowed counter, and loop while new
- * bits appear, then count again and unmask the LVT entry, which the CPU
- * masks on every PMI (SDM vol. 3A, 11.5.1).
+ * bits appear, then unmask the LVT entry, which the CPU masks on every
+ * PMI (SDM vol. 3A, 11.5.1), and count again.
+ *
+ * Acknowledging before reporting matters for sampling: perfmon reloads a
+ * sampling counter from the report (preset), and the SDM asks for the
+ * overflow bit to be cleared when a counter is reloaded for the next
+ * sample (vol. 3B, 21.2.2, IA32_PERF_GLOBAL_OVF_CTRL). Had the ack come
+ * after the report, it would clear the bit of an overflow of the new
+ * period; here counting is off during the report, and the next overflow
+ * of a preset counter sets its bit and requests a new PMI after the
+ * handler.
  *
  * Nothing counts once GLOBAL_CTRL is zero, so a counter overflows at most
  * once per PMI: a bit that stays set after its acknowledgment, or shows up
@@ -660,10 +770,16 @@ pmu_intel_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
         status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
     }
 
-    /* From the copy: a freeze may have cleared the register itself. */
+    /*
+     * Unmask first, then count again: a counter perfmon preset to a short
+     * period may overflow right after the enable, and a request that
+     * finds the entry masked generates no interrupt (its status bit
+     * would wait for some later PMI). From the copy: a freeze may have
+     * cleared the register itself.
+     */
+    lapic_pmc_unmask();
     cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL,
                 cpu_local_var(pmu_intel_cpu).global_ctrl);
-    lapic_pmc_unmask();
 }
 
 static const struct perfmon_dev_ops pmu_intel_ops = {
@@ -675,7 +791,41 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
     .read = pmu_intel_read,
     .overflow_consume = pmu_intel_overflow_consume,
     .handle_overflow_intr = pmu_intel_handle_overflow_intr,
+    .preset = pmu_intel_preset,
+    .batch_begin = pmu_intel_batch_begin,
+    .batch_end = pmu_intel_batch_end,
 };
+
+/*
+ * The longest preset every counter takes (SDM vol. 3B, 21.2.6): 2^31
+ * through the sign-extending IA32_PMCx, else 2^(width - 1), so that a
+ * preset counter holds a negative number of its width on every path (and
+ * as AMD's top-bit counters do); perfmon makes longer periods from
+ * several. 0 without a PMI (version 1): no sampling.
+ */
+static uint64_t
+pmu_intel_max_period(void)
+{
+    uint64_t max = 1ULL << 62;
+
+    if (!pmu_intel_has_pmi()) {
+        return 0;
+    }
+
+    if (pmu_intel_info.nr_gp != 0) {
+        max = MIN(max, 1ULL << (pmu_intel_info.gp_width - 1));
+
+        if (!pmu_intel_info.full_width_writes) {
+            max = MIN(max, 1ULL << 31);
+        }
+    }
+
+    if (pmu_intel_info.fixed_mask != 0) {
+        max = MIN(max, 1ULL << (pmu_intel_info.fixed_width - 1));
+    }
+
+    return max;
+}
 
 /* The narrowest counter that exists (general or fixed). */
 static unsigned int
@@ -822,6 +972,7 @@ pmu_intel_setup_local(void *arg)
     (void)arg;
 
     for (unsigned int i = 0; i < pmu_intel_info.nr_gp; i++) {
+        cpu->evtsel[i] = 0;
         cpu_set_msr(PMU_INTEL_MSR_EVTSEL(i), 0);
     }
 
@@ -830,6 +981,9 @@ pmu_intel_setup_local(void *arg)
 
         /* GLOBAL_CTRL may come out of reset with counters enabled. */
         cpu->global_ctrl = 0;
+        cpu->global_hw = 0;
+        cpu->stopped = 0;
+        cpu->batch = false;
         cpu->fixed_ctrl = 0;
         cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
         cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, cpu->fixed_ctrl);
@@ -889,6 +1043,7 @@ pmu_intel_setup(void)
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
     pmu_intel_dev.nr_pmcs = info->nr_gp + bitops_popcount(info->fixed_mask);
     pmu_intel_dev.min_width = pmu_intel_min_width();
+    pmu_intel_dev.max_period = pmu_intel_max_period();
     pmu_intel_dev.max_rate = cpu_get_freq() / CLOCK_HZ
                              * PMU_INTEL_MAX_EVENTS_PER_CYCLE;
 
