@@ -152,6 +152,10 @@ HOST_TESTS := printf init_order string arg clock_calib pmu_model \
     pmu_intel_detect pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5 \
     $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) pmu_amd_detect
 
+# Host tests in Python (tools/test_NAME.py, KTAP on stdout), run by the
+# runner with the C ones.
+HOST_PY_TESTS := tools/test_perf_convert.py
+
 $(BUILD)/host/test_printf: tests/host/test_printf.c kern/printf.c
 $(BUILD)/host/test_init_order: tests/host/test_init_order.c kern/init_order.c
 $(BUILD)/host/test_string: tests/host/test_string.c kern/string.c
@@ -274,7 +278,7 @@ debug: deps $(ISO)
 check: deps all
 	@$(PYTHON) tools/runner.py check --iso $(ISO) --smp "$(CHECK_SMP)" \
 	    --accel $(ACCEL) --mem $(MEM) --host-tests $(BUILD)/host \
-	    --host-list "$(HOST_TESTS)" --tests "$(TESTS)" --cmdline "$(ARGS)" \
+	    --host-list "$(HOST_TESTS)" --host-py "$(HOST_PY_TESTS)" --tests "$(TESTS)" --cmdline "$(ARGS)" \
 	    --logdir $(BUILD)/logs $(if $(filter 1,$(V)),--verbose)
 
 CHECK_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),1 2 4)

@@ -4,6 +4,7 @@
  *   perf list
  *   perf stat [cpu N | thread NAME | all] <event>[,<event>...] [MS]
  *             [-- spin MS | -- pingpong N]
+ *   perf record | report | script      (kern/perf_record.c)
  *
  * perf stat counts the events on one CPU, every CPU, a thread, or (with a
  * built-in workload and no target) the workload's own threads, for MS
@@ -26,7 +27,9 @@
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/kmem.h>
+#include <kern/perf_record.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_shell.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/shell.h>
@@ -83,7 +86,7 @@ static const char *const perfmon_shell_soft_help[] = {
     [PMU_SOFT_EV_XCALL] = "cross-CPU calls received",
 };
 
-static void
+void
 perfmon_shell_error(const char *what, int error)
 {
     printf("perf: %s: %s (%s)\n", what, errno_name(error), errno_str(error));
@@ -194,6 +197,31 @@ perfmon_shell_parse_event(struct perfmon_shell_event *ev)
     }
 
     return EINVAL;
+}
+
+int
+perfmon_shell_parse_event_name(const char *name, uint64_t *idp,
+                               unsigned int *flagsp)
+{
+    struct perfmon_shell_event ev;
+    int error;
+
+    memset(&ev, 0, sizeof(ev));
+
+    if (strlen(name) >= sizeof(ev.name)) {
+        return EINVAL;
+    }
+
+    strlcpy(ev.name, name, sizeof(ev.name));
+    error = perfmon_shell_parse_event(&ev);
+
+    if (error) {
+        return error;
+    }
+
+    *idp = ev.id;
+    *flagsp = ev.flags;
+    return 0;
 }
 
 /* Split "a,b,c" into events. Return the count, or -1 after a message. */
@@ -376,8 +404,7 @@ perfmon_shell_format_count(char *buf, size_t size, uint64_t n)
     buf[j] = '\0';
 }
 
-/* Whether Ctrl-C was typed; other input typed meanwhile is dropped. */
-static bool
+bool
 perfmon_shell_interrupted(void)
 {
     char c;
@@ -730,12 +757,20 @@ perfmon_shell_perf(int argc, char **argv)
         perfmon_shell_list();
     } else if (argc >= 2 && strcmp(argv[1], "stat") == 0) {
         perfmon_shell_stat(argc, argv);
+    } else if (argc >= 2 && strcmp(argv[1], "record") == 0) {
+        perf_record_cmd_record(argc, argv);
+    } else if (argc >= 2 && strcmp(argv[1], "report") == 0) {
+        perf_record_cmd_report(argc, argv);
+    } else if (argc >= 2 && strcmp(argv[1], "script") == 0) {
+        perf_record_cmd_script(argc, argv);
     } else {
         printf("usage: perf list\n");
         perfmon_shell_stat_usage();
+        perf_record_usage();
     }
 }
 
 SHELL_CMD_DEFINE(perfmon_shell_perf, "perf",
-                 "list | stat [cpu N|thread NAME|all] EVENTS [MS] [-- WORK]",
-                 "list events; count events (help perf for more)");
+                 "list | stat [cpu N|thread NAME|all] EVENTS [MS] [-- WORK] "
+                 "| record TARGET EVENT[/PERIOD] MS | report | script",
+                 "list, count or sample events (help perf for more)");

@@ -302,8 +302,11 @@ class Boot:
 
     def __init__(self, name, cmdline, smp, timeout=180, expect="pass",
                  output=(), script=(), icount=False, pmu=False, absent=(),
-                 typeahead="", console="stdio"):
+                 typeahead="", console="stdio", post=None):
         self.name = name
+        # post(text) -> [(test, None or diagnostic lines)]: checks of a
+        # passing boot's output beyond regular expressions.
+        self.post = post
         self.cmdline = cmdline
         self.smp = smp
         self.timeout = timeout
@@ -366,6 +369,9 @@ class Boot:
 
         if self.expect == "pass":
             self._judge_run(result, text, rc, script_ok)
+            for test, detail in (self.post(text) if self.post else ()):
+                result.add("ok" if detail is None else "fail", test,
+                           detail or ())
         else:
             self._judge_harness(result, text, rc)
         return result
@@ -445,6 +451,82 @@ def narrow_selection(tests):
         if any(fnmatch.fnmatchcase(s, suite) for s in NARROW_SUITES):
             keep.append(entry)
     return ",".join(keep)
+
+
+PERF_TOTALS = re.compile(r"^perf record: (\d+) samples received, (\d+) "
+                         r"lost, (\d+) throttled \((\d+) records "
+                         r"produced\)$", re.M)
+PERF_FRAME = re.compile(r"^\t *[0-9a-f]+ \w+\+0x[0-9a-f]+ "
+                        r"\(\[kernel\.kallsyms\]\)$", re.M)
+
+
+def perf_totals_check(text):
+    """Check every `perf record` totals line of a console log: None when
+    each has received + lost + throttled == produced and the first one
+    received samples, else why not.
+
+    >>> perf_totals_check("perf record: 58 samples received, 2 lost, "
+    ...                   "1 throttled (61 records produced)\\n"
+    ...                   "perf record: 0 samples received, 0 lost, "
+    ...                   "0 throttled (0 records produced)")
+    >>> perf_totals_check("perf record: 58 samples received, 2 lost, "
+    ...                   "0 throttled (61 records produced)")
+    ['58 received + 2 lost + 0 throttled != 61 produced']
+    >>> perf_totals_check("perf record: 0 samples received, 0 lost, "
+    ...                   "0 throttled (0 records produced)")
+    ['no sample received']
+    >>> perf_totals_check("perfmon> ")
+    ['no perf record totals line']
+    """
+    found = [[int(v) for v in f] for f in PERF_TOTALS.findall(text)]
+    if not found:
+        return ["no perf record totals line"]
+    problems = ["%d received + %d lost + %d throttled != %d produced"
+                % tuple(f) for f in found if f[0] + f[1] + f[2] != f[3]]
+    if found[0][0] == 0:
+        problems.append("no sample received")
+    return problems or None
+
+
+def perf_convert_check(text):
+    """Run tools/perf-convert on a console log holding a `perf script`
+    dump of a period-1 recording (every dumped sample kept): None when
+    both outputs are there, with as many samples as the totals line
+    received, symbolized kernel frames, and folded weights summing to
+    that count; else why not."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "perf-convert")
+    # The recording dumped is the last one before the dump.
+    found = PERF_TOTALS.findall(text[:text.rfind("perfmon-dump 1 begin")])
+    received = int(found[-1][0]) if found else -1
+    out = {}
+    for fmt in ("script", "folded"):
+        proc = subprocess.run([sys.executable, tool, "-f", fmt], input=text,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            return ["perf-convert -f %s failed (status %d):" % (
+                fmt, proc.returncode)] + proc.stderr.splitlines()[-10:]
+        out[fmt] = proc.stdout
+    problems = []
+    nr_samples = len(re.findall(r"^\S", out["script"], re.M))
+    if nr_samples != received:
+        problems.append("perf script text has %d samples, perf record "
+                        "received %d" % (nr_samples, received))
+    if not PERF_FRAME.search(out["script"]):
+        problems.append("no symbolized kernel frame in the perf script "
+                        "text")
+    weights = [int(l.rsplit(" ", 1)[1]) for l in out["folded"].splitlines()]
+    if sum(weights) != received:
+        problems.append("folded stacks weigh %d, perf record received %d"
+                        % (sum(weights), received))
+    return (problems + ["perf script text:"]
+            + out["script"].splitlines()[:20]) if problems else None
+
+
+def perf_record_checks(text):
+    """The shell boot's checks of perf record and perf script."""
+    return [("perf_record_totals", perf_totals_check(text)),
+            ("perf_convert_accepts_dump", perf_convert_check(text))]
 
 
 def check_plan(args):
@@ -534,10 +616,50 @@ def check_plan(args):
         (r"^perf: unknown event 'nosuchevent' \(see perf list\)$", None),
         (prompt, "perf stat cpu 0 raw:0xffffffff 10\r"),
         (r"^perf: no event can be counted$", None),
+        # The sampling profiler: a timer profile of every CPU, its report
+        # and its dump (perf_record_checks checks the totals and converts
+        # the dump); then bad input.
+        (prompt, "perf report\r"),
+        (r"^perf: no recording yet \(perf record first\)$", None),
+        (prompt, "perf record all tick 300\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf report\r"),
+        (r"^# Samples: \d+ of event 'tick', period 1, target all, 300 ms\n"
+         r"#\n# Overhead   Samples  Symbol\n#\n"
+         r"(?:\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\]|"
+         r"\(other functions\))\n)*"
+         r"\s+\d+\.\d\d%\s+\d+  [A-Za-z_]\w*\n"
+         r"(?:\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\]|"
+         r"\(other functions\))\n)*"
+         r"#\n# \d+ received, \d+ lost, \d+ throttled \(\d+ produced\)$",
+         None),
+        (prompt, "perf script\r"),
+        (r"^perfmon-dump 1 begin cpus=%d tsc_hz=\d+ event=tick period=1 "
+         r"frames=8 ms=300 target=all$" % smp, None),
+        (r"^perfmon-dump 1 end lines=\d+$", None),
+        (prompt, "perf record thread main cswitch/2 50\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf record all nosuch 10\r"),
+        (r"^perf: unknown event 'nosuch' \(see perf list\)$", None),
+        (prompt, "perf record all tick/0 10\r"),
+        (r"^perf: bad period '0': 1 to 2\^62 events per sample$", None),
+        (prompt, "perf record cpu 99 tick 10\r"),
+        (r"^perf: bad CPU '99': EINVAL \(0 to %d, online\)$" % (smp - 1),
+         None),
+        (prompt, "perf record thread nosuch tick 10\r"),
+        (r"^perf: no thread named 'nosuch' \(see threads\)$", None),
+        (prompt, "perf record all tick 0\r"),
+        (r"^perf: duration must be 1 to 60000 ms$", None),
+        (prompt, "perf record all instructions 10\r"),
+        (r"^perf: instructions: ENODEV ", None),
+        (prompt, "perf record all tick\r"),
+        (r"^usage: perf record ", None),
+        (prompt, "perf report extra\r"),
+        (r"^usage: perf record ", None),
         (prompt, "bogus\r"),
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
-        (r"^powering off$", None)]))
+        (r"^powering off$", None)], post=perf_record_checks))
     # Input typed before the prompt, as `printf 'cpus\npoweroff\n' | make
     # run` sends it, on make run's console: none of it may be lost. It is
     # longer than what QEMU's console multiplexer buffers (32 bytes).
@@ -604,11 +726,31 @@ def check_plan(args):
     return boots
 
 
+def host_test_commands(args):
+    """(name, command) of each host test: the C binaries of
+    args.host_list in args.host_tests, then the Python scripts of
+    args.host_py (tools/test_NAME.py), each printing KTAP.
+
+    >>> args = argparse.Namespace(host_tests="b/host", host_list="printf",
+    ...                           host_py="tools/test_perf_convert.py")
+    >>> [(n, c[-1]) for n, c in host_test_commands(args)]
+    [('printf', 'b/host/test_printf'), \
+('perf_convert', 'tools/test_perf_convert.py')]
+    """
+    commands = [(name, [os.path.join(args.host_tests, "test_" + name)])
+                for name in args.host_list.split()]
+    for path in getattr(args, "host_py", "").split():
+        name = os.path.basename(path)
+        name = name[len("test_"):] if name.startswith("test_") else name
+        commands.append((name[:-3] if name.endswith(".py") else name,
+                         [sys.executable, path]))
+    return commands
+
+
 def run_host_tests(args):
     result = Result("host")
-    for name in args.host_list.split():
-        path = os.path.join(args.host_tests, "test_" + name)
-        proc = subprocess.run([path], capture_output=True, text=True)
+    for name, cmd in host_test_commands(args):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
         plan, seen = parse_ktap(proc.stdout, result, name + ".")
         if proc.returncode != 0 and result.failed == 0:
             result.add("fail", name, (proc.stdout + proc.stderr)
@@ -725,7 +867,7 @@ def cmd_check(args):
             res = check_logs_saved(done)
             done.append((None, res, None))
             account(res)
-            if args.host_list:
+            if args.host_list or args.host_py:
                 res = run_host_tests(args)
                 done.append((None, res, None))
                 account(res)
@@ -1100,6 +1242,8 @@ def main():
     parser.add_argument("--name", default="boot")
     parser.add_argument("--host-tests", default="")
     parser.add_argument("--host-list", default="")
+    parser.add_argument("--host-py", default="",
+                        help="Python host test scripts (KTAP output)")
     parser.add_argument("--tests", default="",
                         help="test= selection for the suite boots (TESTS=)")
     parser.add_argument("--logdir", default="",

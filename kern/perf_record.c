@@ -1,0 +1,886 @@
+/*
+ * The shell's sampling profiler (kern/perf_record.h).
+ *
+ * perf record attaches one sampling event per target (a CPU, each online
+ * CPU, or a thread) to a session of its own, then, until the duration
+ * ends, waits on the session and copies every record out of the rings
+ * into the buffer of the last recording. The rings are drained while
+ * recording, not only at the end, so their size bounds only what arrives
+ * between two drains. The buffer keeps the records in the order read (per
+ * CPU, the order produced); once a record does not fit, no later record
+ * is kept, so the buffer holds a prefix of the recording and the dump
+ * says how many samples are missing from it.
+ *
+ * The last recording belongs to the shell thread: only the perf commands
+ * touch it, and the shell runs one command at a time.
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kern/assert.h>
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/kmem.h>
+#include <kern/ksym.h>
+#include <kern/log.h>
+#include <kern/macros.h>
+#include <kern/perf_record.h>
+#include <kern/perfmon.h>
+#include <kern/perfmon_record.h>
+#include <kern/perfmon_session.h>
+#include <kern/perfmon_shell.h>
+#include <kern/pmu_soft.h>
+#include <kern/printf.h>
+#include <kern/string.h>
+#include <kern/thread.h>
+#include <machine/cpu.h>
+
+#define PERF_RECORD_RING_SIZE       (32U << 10)     /* bytes per CPU */
+#define PERF_RECORD_MAX_MS          60000ULL
+#define PERF_RECORD_DRAIN_TICKS     5U
+#define PERF_RECORD_MAX_THREADS     128U
+#define PERF_RECORD_NAME_SIZE       32
+#define PERF_RECORD_TARGET_SIZE     48
+#define PERF_RECORD_MAX_FUNCS       512U
+#define PERF_RECORD_REPORT_TOP      20U
+#define PERF_RECORD_LINE_SIZE       2048U
+#define PERF_RECORD_DUMP_VERSION    1
+
+/* Default periods: one sample per event for the rare software events. */
+#define PERF_RECORD_PERIOD_EMIT     10000ULL
+#define PERF_RECORD_PERIOD_HW       1000000ULL
+
+struct perf_record_thread {
+    uint32_t tid;
+    char name[THREAD_NAME_SIZE];
+};
+
+struct perf_record_last {
+    bool valid;
+    char event[PERF_RECORD_NAME_SIZE];
+    char target[PERF_RECORD_TARGET_SIZE];
+    uint64_t period;
+    uint64_t ms;
+    uint64_t tsc_hz;
+    unsigned int nr_cpus;
+    unsigned char *buf;                 /* PERF_RECORD_BUF_SIZE bytes */
+    size_t used;
+    bool full;                          /* a record did not fit */
+    uint64_t received;                  /* SAMPLE records read */
+    uint64_t throttled;                 /* THROTTLE records read */
+    uint64_t produced;                  /* records the rings were offered */
+    uint64_t dropped;                   /* samples read but not kept */
+    uint64_t lost[CPU_MAX];             /* records the rings dropped */
+    unsigned int nr_threads;
+    bool threads_full;
+    struct perf_record_thread threads[PERF_RECORD_MAX_THREADS];
+};
+
+static struct perf_record_last perf_record_last;
+
+/* A record as read from a ring: the largest one a session holds. */
+union perf_record_rec {
+    struct perfmon_record_header header;
+    struct perfmon_record_sample sample;
+    struct perfmon_record_throttle throttle;
+    struct perfmon_record_lost lost;
+    uint64_t raw[PERFMON_SESSION_RECORD_MAX / sizeof(uint64_t)];
+};
+
+/* What perf record was asked to do. */
+struct perf_record_req {
+    char event[PERF_RECORD_NAME_SIZE];
+    char target[PERF_RECORD_TARGET_SIZE];
+    uint64_t id;
+    unsigned int flags;
+    uint64_t period;
+    uint64_t ms;
+    unsigned int nr_targets;
+    unsigned int cpus[CPU_MAX];         /* CPU targets */
+    struct thread *thread;              /* a thread target, referenced */
+};
+
+void
+perf_record_usage(void)
+{
+    printf("usage: perf record <cpu N | thread NAME | all> "
+           "<event>[/PERIOD] <MS>\n"
+           "       perf report\n"
+           "       perf script\n"
+           "  MS 1 to %llu; PERIOD 1 to 2^62, default 1 for tick, cswitch,\n"
+           "  migration and xcall, %llu for emit*, %llu for hardware "
+           "events;\n"
+           "  call chains of %u frames; Ctrl-C stops a recording early\n",
+           PERF_RECORD_MAX_MS, PERF_RECORD_PERIOD_EMIT,
+           PERF_RECORD_PERIOD_HW, PERF_RECORD_NR_FRAMES);
+}
+
+static uint64_t
+perf_record_default_period(uint64_t id, unsigned int flags)
+{
+    if (!(flags & PERFMON_EF_SW)) {
+        return PERF_RECORD_PERIOD_HW;
+    }
+
+    return (id >= PMU_SOFT_EV_EMIT) ? PERF_RECORD_PERIOD_EMIT : 1;
+}
+
+/* Parse "event[/period]" into req. Return 0, or -1 after a message. */
+static int
+perf_record_parse_event(struct perf_record_req *req, const char *word)
+{
+    const char *slash = strchr(word, '/');
+    size_t len = (slash == NULL) ? strlen(word) : (size_t)(slash - word);
+    unsigned long long period;
+
+    if (len == 0 || len >= sizeof(req->event)) {
+        printf("perf: bad event '%s' (see perf list)\n", word);
+        return -1;
+    }
+
+    memcpy(req->event, word, len);
+    req->event[len] = '\0';
+
+    if (perfmon_shell_parse_event_name(req->event, &req->id, &req->flags)
+        != 0) {
+        printf("perf: unknown event '%s' (see perf list)\n", req->event);
+        return -1;
+    }
+
+    if (slash == NULL) {
+        req->period = perf_record_default_period(req->id, req->flags);
+        return 0;
+    }
+
+    if (string_parse_u64(slash + 1, &period) != 0 || period == 0
+        || period > PERFMON_PERIOD_MAX) {
+        printf("perf: bad period '%s': 1 to 2^62 events per sample\n",
+               slash + 1);
+        return -1;
+    }
+
+    req->period = period;
+    return 0;
+}
+
+/*
+ * Parse the target words; return how many argv entries they took, or -1
+ * after a message.
+ */
+static int
+perf_record_parse_target(struct perf_record_req *req, int argc, char **argv)
+{
+    unsigned long long cpu;
+
+    if (argc >= 1 && strcmp(argv[0], "all") == 0) {
+        for (unsigned int i = 0; i < cpu_count(); i++) {
+            if (cpu_online(i)) {
+                req->cpus[req->nr_targets++] = i;
+            }
+        }
+
+        snprintf(req->target, sizeof(req->target), "all");
+        return 1;
+    }
+
+    if (argc >= 2 && strcmp(argv[0], "cpu") == 0) {
+        if (string_parse_u64(argv[1], &cpu) != 0 || cpu >= cpu_count()
+            || !cpu_online((unsigned int)cpu)) {
+            printf("perf: bad CPU '%s': EINVAL (0 to %u, online)\n", argv[1],
+                   cpu_count() - 1);
+            return -1;
+        }
+
+        req->cpus[req->nr_targets++] = (unsigned int)cpu;
+        snprintf(req->target, sizeof(req->target), "cpu %llu", cpu);
+        return 2;
+    }
+
+    if (argc >= 2 && strcmp(argv[0], "thread") == 0) {
+        req->thread = thread_lookup(argv[1]);
+
+        if (req->thread == NULL) {
+            printf("perf: no thread named '%s' (see threads)\n", argv[1]);
+            return -1;
+        }
+
+        req->nr_targets = 1;
+        snprintf(req->target, sizeof(req->target), "thread %s",
+                 thread_name(req->thread));
+        return 2;
+    }
+
+    return 0;
+}
+
+/* ---- the thread table ------------------------------------------------ */
+
+static bool
+perf_record_thread_known(const struct perf_record_last *last, uint32_t tid)
+{
+    for (unsigned int i = 0; i < last->nr_threads; i++) {
+        if (last->threads[i].tid == tid) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+static void
+perf_record_thread_add(struct thread *thread, void *arg)
+{
+    struct perf_record_last *last = arg;
+    struct perf_record_thread *entry;
+    uint32_t tid = thread_id(thread);
+
+    if (tid == 0 || perf_record_thread_known(last, tid)) {
+        return;     /* idle threads share id 0, named "idle" in the dump */
+    }
+
+    if (last->nr_threads == ARRAY_SIZE(last->threads)) {
+        last->threads_full = true;
+        return;
+    }
+
+    entry = &last->threads[last->nr_threads++];
+    entry->tid = tid;
+    strlcpy(entry->name, thread_name(thread), sizeof(entry->name));
+}
+
+/* Add every live thread the table lacks. */
+static void
+perf_record_threads_scan(struct perf_record_last *last)
+{
+    thread_for_each(perf_record_thread_add, last);
+}
+
+/* ---- recording ------------------------------------------------------- */
+
+static void
+perf_record_keep(struct perf_record_last *last,
+                 const union perf_record_rec *rec, size_t size)
+{
+    if (last->full || size > PERF_RECORD_BUF_SIZE - last->used) {
+        last->full = true;
+        last->dropped += (rec->header.type == PERFMON_RECORD_SAMPLE);
+        return;
+    }
+
+    memcpy(last->buf + last->used, rec, size);
+    last->used += size;
+}
+
+/*
+ * Copy what the rings hold into the buffer. Return whether a sample came
+ * from a thread the table lacks.
+ */
+static bool
+perf_record_drain(struct perf_record_last *last,
+                  struct perfmon_session *session)
+{
+    union perf_record_rec rec;
+    bool unknown = false;
+    size_t size;
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        while (perfmon_session_read(session, cpu, &rec, sizeof(rec), &size)
+               == 0) {
+            switch (rec.header.type) {
+            case PERFMON_RECORD_SAMPLE:
+                last->received++;
+                unknown |= (rec.sample.tid != 0
+                            && !perf_record_thread_known(last,
+                                                         rec.sample.tid));
+                perf_record_keep(last, &rec, size);
+                break;
+            case PERFMON_RECORD_THROTTLE:
+                last->throttled++;
+                perf_record_keep(last, &rec, size);
+                break;
+            default:
+                /* LOST: counted from the session's statistics. */
+                break;
+            }
+        }
+    }
+
+    return unknown;
+}
+
+static void
+perf_record_detach_all(struct perfmon_event *events, unsigned int nr)
+{
+    for (unsigned int i = 0; i < nr; i++) {
+        perfmon_event_detach(&events[i]);
+    }
+}
+
+/* Attach one sampling event per target. Return 0 or an error. */
+static int
+perf_record_attach(const struct perf_record_req *req,
+                   struct perfmon_session *session,
+                   struct perfmon_event *events, unsigned int *nr_attachedp)
+{
+    struct perfmon_sample_attr attr = {
+        .session = session,
+        .period = req->period,
+        .nr_frames = PERF_RECORD_NR_FRAMES,
+    };
+    int error;
+
+    for (unsigned int i = 0; i < req->nr_targets; i++) {
+        error = perfmon_event_init(&events[i], req->id, req->flags);
+
+        if (error == 0) {
+            attr.cookie = i;
+            error = perfmon_event_set_sampling(&events[i], &attr);
+        }
+
+        if (error == 0) {
+            error = (req->thread != NULL)
+                    ? perfmon_event_attach(&events[i], req->thread)
+                    : perfmon_event_attach_cpu(&events[i], req->cpus[i]);
+        }
+
+        if (error) {
+            perf_record_detach_all(events, *nr_attachedp);
+            *nr_attachedp = 0;
+            return error;
+        }
+
+        (*nr_attachedp)++;
+    }
+
+    return 0;
+}
+
+/* Start a new last recording for req (its buffer is reused). */
+static int
+perf_record_reset(struct perf_record_last *last,
+                  const struct perf_record_req *req)
+{
+    unsigned char *buf = last->buf;
+
+    if (buf == NULL) {
+        buf = kmem_alloc(PERF_RECORD_BUF_SIZE);
+
+        if (buf == NULL) {
+            return ENOMEM;
+        }
+    }
+
+    memset(last, 0, sizeof(*last));
+    last->buf = buf;
+    strlcpy(last->event, req->event, sizeof(last->event));
+    strlcpy(last->target, req->target, sizeof(last->target));
+    last->period = req->period;
+    last->ms = req->ms;
+    last->tsc_hz = cpu_get_freq();
+    last->nr_cpus = cpu_count();
+    return 0;
+}
+
+/* Record until the deadline or Ctrl-C. Return whether Ctrl-C ended it. */
+static bool
+perf_record_wait(struct perf_record_last *last,
+                 struct perfmon_session *session, uint64_t deadline)
+{
+    for (;;) {
+        uint64_t now = clock_get_time();
+
+        if (now >= deadline) {
+            return false;
+        }
+
+        perfmon_session_wait(session, MIN(deadline - now,
+                                          PERF_RECORD_DRAIN_TICKS));
+
+        if (perf_record_drain(last, session)) {
+            perf_record_threads_scan(last);
+        }
+
+        if (perfmon_shell_interrupted()) {
+            return true;
+        }
+    }
+}
+
+static void
+perf_record_print_totals(const struct perf_record_last *last)
+{
+    uint64_t lost = 0;
+
+    for (unsigned int cpu = 0; cpu < last->nr_cpus; cpu++) {
+        lost += last->lost[cpu];
+    }
+
+    printf("perf record: %llu samples received, %llu lost, %llu throttled "
+           "(%llu records produced)\n", (unsigned long long)last->received,
+           (unsigned long long)lost, (unsigned long long)last->throttled,
+           (unsigned long long)last->produced);
+
+    if (last->dropped != 0) {
+        printf("perf record: %llu samples did not fit the %u KiB buffer "
+               "(kept the first %llu)\n", (unsigned long long)last->dropped,
+               PERF_RECORD_BUF_SIZE >> 10,
+               (unsigned long long)(last->received - last->dropped));
+    }
+}
+
+/* The session's final counts into the last recording. */
+static void
+perf_record_account(struct perf_record_last *last,
+                    const struct perfmon_session *session)
+{
+    struct perfmon_session_stats stats;
+
+    for (unsigned int cpu = 0; cpu < last->nr_cpus; cpu++) {
+        if (perfmon_session_stats(session, cpu, &stats) == 0) {
+            last->lost[cpu] = stats.lost + stats.dropped;
+            last->produced += stats.produced;
+        }
+    }
+}
+
+void
+perf_record_cmd_record(int argc, char **argv)
+{
+    struct perf_record_last *last = &perf_record_last;
+    struct perf_record_req req;
+    struct perfmon_session *session = NULL;
+    struct perfmon_event *events = NULL;
+    unsigned int nr_attached = 0;
+    unsigned long long ms;
+    bool interrupted;
+    int used, error;
+
+    memset(&req, 0, sizeof(req));
+    used = perf_record_parse_target(&req, argc - 2, argv + 2);
+
+    if (used < 0) {
+        return;
+    }
+
+    if (used == 0 || argc != 2 + used + 2) {
+        perf_record_usage();
+        goto out;
+    }
+
+    if (perf_record_parse_event(&req, argv[2 + used]) != 0) {
+        goto out;
+    }
+
+    if (string_parse_u64(argv[3 + used], &ms) != 0 || ms == 0
+        || ms > PERF_RECORD_MAX_MS) {
+        printf("perf: duration must be 1 to %llu ms\n", PERF_RECORD_MAX_MS);
+        goto out;
+    }
+
+    req.ms = ms;
+
+    error = perfmon_event_check(req.id, req.flags);
+
+    if (error) {
+        perfmon_shell_error(req.event, error);
+        goto out;
+    }
+
+    events = kmem_zalloc(req.nr_targets * sizeof(events[0]));
+    error = (events == NULL) ? ENOMEM
+            : perfmon_session_create(&session, PERF_RECORD_RING_SIZE);
+
+    if (error) {
+        perfmon_shell_error("cannot record", error);
+        goto out;
+    }
+
+    perfmon_session_set_watermark(session, 0, PERF_RECORD_RING_SIZE / 2);
+    error = perf_record_attach(&req, session, events, &nr_attached);
+
+    if (error) {
+        perfmon_shell_error(req.event, error);
+        goto out;
+    }
+
+    /* Only now is the previous recording replaced. */
+    error = perf_record_reset(last, &req);
+
+    if (error) {
+        perfmon_shell_error("cannot record", error);
+        goto out;
+    }
+
+    perf_record_threads_scan(last);
+    interrupted = perf_record_wait(last, session,
+                                   clock_get_time()
+                                   + clock_ticks_from_ms(req.ms));
+    perf_record_detach_all(events, nr_attached);
+    nr_attached = 0;
+
+    if (perf_record_drain(last, session)) {
+        perf_record_threads_scan(last);
+    }
+
+    perf_record_account(last, session);
+    last->valid = true;
+
+    if (interrupted) {
+        printf("^C\n");
+    }
+
+    perf_record_print_totals(last);
+
+out:
+    perf_record_detach_all(events, nr_attached);
+
+    if (session != NULL) {
+        error = perfmon_session_destroy(session);
+        assert(error == 0);
+    }
+
+    kmem_free(events);
+
+    if (req.thread != NULL) {
+        thread_unref(req.thread);
+    }
+}
+
+/* ---- perf report ------------------------------------------------------- */
+
+struct perf_record_func {
+    const char *name;                   /* NULL: outside the kernel text */
+    uint64_t nr_samples;
+};
+
+/* The next kept record at *offsetp, advancing it; NULL at the end. */
+static const union perf_record_rec *
+perf_record_next(const struct perf_record_last *last, size_t *offsetp)
+{
+    const union perf_record_rec *rec;
+
+    if (*offsetp >= last->used) {
+        return NULL;
+    }
+
+    rec = (const void *)(last->buf + *offsetp);
+
+    if (rec->header.size < sizeof(rec->header)) {
+        return NULL;    /* never kept: perf_record_keep stores read sizes */
+    }
+
+    *offsetp += rec->header.size;
+    return rec;
+}
+
+static const char *
+perf_record_func_name(uint64_t ip)
+{
+    uintptr_t offset;
+
+    return ksym_lookup((uintptr_t)ip, &offset);
+}
+
+static bool
+perf_record_require_last(void)
+{
+    if (!perf_record_last.valid) {
+        printf("perf: no recording yet (perf record first)\n");
+        return false;
+    }
+
+    return true;
+}
+
+/* Sort by count, most first, then by name (insertion: few entries). */
+static void
+perf_record_funcs_sort(struct perf_record_func *funcs, unsigned int nr)
+{
+    for (unsigned int i = 1; i < nr; i++) {
+        struct perf_record_func f = funcs[i];
+        unsigned int j = i;
+
+        while (j > 0 && (funcs[j - 1].nr_samples < f.nr_samples
+                         || (funcs[j - 1].nr_samples == f.nr_samples
+                             && strcmp(funcs[j - 1].name ?: "",
+                                       f.name ?: "") > 0))) {
+            funcs[j] = funcs[j - 1];
+            j--;
+        }
+
+        funcs[j] = f;
+    }
+}
+
+static void
+perf_record_print_pct(uint64_t part, uint64_t total)
+{
+    uint64_t bp = (total == 0) ? 0 : part * 10000 / total;
+
+    printf("%6llu.%02llu%%", (unsigned long long)(bp / 100),
+           (unsigned long long)(bp % 100));
+}
+
+void
+perf_record_cmd_report(int argc, char **argv)
+{
+    const struct perf_record_last *last = &perf_record_last;
+    const union perf_record_rec *rec;
+    struct perf_record_func *funcs;
+    uint64_t nr_kept = 0, other = 0, lost = 0;
+    unsigned int nr_funcs = 0;
+    size_t offset = 0;
+
+    (void)argv;
+
+    if (argc != 2) {
+        perf_record_usage();
+        return;
+    }
+
+    if (!perf_record_require_last()) {
+        return;
+    }
+
+    funcs = kmem_zalloc(PERF_RECORD_MAX_FUNCS * sizeof(funcs[0]));
+
+    if (funcs == NULL) {
+        perfmon_shell_error("report", ENOMEM);
+        return;
+    }
+
+    while ((rec = perf_record_next(last, &offset)) != NULL) {
+        const char *name;
+        unsigned int i;
+
+        if (rec->header.type != PERFMON_RECORD_SAMPLE) {
+            continue;
+        }
+
+        nr_kept++;
+        name = perf_record_func_name(rec->sample.ip);
+
+        for (i = 0; i < nr_funcs && funcs[i].name != name; i++) {
+            continue;
+        }
+
+        if (i == nr_funcs) {
+            if (nr_funcs == PERF_RECORD_MAX_FUNCS) {
+                other++;
+                continue;
+            }
+
+            funcs[nr_funcs++].name = name;
+        }
+
+        funcs[i].nr_samples++;
+    }
+
+    perf_record_funcs_sort(funcs, nr_funcs);
+
+    for (unsigned int cpu = 0; cpu < last->nr_cpus; cpu++) {
+        lost += last->lost[cpu];
+    }
+
+    printf("# Samples: %llu of event '%s', period %llu, target %s, %llu ms\n"
+           "#\n# Overhead   Samples  Symbol\n#\n",
+           (unsigned long long)nr_kept, last->event,
+           (unsigned long long)last->period, last->target,
+           (unsigned long long)last->ms);
+
+    for (unsigned int i = 0; i < nr_funcs && i < PERF_RECORD_REPORT_TOP;
+         i++) {
+        perf_record_print_pct(funcs[i].nr_samples, nr_kept);
+        printf("  %8llu  %s\n", (unsigned long long)funcs[i].nr_samples,
+               (funcs[i].name == NULL) ? "[unknown]" : funcs[i].name);
+    }
+
+    if (nr_funcs > PERF_RECORD_REPORT_TOP || other != 0) {
+        for (unsigned int i = PERF_RECORD_REPORT_TOP; i < nr_funcs; i++) {
+            other += funcs[i].nr_samples;
+        }
+
+        perf_record_print_pct(other, nr_kept);
+        printf("  %8llu  (other functions)\n", (unsigned long long)other);
+    }
+
+    printf("#\n# %llu received, %llu lost, %llu throttled (%llu produced)",
+           (unsigned long long)last->received, (unsigned long long)lost,
+           (unsigned long long)last->throttled,
+           (unsigned long long)last->produced);
+
+    if (last->dropped != 0) {
+        printf("; %llu did not fit the buffer",
+               (unsigned long long)last->dropped);
+    }
+
+    printf("\n");
+    kmem_free(funcs);
+}
+
+/* ---- perf script: the dump ------------------------------------------- */
+
+/* Formatting into one line, written at once so no other output lands in
+ * it. */
+struct perf_record_line {
+    char buf[PERF_RECORD_LINE_SIZE];
+    size_t len;
+    bool overflow;
+};
+
+static void
+perf_record_line_add(struct perf_record_line *line, const char *fmt, ...)
+    __format_printf(2, 3);
+
+static void
+perf_record_line_add(struct perf_record_line *line, const char *fmt, ...)
+{
+    size_t left = sizeof(line->buf) - line->len;
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vsnprintf(line->buf + line->len, left, fmt, ap);
+    va_end(ap);
+
+    if (n < 0 || (size_t)n >= left) {
+        line->overflow = true;
+        line->buf[line->len] = '\0';
+        return;
+    }
+
+    line->len += (size_t)n;
+}
+
+/* Write the line with a newline, and start the next one. */
+static void
+perf_record_line_put(struct perf_record_line *line, uint64_t *nr_linesp)
+{
+    line->buf[line->len++] = '\n';
+    log_write(line->buf, line->len);
+    line->len = 0;
+    line->overflow = false;
+
+    if (nr_linesp != NULL) {
+        (*nr_linesp)++;
+    }
+}
+
+static void
+perf_record_line_frame(struct perf_record_line *line, uint64_t addr)
+{
+    const char *name;
+    uintptr_t offset;
+    size_t len = line->len;
+
+    name = ksym_lookup((uintptr_t)addr, &offset);
+
+    if (name != NULL) {
+        perf_record_line_add(line, " 0x%llx %s+0x%llx",
+                             (unsigned long long)addr, name,
+                             (unsigned long long)offset);
+    }
+
+    if (name == NULL || line->overflow) {
+        /* Without its name rather than cut. */
+        line->len = len;
+        line->overflow = false;
+        perf_record_line_add(line, " 0x%llx ?", (unsigned long long)addr);
+    }
+}
+
+static void
+perf_record_script_sample(struct perf_record_line *line,
+                          const struct perfmon_record_sample *s)
+{
+    unsigned int nr_frames = MIN(s->nr_frames, PERFMON_MAX_FRAMES);
+
+    perf_record_line_add(line, "pd sample %u %llu %u %llu %llu %u",
+                         s->header.cpu, (unsigned long long)s->time, s->tid,
+                         (unsigned long long)s->period,
+                         (unsigned long long)s->cookie, nr_frames + 1);
+    perf_record_line_frame(line, s->ip);
+
+    for (unsigned int i = 0; i < nr_frames; i++) {
+        perf_record_line_frame(line, s->frames[i]);
+    }
+}
+
+void
+perf_record_cmd_script(int argc, char **argv)
+{
+    static struct perf_record_line line;
+    const struct perf_record_last *last = &perf_record_last;
+    const union perf_record_rec *rec;
+    uint64_t nr_lines = 0, lost = 0;
+    size_t offset = 0;
+
+    (void)argv;
+
+    if (argc != 2) {
+        perf_record_usage();
+        return;
+    }
+
+    if (!perf_record_require_last()) {
+        return;
+    }
+
+    line.len = 0;
+    perf_record_line_add(&line, "perfmon-dump %u begin cpus=%u tsc_hz=%llu "
+                         "event=%s period=%llu frames=%u ms=%llu target=%s",
+                         PERF_RECORD_DUMP_VERSION, last->nr_cpus,
+                         (unsigned long long)last->tsc_hz, last->event,
+                         (unsigned long long)last->period,
+                         PERF_RECORD_NR_FRAMES, (unsigned long long)last->ms,
+                         last->target);
+    perf_record_line_put(&line, NULL);
+    perf_record_line_add(&line, "pd thread 0 idle");
+    perf_record_line_put(&line, &nr_lines);
+
+    for (unsigned int i = 0; i < last->nr_threads; i++) {
+        perf_record_line_add(&line, "pd thread %u %s", last->threads[i].tid,
+                             last->threads[i].name);
+        perf_record_line_put(&line, &nr_lines);
+    }
+
+    while ((rec = perf_record_next(last, &offset)) != NULL) {
+        if (rec->header.type == PERFMON_RECORD_SAMPLE) {
+            perf_record_script_sample(&line, &rec->sample);
+        } else {
+            perf_record_line_add(&line, "pd throttle %u %llu %llu %llu",
+                                 rec->header.cpu,
+                                 (unsigned long long)rec->throttle.time_start,
+                                 (unsigned long long)rec->throttle.time_end,
+                                 (unsigned long long)
+                                 rec->throttle.nr_periods);
+        }
+
+        perf_record_line_put(&line, &nr_lines);
+    }
+
+    for (unsigned int cpu = 0; cpu < last->nr_cpus; cpu++) {
+        lost += last->lost[cpu];
+
+        if (last->lost[cpu] != 0) {
+            perf_record_line_add(&line, "pd lost %u %llu", cpu,
+                                 (unsigned long long)last->lost[cpu]);
+            perf_record_line_put(&line, &nr_lines);
+        }
+    }
+
+    perf_record_line_add(&line, "pd totals received=%llu lost=%llu "
+                         "throttled=%llu produced=%llu dropped=%llu",
+                         (unsigned long long)last->received,
+                         (unsigned long long)lost,
+                         (unsigned long long)last->throttled,
+                         (unsigned long long)last->produced,
+                         (unsigned long long)last->dropped);
+    perf_record_line_put(&line, &nr_lines);
+    perf_record_line_add(&line, "perfmon-dump %u end lines=%llu",
+                         PERF_RECORD_DUMP_VERSION,
+                         (unsigned long long)nr_lines);
+    perf_record_line_put(&line, NULL);
+}

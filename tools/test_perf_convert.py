@@ -1,0 +1,290 @@
+#!/usr/bin/env python3
+"""Tests of tools/perf-convert, printed as KTAP for make check's host tests.
+
+The fixture tools/testdata/perf-dump.txt is a console capture written by
+hand (a dump with console lines around and between its records, every
+kind of record); perf-dump.linux-perf.txt and perf-dump.folded are the
+exact outputs expected from it, the folded stacks being also what
+FlameGraph's stackcollapse-perf.pl makes of the perf script text.
+perf-dump-tcg.txt is a real capture from the shell under TCG, with its
+outputs checked the same way.
+"""
+
+import contextlib
+import importlib.machinery
+import importlib.util
+import io
+import os
+import sys
+import tempfile
+import traceback
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA = os.path.join(HERE, "testdata")
+
+
+def load_tool():
+    # The tool has no .py suffix (it is a command): load it by path.
+    path = os.path.join(HERE, "perf-convert")
+    loader = importlib.machinery.SourceFileLoader("perf_convert", path)
+    spec = importlib.util.spec_from_loader("perf_convert", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+pc = load_tool()
+TESTS = []
+
+
+def test(fn):
+    TESTS.append(fn)
+    return fn
+
+
+def read(name):
+    with open(os.path.join(DATA, name)) as f:
+        return f.read()
+
+
+def check_eq(got, want):
+    if got != want:
+        raise AssertionError("got %r, want %r" % (got, want))
+
+
+def run_main(argv, stdin=""):
+    """Run the command line; return (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    sys.stdin = io.StringIO(stdin)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                status = pc.main(argv)
+            except SystemExit as e:
+                status = e.code
+    finally:
+        sys.stdin = old_stdin
+    return status, out.getvalue(), err.getvalue()
+
+
+def expect_error(text, line, words):
+    """parse(text) must fail at line with a message holding words."""
+    try:
+        pc.parse(text)
+    except pc.DumpError as e:
+        check_eq(e.line, line)
+        if words not in str(e):
+            raise AssertionError("message %r lacks %r" % (str(e), words))
+        return
+    raise AssertionError("no error")
+
+
+# A small valid dump the malformed cases alter.
+BEGIN = ("perfmon-dump 1 begin cpus=1 tsc_hz=1000000 event=emit period=100 "
+         "frames=8 ms=10 target=thread spin\n")
+SAMPLE = "pd sample 0 2500000 7 100 0 1 0xffffffff80100010 spin+0x10\n"
+TOTALS = ("pd totals received=1 lost=0 throttled=0 produced=1 "
+          "dropped=0\n")
+END = "perfmon-dump 1 end lines=3\n"
+GOOD = BEGIN + "pd thread 7 spin\n" + SAMPLE + TOTALS + END
+
+
+@test
+def fixture_to_perf_script():
+    check_eq(pc.to_script(pc.parse(read("perf-dump.txt"))),
+             read("perf-dump.linux-perf.txt"))
+
+
+@test
+def fixture_to_folded():
+    check_eq(pc.to_folded(pc.parse(read("perf-dump.txt"))),
+             read("perf-dump.folded"))
+
+
+@test
+def tcg_capture_to_perf_script_and_folded():
+    # A real console capture: perf record all cswitch 200 on 2 CPUs under
+    # TCG, then perf report and perf script, call chains of 8 frames.
+    dump = pc.parse(read("perf-dump-tcg.txt"))
+    check_eq(len(dump.samples), 40)
+    check_eq(pc.to_script(dump), read("perf-dump-tcg.linux-perf.txt"))
+    check_eq(pc.to_folded(dump), read("perf-dump-tcg.folded"))
+
+
+@test
+def fixture_records_and_totals():
+    dump = pc.parse(read("perf-dump.txt"))
+    check_eq(len(dump.samples), 5)
+    check_eq(dump.lost, [(1, 3)])
+    check_eq(dump.throttles, [(0, 4100000000, 4100200000, 7)])
+    check_eq(dump.totals, {"received": 5, "lost": 3, "throttled": 1,
+                           "produced": 9, "dropped": 0})
+    check_eq(dump.threads, {0: "idle", 1: "main", 5: "shell"})
+    check_eq(dump.info["target"], "all")
+
+
+@test
+def command_line_writes_both_formats():
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "out.txt")
+        status, stdout, stderr = run_main(
+            [os.path.join(DATA, "perf-dump.txt"), "-o", out])
+        check_eq((status, stdout), (0, ""))
+        with open(out) as f:
+            check_eq(f.read(), read("perf-dump.linux-perf.txt"))
+        # Lost and throttled records are reported, not hidden.
+        check_eq(stderr, "perf-convert: note: 5 samples converted; 3 records "
+                 "lost in the rings, 1 throttle records, 0 samples did not "
+                 "fit the kernel's buffer\n")
+    status, stdout, _ = run_main(["--format", "folded"],
+                                 stdin=read("perf-dump.txt"))
+    check_eq((status, stdout), (0, read("perf-dump.folded")))
+
+
+@test
+def complete_dump_is_quiet():
+    status, stdout, stderr = run_main(["-f", "folded"], stdin=GOOD)
+    check_eq((status, stdout, stderr), (0, "spin;spin 100\n", ""))
+
+
+@test
+def period_and_thread_name_with_spaces():
+    text = GOOD.replace("pd thread 7 spin", "pd thread 7 worker two")
+    dump = pc.parse(text)
+    check_eq(pc.to_script(dump),
+             "worker two       7 [000]     2.500000:        100 emit: \n"
+             "\tffffffff80100010 spin+0x10 ([kernel.kallsyms])\n\n")
+    check_eq(pc.to_folded(dump), "worker_two;spin 100\n")
+
+
+@test
+def timestamps_are_exact():
+    # 2^63 - 1 cycles at 3 GHz, in integers (a float would round).
+    check_eq(pc.timestamp(2 ** 63 - 1, 3000000000), "3074457345.618258")
+    check_eq(pc.timestamp(2999, 3000000000), "0.000000")
+    check_eq(pc.timestamp(3000, 3000000000), "0.000001")
+
+
+@test
+def last_complete_dump_is_converted():
+    older = GOOD.replace("spin+0x10", "older+0x10")
+    dump = pc.parse("noise\n" + older + "noise\n" + GOOD)
+    check_eq(dump.samples[0].frames, [(0xffffffff80100010, "spin", 0x10)])
+
+
+@test
+def noise_between_records_is_skipped():
+    text = (BEGIN + "pd thread 7 spin\n\n  pd indented is noise\n"
+            "warning: something\r\n" + SAMPLE + "perfmon> \n" + TOTALS
+            + END)
+    check_eq(len(pc.parse(text).samples), 1)
+
+
+@test
+def no_dump_is_an_error():
+    expect_error("perfmon> perf script\nperf: no recording\n", 1,
+                 "no perfmon dump in the input")
+
+
+@test
+def truncated_dump_is_an_error():
+    expect_error("x\n" + BEGIN + SAMPLE, 2, "has no end marker")
+
+
+@test
+def other_version_is_an_error():
+    expect_error(BEGIN.replace("dump 1 begin", "dump 2 begin"), 1,
+                 "dump version 2 is not supported (this tool reads "
+                 "version 1)")
+    expect_error(GOOD.replace("dump 1 end", "dump 3 end"), 5,
+                 "dump version 3 is not supported")
+
+
+@test
+def lost_line_is_an_error():
+    expect_error(GOOD.replace("pd thread 7 spin\n", ""), 4,
+                 "announces 3 record lines but 2 were read since line 1")
+
+
+@test
+def garbled_sample_is_an_error():
+    expect_error(GOOD.replace(" 2500000 ", " 25x0000 "), 3,
+                 "time: expected an unsigned number, got '25x0000'")
+    expect_error(GOOD.replace(" 0 1 0xf", " 0 2 0xf"), 3,
+                 "announces 2 frames but has 2 address/symbol words")
+    expect_error(GOOD.replace("spin+0x10", "spin+16"), 3,
+                 "bad symbol 'spin+16'")
+    expect_error(GOOD.replace("0xffffffff80100010", "ffffffff80100010"), 3,
+                 "bad address 'ffffffff80100010'")
+    expect_error(GOOD.replace(SAMPLE, "pd sample 0 1\n"), 3,
+                 "sample: 4 words, expected at least 9")
+
+
+@test
+def other_malformed_records_are_errors():
+    expect_error(GOOD.replace("pd thread 7 spin", "pd thread 7"), 2,
+                 "expected 'pd thread TID NAME'")
+    expect_error(GOOD.replace("pd thread 7 spin", "pd lost 0"), 2,
+                 "expected 'pd lost CPU NR'")
+    expect_error(GOOD.replace("pd thread 7 spin", "pd throttle 0 1 2"), 2,
+                 "expected 'pd throttle CPU")
+    expect_error(GOOD.replace("pd thread 7 spin", "pd mystery 1"), 2,
+                 "unknown record 'mystery'")
+    expect_error(GOOD.replace(" dropped=0", ""), 4, "totals: no dropped=")
+    expect_error(GOOD.replace(" lost=0", " lost"), 4,
+                 "expected KEY=VALUE, got 'lost'")
+
+
+@test
+def inconsistent_markers_are_errors():
+    expect_error(BEGIN + BEGIN, 2, "begins before the one begun at line 1")
+    expect_error(END, 1, "end marker without a begin marker")
+    expect_error(GOOD.replace(" lines=3", ""), 5, "end marker without lines=")
+    expect_error(GOOD.replace(TOTALS, "").replace("lines=3", "lines=2"), 4,
+                 "no totals line")
+    expect_error(GOOD.replace("received=1", "received=2"), 5,
+                 "totals say 2 samples received, 0 of them not kept, but "
+                 "the dump has 1")
+    # Samples the kernel's buffer could not keep are announced.
+    text = GOOD.replace("received=1", "received=3").replace("dropped=0",
+                                                            "dropped=2")
+    check_eq(len(pc.parse(text).samples), 1)
+    expect_error(GOOD.replace(" tsc_hz=1000000", ""), 1,
+                 "begin marker without tsc_hz=")
+    expect_error(GOOD.replace("tsc_hz=1000000", "tsc_hz=0"), 1, "tsc_hz=0")
+
+
+@test
+def command_line_errors():
+    status, stdout, stderr = run_main([], stdin=BEGIN)
+    check_eq((status, stdout), (1, ""))
+    check_eq(stderr, "perf-convert: <stdin>: line 1: the dump begun here has "
+             "no end marker (capture cut short?)\n")
+    status, _, stderr = run_main([os.path.join(DATA, "no-such-file")])
+    check_eq(status, 1)
+    if "No such file or directory" not in stderr:
+        raise AssertionError(stderr)
+    status, _, stderr = run_main(["-f", "svg"], stdin=GOOD)
+    check_eq(status, 2)
+
+
+def main():
+    print("KTAP version 1")
+    print("1..%d" % len(TESTS))
+    failed = 0
+    for i, fn in enumerate(TESTS, 1):
+        try:
+            fn()
+        except Exception:
+            failed += 1
+            for line in traceback.format_exc().splitlines():
+                print("# " + line)
+            print("not ok %d %s" % (i, fn.__name__))
+        else:
+            print("ok %d %s" % (i, fn.__name__))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
