@@ -7,8 +7,9 @@
 #include <stdbool.h>
 
 /*
- * Program 115200 8N1 with FIFOs, keeping input received before (typed
- * ahead during boot) for uart_getc. Called once, first thing at boot.
+ * Program 115200 8N1, leaving the FIFOs as the firmware set them, so that
+ * input received before (typed ahead during boot) stays for uart_getc.
+ * Called once, first thing at boot.
  */
 void uart_setup(void);
 
@@ -17,8 +18,8 @@ void uart_putc(char c);
 
 /*
  * Return true and store a received byte in *cp when one is waiting, false
- * otherwise: input kept at setup first, in order. Never waits. Any
- * context; one reader at a time (the console's, the shell).
+ * otherwise, in the order received. Never waits. Any context; one reader
+ * at a time (the console's, the shell).
  */
 bool uart_getc(char *cp);
 
