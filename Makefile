@@ -190,7 +190,8 @@ $(BUILD)/host/test_pmu_intel_detect: tests/host/test_pmu_intel_detect.c \
 $(BUILD)/host/test_pmu_intel_probe: tests/host/test_pmu_intel_probe.c \
     $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
 $(addprefix $(BUILD)/host/test_pmu_intel_,$(HOST_PMU_CONFIGS)): \
-    tests/host/test_pmu_intel.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
+    tests/host/test_pmu_intel.c tests/host/pmu_sample_test.c \
+    $(HOST_PMU_SRCS) $(HOST_PMU_HDRS) tests/host/pmu_sample_test.h
 
 HOST_INCLUDES_pmu_model := -Itests/host/model
 HOST_INCLUDES_pmu_intel_detect := -Itests/host/model
@@ -220,7 +221,8 @@ HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu_model_amd.h \
     arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h
 
 $(addprefix $(BUILD)/host/test_pmu_amd_,$(HOST_PMU_AMD_CONFIGS)): \
-    tests/host/test_pmu_amd.c $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS)
+    tests/host/test_pmu_amd.c tests/host/pmu_sample_test.c \
+    $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS) tests/host/pmu_sample_test.h
 $(BUILD)/host/test_pmu_amd_detect: tests/host/test_pmu_amd_detect.c \
     $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS)
 

@@ -284,7 +284,15 @@ struct perfmon_dev_ops {
      * Local, needed for sampling (with max_period): make the running
      * counter overflow after n more events, 1 <= n <= max_period (raw
      * value 2^width - n), and return the raw value written. Events
-     * between perfmon's last read and the write are not counted.
+     * between perfmon's last read and the write are not counted, and an
+     * overflow among them is discarded: neither the interrupt nor
+     * overflow_consume may report it afterwards (it would be taken as a
+     * wrap of the preset value, 2^width too many). perfmon calls it from
+     * the overflow interrupt (the report) and outside it: when a slot is
+     * armed (a thread loads, a CPU event attaches, a refresh), after an
+     * update that consumed a pending overflow, at the end of throttling;
+     * with the counter counting, or inside a batch, where a counter
+     * started in it counts only from batch_end.
      */
     uint64_t (*preset)(unsigned int pmc_id, uint64_t n);
 

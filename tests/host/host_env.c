@@ -484,10 +484,11 @@ host_env_thread_init(struct thread *thread)
 static struct thread host_env_idle;
 static struct thread *host_env_current;
 
+/* Before any switch, the idle thread (id 0) runs, as on a booted CPU. */
 struct thread *
 thread_self(void)
 {
-    return host_env_current;
+    return (host_env_current != NULL) ? host_env_current : &host_env_idle;
 }
 
 static void

@@ -67,6 +67,7 @@ struct model {
     bool safe_faulted;
     unsigned int handled_faults;
     void (*wrmsr_hook)(uint32_t msr, uint64_t value);
+    void (*rdmsr_hook)(uint32_t msr);
 };
 
 static struct model model;
@@ -408,13 +409,12 @@ model_pmu_msrs_ignored(uint32_t msr)
            && model.config.pmu_msrs == MODEL_PMU_MSRS_IGNORED;
 }
 
-uint64_t
-cpu_get_msr(uint32_t msr)
+static uint64_t
+model_rdmsr(uint32_t msr)
 {
     uint64_t *reg;
     int counter;
 
-    model_drift();
     model_count_access(msr, model.reads);
 
     if (!model_lookup_access(msr, &reg, &counter)) {
@@ -435,6 +435,23 @@ cpu_get_msr(uint32_t msr)
     }
 
     return (reg != NULL) ? *reg : 0;
+}
+
+uint64_t
+cpu_get_msr(uint32_t msr)
+{
+    unsigned int faults = model.faults + model.handled_faults;
+    uint64_t value;
+
+    model_drift();
+    value = model_rdmsr(msr);
+
+    if (model.rdmsr_hook != NULL
+        && model.faults + model.handled_faults == faults) {
+        model.rdmsr_hook(msr);
+    }
+
+    return value;
 }
 
 /* Write a counter through its 32-bit or full-width address. */
@@ -995,4 +1012,10 @@ void
 model_set_wrmsr_hook(void (*hook)(uint32_t msr, uint64_t value))
 {
     model.wrmsr_hook = hook;
+}
+
+void
+model_set_rdmsr_hook(void (*hook)(uint32_t msr))
+{
+    model.rdmsr_hook = hook;
 }

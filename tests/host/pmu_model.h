@@ -279,4 +279,12 @@ uint32_t model_lvt_pmc(void);
  */
 void model_set_wrmsr_hook(void (*hook)(uint32_t msr, uint64_t value));
 
+/*
+ * Call hook after every RDMSR that did not fault, once the value read is
+ * taken (NULL: none): events it retires come after the driver's read,
+ * e.g. an overflow between perfmon's read of a counter and its reload.
+ * model_reset clears it.
+ */
+void model_set_rdmsr_hook(void (*hook)(uint32_t msr));
+
 #endif /* HOST_PMU_MODEL_H */

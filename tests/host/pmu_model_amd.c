@@ -57,6 +57,7 @@ struct model_amd {
     bool safe_access;
     bool safe_faulted;
     unsigned int handled_faults;
+    void (*rdmsr_hook)(uint32_t msr);
 };
 
 static struct model_amd m;
@@ -322,12 +323,11 @@ model_amd_faults_on(const struct model_amd_reg *reg)
     }
 }
 
-uint64_t
-cpu_get_msr(uint32_t msr)
+static uint64_t
+model_amd_rdmsr(uint32_t msr)
 {
     struct model_amd_reg reg;
 
-    model_amd_drift();
     reg = model_amd_lookup(msr);
     m.all_reads++;
 
@@ -358,6 +358,22 @@ cpu_get_msr(uint32_t msr)
     default:
         return 0;
     }
+}
+
+uint64_t
+cpu_get_msr(uint32_t msr)
+{
+    unsigned int faults = m.faults + m.handled_faults;
+    uint64_t value;
+
+    model_amd_drift();
+    value = model_amd_rdmsr(msr);
+
+    if (m.rdmsr_hook != NULL && m.faults + m.handled_faults == faults) {
+        m.rdmsr_hook(msr);
+    }
+
+    return value;
 }
 
 /* Keep the valid bits of value; record (and return) the others. */
@@ -746,4 +762,10 @@ uint32_t
 model_amd_lvt_pmc(void)
 {
     return (uint32_t)m.regs.lvt_pmc;
+}
+
+void
+model_amd_set_rdmsr_hook(void (*hook)(uint32_t msr))
+{
+    m.rdmsr_hook = hook;
 }

@@ -179,4 +179,10 @@ bool model_amd_pmi_take(void);
 unsigned long model_amd_nr_eois(void);
 uint32_t model_amd_lvt_pmc(void);
 
+/*
+ * Call hook after every RDMSR that did not fault, once the value read is
+ * taken (NULL: none), as in the Intel model. model_amd_reset clears it.
+ */
+void model_amd_set_rdmsr_hook(void (*hook)(uint32_t msr));
+
 #endif /* HOST_PMU_MODEL_AMD_H */

@@ -34,6 +34,7 @@
 #include "host_env.h"
 #include "host_test.h"
 #include "pmu_model.h"
+#include "pmu_sample_test.h"
 
 #define PMU_TEST_FIXED(j)   (MODEL_FIXED_BASE + (j))
 
@@ -220,6 +221,7 @@ pmu_test_begin(void)
     pmu_test_boot();
     host_env_recover();
     model_set_wrmsr_hook(NULL);
+    model_set_rdmsr_hook(NULL);
     model_set_drift(0);
     model_set_stuck_status(0);
     model_set_debugctl_sticky(0);
@@ -2657,5 +2659,195 @@ HOST_TEST(switch_between_threads_sharing_some_events_within_budget)
     pmu_test_switch_budget(1);
 }
 #endif
+
+/* ------------------------------------------------------------------ */
+/* Sampling end to end (pmu_sample_test.c)                             */
+/* ------------------------------------------------------------------ */
+
+static void
+pmu_test_sample_retire(unsigned int id, uint64_t n)
+{
+    model_retire(pmu_test_model_event(id), n, MODEL_RING_KERN);
+}
+
+static uint64_t
+pmu_test_sample_counter(unsigned int pmc_id)
+{
+    return model_msr((pmc_id >= MODEL_FIXED_BASE)
+                     ? MODEL_MSR_FIXED_CTR(pmc_id - MODEL_FIXED_BASE)
+                     : MODEL_MSR_PMC(pmc_id));
+}
+
+/* IA32_PMCx, IA32_A_PMCx and IA32_FIXED_CTRx read counters. */
+static int
+pmu_test_sample_counter_of_msr(uint32_t msr)
+{
+    if (msr >= MODEL_MSR_PMC(0) && msr < MODEL_MSR_PMC(PMU_TEST_NR_GP)) {
+        return (int)(msr - MODEL_MSR_PMC(0));
+    }
+
+    if (msr >= MODEL_MSR_A_PMC(0) && msr < MODEL_MSR_A_PMC(PMU_TEST_NR_GP)) {
+        return (int)(msr - MODEL_MSR_A_PMC(0));
+    }
+
+    if (msr >= MODEL_MSR_FIXED_CTR(0) && msr < MODEL_MSR_FIXED_CTR(3)) {
+        return (int)(MODEL_FIXED_BASE + msr - MODEL_MSR_FIXED_CTR(0));
+    }
+
+    return -1;
+}
+
+static struct perfmon_event *
+pmu_test_sample_event(uint64_t id, unsigned int flags)
+{
+    return pmu_test_event(id, flags);
+}
+
+static const struct pmu_sample_env pmu_test_sample_env = {
+    .retire = pmu_test_sample_retire,
+    .pmi_pending = model_pmi_pending,
+    .pmi_take = model_pmi_take,
+    .counter = pmu_test_sample_counter,
+    .counter_width = model_counter_width,
+    .counter_of_msr = pmu_test_sample_counter_of_msr,
+    .update_counter_reads = 1,
+    .set_rdmsr_hook = model_set_rdmsr_hook,
+    .event = pmu_test_sample_event,
+    .thread = pmu_test_thread,
+};
+
+#if PMU_TEST_HAS_PMI
+
+/*
+ * The sampling tests on a general counter (branches) and on fixed
+ * counter 0 (instructions), through perfmon's API.
+ */
+HOST_TEST(sampling_cpu_event_one_sample_per_period_with_skid)
+{
+    pmu_test_begin();
+    pmu_sample_check_cpu_event(&pmu_test_sample_env, PERFMON_EV_BRANCH);
+    pmu_sample_check_cpu_event(&pmu_test_sample_env, PERFMON_EV_INSTRUCTION);
+    pmu_test_end();
+}
+
+HOST_TEST(sampling_thread_event_only_while_it_runs)
+{
+    pmu_test_begin();
+    pmu_sample_check_thread_event(&pmu_test_sample_env, PERFMON_EV_BRANCH);
+    pmu_sample_check_thread_event(&pmu_test_sample_env,
+                                  PERFMON_EV_INSTRUCTION);
+    pmu_test_end();
+}
+
+HOST_TEST(sampling_several_counters_in_one_pmi_one_sample_each)
+{
+    const unsigned int ids[3] = {
+        PERFMON_EV_BRANCH, PERFMON_EV_INSTRUCTION, PERFMON_EV_CYCLE,
+    };
+
+    pmu_test_begin();
+    pmu_sample_check_several_in_one_pmi(&pmu_test_sample_env, ids);
+    pmu_test_end();
+}
+
+HOST_TEST(sampling_period_beyond_max_period_samples_once)
+{
+    pmu_test_begin();
+    pmu_sample_check_long_period(&pmu_test_sample_env, PERFMON_EV_BRANCH);
+    pmu_sample_check_long_period(&pmu_test_sample_env,
+                                 PERFMON_EV_INSTRUCTION);
+    pmu_test_end();
+}
+
+HOST_TEST(sampling_refresh_and_set_period)
+{
+    pmu_test_begin();
+    pmu_sample_check_refresh_and_period(&pmu_test_sample_env,
+                                        PERFMON_EV_BRANCH);
+    pmu_test_end();
+}
+
+HOST_TEST(sampling_overflow_before_preset_is_discarded)
+{
+    pmu_test_begin();
+    pmu_sample_check_overflow_before_preset(&pmu_test_sample_env,
+                                            PERFMON_EV_BRANCH);
+    pmu_sample_check_overflow_before_preset(&pmu_test_sample_env,
+                                            PERFMON_EV_INSTRUCTION);
+    pmu_test_end();
+}
+
+/*
+ * The driver's half of the preset contract: outside the PMI, a preset
+ * clears the overflow bit pending on its counter with the counter stopped
+ * around it (GLOBAL_CTRL without its bit, then restored), so the PMI
+ * already requested reports nothing; a short period preset that way
+ * still overflows and interrupts. In the PMI the preset is the counter
+ * write alone (counting is off, the bit acknowledged before the report).
+ */
+HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
+{
+    struct perfmon_event *event;
+    unsigned long ctrl_writes, ovf_writes, spurious;
+    unsigned int pmc_id;
+    uint64_t bit, ctrl;
+
+    pmu_test_begin();
+    pmu_test_reports_reset();
+    event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    pmc_id = pmu_test_pmc_id(event);
+    bit = 1ULL << pmc_id;
+    ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
+    HOST_ASSERT(ctrl & bit);
+    pmu_test_preset(event, 10);
+    model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
+    HOST_ASSERT(model_pmi_pending());
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, bit);
+
+    ctrl_writes = model_nr_writes(MODEL_MSR_GLOBAL_CTRL);
+    ovf_writes = model_nr_writes(MODEL_MSR_GLOBAL_OVF);
+    HOST_ASSERT_EQ(pmu_test_preset(event, 1),
+                   -1ULL & (PMU_TEST_GP_PERIOD - 1));
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
+    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_CTRL) - ctrl_writes, 2);
+    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_OVF) - ovf_writes, 1);
+
+    /* The PMI requested by the discarded overflow finds nothing. */
+    spurious = pmu_intel_nr_spurious(0);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
+    HOST_ASSERT_EQ(pmu_test_nr_reports, 0);
+
+    /* The period of 1 is whole: the next event overflows and interrupts. */
+    model_retire(MODEL_EV_BRANCHES, 1, MODEL_RING_KERN);
+    HOST_ASSERT(model_pmi_pending());
+
+    /* Reloaded from the report: the counter write, nothing else. */
+    pmu_test_reload = 40;
+    ctrl_writes = model_nr_writes(MODEL_MSR_GLOBAL_CTRL);
+    ovf_writes = model_nr_writes(MODEL_MSR_GLOBAL_OVF);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
+    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_CTRL) - ctrl_writes, 2);
+    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_OVF) - ovf_writes, 1);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmc_id)),
+                   -40ULL & (PMU_TEST_GP_PERIOD - 1));
+    pmu_test_reports_reset();
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
+#else /* !PMU_TEST_HAS_PMI */
+
+/* Version 1 has no PMI, so no sampling: attach refuses a sampling event. */
+HOST_TEST(sampling_event_attach_is_einval_without_pmi)
+{
+    pmu_test_begin();
+    pmu_sample_check_refused(&pmu_test_sample_env, PERFMON_EV_BRANCH);
+    pmu_test_end();
+}
+
+#endif /* PMU_TEST_HAS_PMI */
 
 HOST_TEST_MAIN()

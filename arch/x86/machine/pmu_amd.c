@@ -184,13 +184,15 @@ static uint64_t pmu_amd_start_gap;
  * driver never reads them back. active: counters started and not
  * stopped; global_ctl: PerfCntrGlobalCtl (PerfMonV2); evtsel: each
  * active counter's PerfEvtSel, which the top-bit overflow path restores
- * after re-arming the counter. Local: start, stop, overflow_consume and
- * the PMI run with interrupts disabled.
+ * after re-arming the counter; pmi: the PMI handler runs (with
+ * PerfMonV2, counting off). Local: start, stop, preset, overflow_consume
+ * and the PMI run with interrupts disabled.
  */
 struct pmu_amd_cpu {
     uint32_t active;
     uint64_t global_ctl;
     uint64_t evtsel[PMU_AMD_MAX_COUNTERS];
+    bool pmi;
 };
 
 static struct pmu_amd_cpu pmu_amd_cpu __percpu;
@@ -588,16 +590,38 @@ pmu_amd_max_period(void)
  * Sampling: make the running counter overflow after n more events, n
  * limited to [1, max_period]: 2^48 - n, which has bit 47 set (the top-bit
  * mode's flag). Return the value written.
+ *
+ * An overflow pending on the counter is discarded: it happened after
+ * perfmon's last read, and reported later against the preset value it
+ * would add a whole 2^width. In top-bit mode the write does it (the flag
+ * is set again, so neither the PMI nor overflow_consume sees a wrap).
+ * With PerfMonV2 the status bit must be cleared: in the PMI, counting is
+ * off and the handler cleared it before reporting; elsewhere the counter
+ * is stopped in the global control around the write and the clear, so
+ * that no overflow comes between them (before the write) or is cleared
+ * with them (the first events of a short period after it).
  */
 static uint64_t
 pmu_amd_preset(unsigned int pmc_id, uint64_t n)
 {
+    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+    uint64_t bit = 1ULL << pmc_id;
     uint64_t value;
 
     n = MAX(n, 1);
     n = MIN(n, pmu_amd_max_period());
     value = -n & PMU_AMD_COUNTER_MASK;
+
+    if (pmu_amd_ovf != PMU_AMD_OVF_GLOBAL || cpu->pmi
+        || !(cpu->global_ctl & bit)) {
+        cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
+        return value;
+    }
+
+    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctl & ~bit);
     cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
+    cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
+    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctl);
     return value;
 }
 
@@ -774,7 +798,10 @@ pmu_amd_top_bit_intr(const struct perfmon_intr_ctx *ctx)
 static void
 pmu_amd_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
+    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+
     syscnt_inc(cpu_local_ptr(pmu_amd_sc_pmis));
+    cpu->pmi = true;
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
         pmu_amd_global_intr(ctx);
@@ -782,6 +809,8 @@ pmu_amd_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
         lapic_pmc_unmask();
         pmu_amd_top_bit_intr(ctx);
     }
+
+    cpu->pmi = false;
 }
 
 static const struct perfmon_dev_ops pmu_amd_ops = {
@@ -881,6 +910,7 @@ pmu_amd_setup_local(void *arg)
     struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
 
     (void)arg;
+    cpu->pmi = false;
 
     if (pmu_amd_info.perfmon_v2) {
         cpu->global_ctl = 0;

@@ -175,6 +175,8 @@ static uint64_t pmu_intel_start_gap;
  * count. Version 1 has no global registers: EN in the event select starts
  * and stops a counter.
  *
+ * pmi is set while the PMI handler runs, with counting off.
+ *
  * Local: start, stop, preset, the batch and the PMI run with interrupts
  * disabled.
  */
@@ -185,6 +187,7 @@ struct pmu_intel_cpu {
     uint64_t evtsel[PMU_INTEL_MAX_GP];
     uint64_t stopped;
     bool batch;
+    bool pmi;
 };
 
 static struct pmu_intel_cpu pmu_intel_cpu __percpu;
@@ -639,13 +642,39 @@ pmu_intel_stop(unsigned int pmc_id)
  * Sampling: the counter overflows after n more events. n is limited to
  * [1, max_period], so that the write never needs bits the register does
  * not take (see pmu_intel_write_count).
+ *
+ * An overflow pending on the counter is discarded: it happened after
+ * perfmon's last read, and reported later against the preset value it
+ * would add a whole 2^width. In the PMI counting is off and the handler
+ * acknowledged the bit before reporting; in a switch a counter started
+ * there counts only from batch_end, and its bit was cleared when it last
+ * stopped: the write alone does. A counter that counts (attach, a
+ * refresh, a read that consumed an overflow, the end of throttling) is
+ * stopped around the write and the clear of its bit (the
+ * IA32_PERF_GLOBAL_OVF_CTRL address, SDM vol. 3B, 21.2.2): cleared
+ * before the write, an overflow could still come in between; after it
+ * with counting on, the first events of a short period could overflow
+ * and the clear would lose that sample.
  */
 static uint64_t
 pmu_intel_preset(unsigned int pmc_id, uint64_t n)
 {
+    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+    uint64_t bit = pmu_intel_global_bit(pmc_id);
+    uint64_t value;
+
     n = MAX(n, 1);
     n = MIN(n, pmu_intel_dev.max_period);
-    return pmu_intel_write_count(pmc_id, n);
+
+    if (cpu->pmi || !(cpu->global_hw & bit)) {
+        return pmu_intel_write_count(pmc_id, n);
+    }
+
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_hw & ~bit);
+    value = pmu_intel_write_count(pmc_id, n);
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, bit);
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_hw);
+    return value;
 }
 
 /* Take back the overflows the PMI has not reported yet. */
@@ -740,11 +769,13 @@ pmu_intel_report(uint64_t status, const struct perfmon_intr_ctx *ctx)
 static void
 pmu_intel_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
+    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
     uint64_t counters = pmu_intel_counter_bits();
     uint64_t ack_mask = counters | pmu_intel_status_other();
     uint64_t status, reported = 0;
 
     syscnt_inc(cpu_local_ptr(pmu_intel_sc_pmis));
+    cpu->pmi = true;
     cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, 0);
     status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
 
@@ -778,8 +809,8 @@ pmu_intel_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
      * cleared the register itself.
      */
     lapic_pmc_unmask();
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL,
-                cpu_local_var(pmu_intel_cpu).global_ctrl);
+    cpu->pmi = false;
+    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
 }
 
 static const struct perfmon_dev_ops pmu_intel_ops = {
@@ -984,6 +1015,7 @@ pmu_intel_setup_local(void *arg)
         cpu->global_hw = 0;
         cpu->stopped = 0;
         cpu->batch = false;
+        cpu->pmi = false;
         cpu->fixed_ctrl = 0;
         cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
         cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, cpu->fixed_ctrl);

@@ -1,0 +1,108 @@
+/*
+ * Sampling end to end, for the host tests of a hardware PMU driver: each
+ * check goes through perfmon's sampling API (kern/perfmon.h) and the
+ * session's rings (kern/perfmon_session.h) with the driver and perfmon
+ * compiled unchanged over a register model, and reads every record back.
+ * Counts, sample counts and counter values are exact: a missed or a
+ * duplicated sample, a lost or a doubled wrap, fails the check.
+ *
+ * The driver's test binary describes its model (struct pmu_sample_env)
+ * and calls each check between its own begin and end, which clean up
+ * what a failed check leaves attached (events and threads come from the
+ * binary's pools). Single CPU (host_env), CPU 0.
+ */
+#ifndef HOST_PMU_SAMPLE_TEST_H
+#define HOST_PMU_SAMPLE_TEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/perfmon.h>
+#include <kern/thread.h>
+
+struct pmu_sample_env {
+    /* Retire n kernel-mode occurrences of generic event id. */
+    void (*retire)(unsigned int id, uint64_t n);
+
+    /* Whether a PMI is pending; take it (false when none was). */
+    bool (*pmi_pending)(void);
+    bool (*pmi_take)(void);
+
+    /* Hardware counter pmc_id: raw register value, width in bits. */
+    uint64_t (*counter)(unsigned int pmc_id);
+    unsigned int (*counter_width)(unsigned int pmc_id);
+
+    /* The counter a counter-reading MSR address reads, or -1. */
+    int (*counter_of_msr)(uint32_t msr);
+
+    /*
+     * Reads of a counter register in one update by perfmon: 1, or 2 when
+     * overflow_consume reads the counter too (AMD top-bit mode). The
+     * last one is perfmon's read.
+     */
+    unsigned int update_counter_reads;
+
+    /* Call hook after each RDMSR (NULL: none). */
+    void (*set_rdmsr_hook)(void (*hook)(uint32_t msr));
+
+    /* An initialized event, a fresh thread, from the binary's pools. */
+    struct perfmon_event *(*event)(uint64_t id, unsigned int flags);
+    struct thread *(*thread)(void);
+};
+
+/*
+ * A device that cannot sample (max_period 0): attaching a sampling event
+ * to a CPU or a thread is EINVAL and takes nothing (no slot, no session
+ * reference).
+ */
+void pmu_sample_check_refused(const struct pmu_sample_env *env,
+                              unsigned int id);
+
+/*
+ * A CPU event sampling generic event id with a period: one sample per
+ * period, each from its PMI with the PMI's context, the counter reloaded
+ * to 2^width - period plus the skid (events between the overflow and the
+ * PMI), exact count.
+ */
+void pmu_sample_check_cpu_event(const struct pmu_sample_env *env,
+                                unsigned int id);
+
+/*
+ * A thread event: samples only while its thread runs, the period's rest
+ * kept across a switch, an overflow pending at a switch sampled there
+ * (at the switch, not again by its PMI), every sample naming the thread.
+ */
+void pmu_sample_check_thread_event(const struct pmu_sample_env *env,
+                                   unsigned int id);
+
+/*
+ * Three sampling events (ids[0..2], distinct counters) overflowing before
+ * one PMI: one sample each, with that PMI's context and its own period.
+ */
+void pmu_sample_check_several_in_one_pmi(const struct pmu_sample_env *env,
+                                         const unsigned int ids[3]);
+
+/*
+ * A period beyond the device's max_period: the overflows on the way take
+ * no sample, the period's end takes exactly one.
+ */
+void pmu_sample_check_long_period(const struct pmu_sample_env *env,
+                                  unsigned int id);
+
+/*
+ * Refresh and set_period: n samples then none, a refresh of a stopped
+ * event starting a new period, a new period from the end of the current.
+ */
+void pmu_sample_check_refresh_and_period(const struct pmu_sample_env *env,
+                                         unsigned int id);
+
+/*
+ * The preset contract: the counter overflows between perfmon's read and
+ * the preset (at attach, and at a refresh of a stopped event); that
+ * overflow is discarded, not reported later as a wrap of the preset
+ * value (2^width too many, and a sample at once).
+ */
+void pmu_sample_check_overflow_before_preset(const struct pmu_sample_env *env,
+                                             unsigned int id);
+
+#endif /* HOST_PMU_SAMPLE_TEST_H */
