@@ -353,34 +353,36 @@ _Static_assert(sizeof(struct perfmon_record_sample)
 
 /*
  * Write one sample of event into its session's ring of this CPU, and
- * return its time.
+ * return its time. The record has room for the event's call chain depth;
+ * a shorter chain leaves the rest unused (nr_frames tells), which spares
+ * a walk into a buffer and a copy. Inlined into its one caller, the
+ * overflow path.
  */
-static uint64_t
+static inline __attribute__((always_inline)) uint64_t
 perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
                      const struct perfmon_intr_ctx *ctx, uint64_t period)
 {
-    uint64_t frames[PERFMON_MAX_FRAMES];
     struct perfmon_record_sample *record;
     uint64_t now = cpu_get_tsc();
-    unsigned int nr_frames = 0;
-    size_t size;
+    unsigned int nr_frames = event->nr_frames;
 
     event->nr_samples++;
     syscnt_inc(&cpu->sc_samples);
-
-    if (event->nr_frames != 0 && ctx->fp != 0) {
-        nr_frames = perfmon_sample_frames(ctx->fp, frames, event->nr_frames);
-    }
-
-    size = sizeof(*record) + nr_frames * sizeof(record->frames[0]);
-    record = perfmon_session_reserve(event->session, size);
+    record = perfmon_session_reserve(event->session, sizeof(*record)
+                                     + nr_frames * sizeof(record->frames[0]));
 
     if (record == NULL) {
         return now;     /* counted as lost by the session */
     }
 
+    if (nr_frames != 0) {
+        nr_frames = (ctx->fp != 0)
+                    ? perfmon_sample_frames(ctx->fp, record->frames,
+                                            nr_frames)
+                    : 0;
+    }
+
     record->header.type = PERFMON_RECORD_SAMPLE;
-    record->header.size = (uint16_t)size;
     record->header.cpu = cpu_id();
     record->cookie = event->cookie;
     record->time = now;
@@ -388,12 +390,7 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
     record->period = period;
     record->tid = thread_id(thread_self());
     record->nr_frames = nr_frames;
-
-    for (unsigned int i = 0; i < nr_frames; i++) {
-        record->frames[i] = frames[i];
-    }
-
-    perfmon_session_commit(event->session, record);
+    perfmon_session_commit(event->session, record);   /* sets the size */
     return now;
 }
 
@@ -497,10 +494,11 @@ perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * it may have moved off its preset (reload: it overflowed, or a sample
  * was taken).
  */
-static void
-perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                       struct perfmon_cpu_pmc *cpmc,
-                       const struct perfmon_intr_ctx *ctx, bool reload)
+static inline __attribute__((always_inline)) void
+perfmon_cpu_pmc_sample_inline(struct perfmon_cpu *cpu,
+                              struct perfmon_dev *dev,
+                              struct perfmon_cpu_pmc *cpmc,
+                              const struct perfmon_intr_ctx *ctx, bool reload)
 {
     struct perfmon_event *event = cpmc->sampler;
     uint64_t now;
@@ -537,6 +535,15 @@ perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     if (reload && !cpu->throttle.active) {
         perfmon_cpu_pmc_preset(dev, cpmc, true);
     }
+}
+
+/* The same, out of line, for the paths other than the overflow's. */
+static __attribute__((noinline)) void
+perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                       struct perfmon_cpu_pmc *cpmc,
+                       const struct perfmon_intr_ctx *ctx, bool reload)
+{
+    perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, reload);
 }
 
 /* Bring one slot up to date, interrupts disabled. */
@@ -725,8 +732,8 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
                             true);
 
         if (cpmc->sampler != NULL) {
-            perfmon_cpu_pmc_sample(cpu, dev, cpmc,
-                                   (ctx != NULL) ? ctx : &none, true);
+            perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc,
+                                          (ctx != NULL) ? ctx : &none, true);
         }
     }
 }

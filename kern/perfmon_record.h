@@ -34,7 +34,9 @@ struct perfmon_record_header {
  * One sample: an event's period expired. ip is where the CPU was when the
  * overflow was taken (for a software event: the code that counted it);
  * frames[] the return addresses of the callers, innermost first (none
- * unless the event asked for a call chain).
+ * unless the event asked for a call chain). The record has room for the
+ * depth the event asked for; a shorter chain leaves the rest of it unused
+ * (nr_frames frames are valid).
  */
 struct perfmon_record_sample {
     struct perfmon_record_header header;

@@ -698,6 +698,85 @@ TEST_DEFINE(perfmon_sample, throttled_periods_are_reported)
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
+struct test_ps_spinner {
+    struct thread *thread;
+    uint64_t emitted;
+    volatile bool stop;
+};
+
+static void
+test_ps_spinner_main(void *arg)
+{
+    struct test_ps_spinner *sp = arg;
+
+    while (!sp->stop) {
+        pmu_soft_emit_channel(6, 1);
+        sp->emitted++;
+    }
+}
+
+/*
+ * Period 1 on every CPU while a thread on each emits as fast as it can:
+ * every CPU gets throttled and says so, the test thread still sleeps and
+ * wakes on time, and on each CPU samples plus throttled periods are the
+ * count, exactly.
+ */
+TEST_DEFINE(perfmon_sample, period_one_everywhere_is_throttled)
+{
+    static struct test_ps_spinner spinners[CPU_MAX];
+    static struct perfmon_event events[CPU_MAX];
+    struct perfmon_session *session = test_ps_session(1U << 20);
+    struct perfmon_sample_attr attr = { .session = session, .period = 1 };
+    uint64_t start;
+
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        attr.cookie = 0xc0de0000 + PMU_SOFT_EV_EMIT + 6;
+        TEST_ASSERT_EQ(perfmon_event_init(&events[c], PMU_SOFT_EV_EMIT + 6,
+                                          PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(perfmon_event_set_sampling(&events[c], &attr), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[c], c), 0);
+    }
+
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        spinners[c] = (struct test_ps_spinner){ .stop = false };
+        spinners[c].thread = test_thread_start("ps-spin", 1ULL << c,
+                                               test_ps_spinner_main,
+                                               &spinners[c]);
+    }
+
+    /* The storm does not keep this thread from its ticks. */
+    start = clock_get_time();
+
+    for (unsigned int i = 0; i < 5; i++) {
+        thread_delay(2);
+    }
+
+    TEST_ASSERT_LT(clock_get_time() - start, 10 + 100);
+
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        spinners[c].stop = true;
+        thread_join(spinners[c].thread);
+    }
+
+    thread_delay(3);    /* every throttle ends */
+
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        struct test_ps_drain d = { 0 };
+        uint64_t nr;
+
+        TEST_ASSERT_EQ(perfmon_event_detach(&events[c]), 0);
+        TEST_ASSERT_EQ(perfmon_event_read(&events[c]), spinners[c].emitted);
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&events[c], &nr), 0);
+        test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT + 6, ~0U,
+                      "test_ps_spinner_main", &d);
+        TEST_ASSERT_EQ(d.nr_samples + d.nr_lost, nr);
+        TEST_ASSERT_GE(d.nr_throttle_records, 1);
+        TEST_ASSERT_EQ(nr + d.throttled_periods, spinners[c].emitted);
+    }
+
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
 /*
  * Records that do not fit are lost, and reported: what the consumer
  * reads plus what LOST records report is every sample produced.
