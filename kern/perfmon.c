@@ -1353,6 +1353,13 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     event->nr_frames = 0;
     event->samples_left = PERFMON_SAMPLES_UNLIMITED;
     event->nr_samples = 0;
+    event->disabled = false;
+    event->frozen = 0;
+    event->time_enabled = 0;
+    event->time_running = 0;
+    event->enabled_tsc = 0;
+    event->enabled_run = 0;
+    event->group = NULL;
     return 0;
 }
 
@@ -1448,6 +1455,12 @@ perfmon_event_sampling_attach(struct perfmon_event *event)
     }
 }
 
+/* Events attached to thread or to a CPU, at one instant (see below). */
+static void perfmon_events_attach(struct perfmon_event *const *events,
+                                  unsigned int nr_events);
+static void perfmon_events_detach(struct perfmon_event *const *events,
+                                  unsigned int nr_events);
+
 int
 perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
 {
@@ -1455,7 +1468,8 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
     unsigned int index;
     int error;
 
-    if (thread == NULL || thread_exited(thread)) {
+    if (thread == NULL || thread_exited(thread)
+        || (event != NULL && event->group != NULL)) {
         return EINVAL;
     }
 
@@ -1470,8 +1484,7 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
     event->dev = dev;
     event->pmc_index = index;
     event->thread = thread;
-    event->start = perfmon_td_event_op(event, perfmon_td_op_attach);
-    event->final = 0;
+    perfmon_events_attach(&event, 1);
     event->state = PERFMON_EVENT_THREAD;
     return 0;
 }
@@ -1483,7 +1496,8 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
     unsigned int index;
     int error;
 
-    if (cpu >= cpu_count() || !cpu_online(cpu)) {
+    if (cpu >= cpu_count() || !cpu_online(cpu)
+        || (event != NULL && event->group != NULL)) {
         return EINVAL;
     }
 
@@ -1498,9 +1512,7 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
     event->pmc_index = index;
     event->thread = NULL;
     event->cpu = cpu;
-    event->final = 0;
-    error = xcall_call(cpu, perfmon_cpu_op_attach, event);
-    assert(error == 0);
+    perfmon_events_attach(&event, 1);
     event->state = PERFMON_EVENT_CPU;
     return 0;
 }
@@ -1508,30 +1520,11 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
 int
 perfmon_event_detach(struct perfmon_event *event)
 {
-    struct thread *thread;
-    uint64_t value;
-
-    if (!perfmon_event_attached(event)) {
+    if (!perfmon_event_attached(event) || event->group != NULL) {
         return EINVAL;
     }
 
-    if (event->state == PERFMON_EVENT_THREAD) {
-        value = perfmon_td_event_op(event, perfmon_td_op_detach);
-        event->final = value - event->start;
-        thread = event->thread;
-        event->thread = NULL;
-        thread_unref(thread);
-    } else {
-        xcall_call(event->cpu, perfmon_cpu_op_detach, event);
-    }
-
-    perfmon_pmc_release(event->dev, event->pmc_index);
-
-    if (event->period != 0) {
-        perfmon_session_unref(event->session);
-    }
-
-    event->state = PERFMON_EVENT_DETACHED;
+    perfmon_events_detach(&event, 1);
     return 0;
 }
 
@@ -1580,6 +1573,12 @@ perfmon_event_get(struct perfmon_event *event, uint64_t *valuep)
         return EINVAL;
     }
 
+    /* A disabled event's count is frozen (perfmon_event_disable). */
+    if (__builtin_expect(event->disabled, 0) && perfmon_event_attached(event)) {
+        *valuep = event->frozen;
+        return 0;
+    }
+
     switch (event->state) {
     case PERFMON_EVENT_THREAD:
         *valuep = perfmon_event_read_thread(event) - event->start;
@@ -1605,6 +1604,743 @@ perfmon_event_read(struct perfmon_event *event)
 }
 
 /* ------------------------------------------------------------------ */
+/* Snapshots: the events of one target at one instant                  */
+/* ------------------------------------------------------------------ */
+
+#define PERFMON_SNAP_READ       0
+#define PERFMON_SNAP_ATTACH     1
+#define PERFMON_SNAP_DETACH     2
+
+/*
+ * The tier values of events that share a target (one event, or a group),
+ * with the TSC and, for a thread, its run time, taken together on the
+ * owning CPU with interrupts disabled, while attaching, detaching or only
+ * reading them. A read writes nothing into the events: the caller
+ * applies the snapshot, so concurrent reads of one event or group share
+ * nothing but the tiers, which their CPU's disabled interrupts guard.
+ */
+struct perfmon_snap {
+    struct perfmon_td_op op;            /* thread events */
+    struct perfmon_event *const *events;
+    unsigned int nr_events;
+    unsigned int action;
+    uint64_t now;                       /* TSC */
+    uint64_t run;                       /* the thread's run time at now */
+    uint64_t values[PERFMON_GROUP_MAX]; /* each event's tier value */
+};
+
+static void
+perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
+{
+    struct perfmon_snap *snap = structof(op, struct perfmon_snap, op);
+    void (*fn)(struct perfmon_td_op *op, bool loaded);
+
+    if (snap->action == PERFMON_SNAP_ATTACH) {
+        fn = perfmon_td_op_attach;
+    } else if (snap->action == PERFMON_SNAP_DETACH) {
+        fn = perfmon_td_op_detach;
+    } else {
+        fn = perfmon_td_op_read;
+    }
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        struct perfmon_event *event = snap->events[i];
+
+        op->dev = event->dev;
+        op->index = event->pmc_index;
+        op->event = (event->period != 0) ? event : NULL;
+        fn(op, loaded);
+        snap->values[i] = op->value;
+    }
+
+    /* Loaded: the thread is this CPU's current one, its slice counts. */
+    snap->now = cpu_get_tsc();
+    snap->run = thread_run_time(snap->events[0]->thread, snap->now);
+}
+
+static void
+perfmon_cpu_op_snap(void *arg)
+{
+    struct perfmon_snap *snap = arg;
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        struct perfmon_event *event = snap->events[i];
+
+        if (snap->action == PERFMON_SNAP_ATTACH) {
+            perfmon_cpu_op_attach(event);
+            snap->values[i] = event->start;
+        } else if (snap->action == PERFMON_SNAP_DETACH) {
+            perfmon_cpu_op_detach(event);
+            snap->values[i] = event->start + event->final;
+        } else {
+            snap->values[i] = perfmon_cpu_pmc_update(cpu, event->dev,
+                                                     event->pmc_index)->value;
+        }
+    }
+
+    snap->now = cpu_get_tsc();
+    snap->run = 0;
+}
+
+/*
+ * Take a snapshot of events attached (or being attached) to one thread or
+ * CPU, the first one's: through the thread's operation, or on the CPU,
+ * in place when it is this one.
+ */
+static void
+perfmon_snap_take(struct perfmon_snap *snap,
+                  struct perfmon_event *const *events,
+                  unsigned int nr_events, unsigned int action)
+{
+    const struct perfmon_event *leader = events[0];
+    unsigned long flags;
+
+    assert(nr_events >= 1 && nr_events <= PERFMON_GROUP_MAX);
+    snap->events = events;
+    snap->nr_events = nr_events;
+    snap->action = action;
+
+    if (leader->thread != NULL) {
+        snap->op = (struct perfmon_td_op){
+            .td = thread_perfmon_td(leader->thread),
+            .fn = perfmon_td_op_snap,
+        };
+        perfmon_td_run(&snap->op);
+        return;
+    }
+
+    flags = cpu_intr_save();
+
+    if (leader->cpu == cpu_id()) {
+        perfmon_cpu_op_snap(snap);
+        cpu_intr_restore(flags);
+        return;
+    }
+
+    cpu_intr_restore(flags);
+    xcall_call(leader->cpu, perfmon_cpu_op_snap, snap);
+}
+
+/* An attached event's count, given its tier value at a snapshot. */
+static uint64_t
+perfmon_event_count_at(const struct perfmon_event *event, uint64_t value)
+{
+    return event->disabled ? event->frozen : value - event->start;
+}
+
+/*
+ * An attached event's times (TSC cycles) at a snapshot. A CPU event runs
+ * all the time it is enabled; a thread event while its thread is on a
+ * CPU. The TSCs of two CPUs may differ by a little: a time never goes
+ * below its last value and running never above enabled.
+ */
+static void
+perfmon_event_times_at(const struct perfmon_event *event,
+                       const struct perfmon_snap *snap, uint64_t *enabledp,
+                       uint64_t *runningp)
+{
+    uint64_t enabled = 0, running = 0;
+
+    if (!event->disabled) {
+        if (snap->now > event->enabled_tsc) {
+            enabled = snap->now - event->enabled_tsc;
+        }
+
+        if (event->thread == NULL) {
+            running = enabled;
+        } else if (snap->run > event->enabled_run) {
+            running = snap->run - event->enabled_run;
+        }
+
+        if (running > enabled) {
+            running = enabled;
+        }
+    }
+
+    *enabledp = event->time_enabled + enabled;
+    *runningp = event->time_running + running;
+}
+
+/* Start an event's count and times at the snapshot of its attach. */
+static void
+perfmon_event_begin(struct perfmon_event *event,
+                    const struct perfmon_snap *snap, uint64_t value)
+{
+    event->start = value;
+    event->final = 0;
+    event->disabled = false;
+    event->frozen = 0;
+    event->time_enabled = 0;
+    event->time_running = 0;
+    event->enabled_tsc = snap->now;
+    event->enabled_run = snap->run;
+}
+
+static void
+perfmon_event_apply_disable(struct perfmon_event *event,
+                            const struct perfmon_snap *snap, uint64_t value)
+{
+    if (!event->disabled) {
+        event->frozen = value - event->start;
+        perfmon_event_times_at(event, snap, &event->time_enabled,
+                               &event->time_running);
+        event->disabled = true;
+    }
+}
+
+static void
+perfmon_event_apply_enable(struct perfmon_event *event,
+                           const struct perfmon_snap *snap, uint64_t value)
+{
+    if (event->disabled) {
+        /* Count on from the frozen count: re-base the start. */
+        event->start = value - event->frozen;
+        event->enabled_tsc = snap->now;
+        event->enabled_run = snap->run;
+        event->disabled = false;
+    }
+}
+
+static void
+perfmon_event_apply_reset(struct perfmon_event *event,
+                          const struct perfmon_snap *snap, uint64_t value)
+{
+    (void)snap;
+
+    if (event->disabled) {
+        event->frozen = 0;
+    } else {
+        event->start = value;
+    }
+}
+
+static void
+perfmon_events_attach(struct perfmon_event *const *events,
+                      unsigned int nr_events)
+{
+    struct perfmon_snap snap;
+
+    perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_ATTACH);
+
+    for (unsigned int i = 0; i < nr_events; i++) {
+        perfmon_event_begin(events[i], &snap, snap.values[i]);
+    }
+}
+
+/* Detach attached events of one target at one instant. */
+static void
+perfmon_events_detach(struct perfmon_event *const *events,
+                      unsigned int nr_events)
+{
+    struct perfmon_snap snap;
+
+    perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_DETACH);
+
+    for (unsigned int i = 0; i < nr_events; i++) {
+        struct perfmon_event *event = events[i];
+        struct thread *thread = event->thread;
+
+        event->final = perfmon_event_count_at(event, snap.values[i]);
+        perfmon_event_times_at(event, &snap, &event->time_enabled,
+                               &event->time_running);
+        event->thread = NULL;
+
+        if (thread != NULL) {
+            thread_unref(thread);
+        }
+
+        perfmon_pmc_release(event->dev, event->pmc_index);
+
+        if (event->period != 0) {
+            perfmon_session_unref(event->session);
+        }
+
+        event->state = PERFMON_EVENT_DETACHED;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Values, times, enable, disable, reset                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * floor(a * b / c) for c > 0, UINT64_MAX when it does not fit. A long
+ * division when the product needs more than 64 bits (the kernel has no
+ * 128-bit division routine); not on a hot path.
+ */
+static uint64_t
+perfmon_muldiv(uint64_t a, uint64_t b, uint64_t c)
+{
+    unsigned __int128 product = (unsigned __int128)a * b;
+    uint64_t rem = (uint64_t)(product >> 64);
+    uint64_t low = (uint64_t)product;
+    uint64_t quotient = 0;
+
+    if (rem == 0) {
+        return low / c;
+    }
+
+    if (rem >= c) {
+        return UINT64_MAX;      /* the quotient needs more than 64 bits */
+    }
+
+    /* rem < c throughout; carry is its 65th bit after the shift. */
+    for (int i = 63; i >= 0; i--) {
+        bool carry = (rem >> 63) != 0;
+
+        rem = (rem << 1) | ((low >> i) & 1);
+        quotient <<= 1;
+
+        if (carry || rem >= c) {
+            rem -= c;
+            quotient |= 1;
+        }
+    }
+
+    return quotient;
+}
+
+uint64_t
+perfmon_scale(uint64_t value, uint64_t enabled, uint64_t running)
+{
+    if (running == 0) {
+        return 0;
+    }
+
+    if (running >= enabled) {
+        return value;
+    }
+
+    return perfmon_muldiv(value, enabled, running);
+}
+
+uint64_t
+perfmon_tsc_to_ns(uint64_t tsc)
+{
+    uint64_t freq = cpu_get_freq();
+
+    return (freq == 0) ? 0 : perfmon_muldiv(tsc, 1000000000ULL, freq);
+}
+
+int
+perfmon_event_read_value(struct perfmon_event *event,
+                         struct perfmon_value *valuep)
+{
+    struct perfmon_snap snap;
+    uint64_t count, enabled, running;
+
+    if (event == NULL || event->magic != PERFMON_EVENT_MAGIC) {
+        return EINVAL;
+    }
+
+    switch (event->state) {
+    case PERFMON_EVENT_THREAD:
+    case PERFMON_EVENT_CPU:
+        perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ);
+        count = perfmon_event_count_at(event, snap.values[0]);
+        perfmon_event_times_at(event, &snap, &enabled, &running);
+        break;
+    case PERFMON_EVENT_DETACHED:
+        count = event->final;
+        enabled = event->time_enabled;
+        running = event->time_running;
+        break;
+    default:
+        return EINVAL;
+    }
+
+    valuep->count = count;
+    valuep->time_enabled = perfmon_tsc_to_ns(enabled);
+    valuep->time_running = perfmon_tsc_to_ns(running);
+    return 0;
+}
+
+/* Apply a change to an attached event at a snapshot. */
+static void
+perfmon_event_change(struct perfmon_event *event,
+                     void (*apply)(struct perfmon_event *event,
+                                   const struct perfmon_snap *snap,
+                                   uint64_t value))
+{
+    struct perfmon_snap snap;
+
+    perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ);
+    apply(event, &snap, snap.values[0]);
+}
+
+/* Whether enable or disable may apply to the event alone. */
+static bool
+perfmon_event_can_toggle(const struct perfmon_event *event)
+{
+    return perfmon_event_attached(event) && event->period == 0
+           && event->group == NULL;
+}
+
+int
+perfmon_event_enable(struct perfmon_event *event)
+{
+    if (!perfmon_event_can_toggle(event)) {
+        return EINVAL;
+    }
+
+    if (event->disabled) {
+        perfmon_event_change(event, perfmon_event_apply_enable);
+    }
+
+    return 0;
+}
+
+int
+perfmon_event_disable(struct perfmon_event *event)
+{
+    if (!perfmon_event_can_toggle(event)) {
+        return EINVAL;
+    }
+
+    if (!event->disabled) {
+        perfmon_event_change(event, perfmon_event_apply_disable);
+    }
+
+    return 0;
+}
+
+int
+perfmon_event_reset(struct perfmon_event *event)
+{
+    if (!perfmon_event_attached(event)) {
+        return EINVAL;
+    }
+
+    if (event->disabled) {
+        event->frozen = 0;      /* no read needed */
+    } else {
+        perfmon_event_change(event, perfmon_event_apply_reset);
+    }
+
+    return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Groups                                                              */
+/* ------------------------------------------------------------------ */
+
+#define PERFMON_GROUP_MAGIC     0x70666d67U
+
+static bool
+perfmon_group_valid(const struct perfmon_group *group)
+{
+    return group != NULL && group->magic == PERFMON_GROUP_MAGIC
+           && group->nr_events <= PERFMON_GROUP_MAX;
+}
+
+static bool
+perfmon_group_attached(const struct perfmon_group *group)
+{
+    return perfmon_group_valid(group)
+           && (group->state == PERFMON_EVENT_THREAD
+               || group->state == PERFMON_EVENT_CPU);
+}
+
+int
+perfmon_group_init(struct perfmon_group *group)
+{
+    if (group == NULL || perfmon_group_attached(group)) {
+        return EINVAL;
+    }
+
+    group->magic = PERFMON_GROUP_MAGIC;
+    group->state = PERFMON_EVENT_INIT;
+    group->nr_events = 0;
+    return 0;
+}
+
+/* Whether an event is initialized and detached (or never attached). */
+static bool
+perfmon_event_idle(const struct perfmon_event *event)
+{
+    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
+           && (event->state == PERFMON_EVENT_INIT
+               || event->state == PERFMON_EVENT_DETACHED);
+}
+
+int
+perfmon_group_add(struct perfmon_group *group, struct perfmon_event *event)
+{
+    if (!perfmon_group_valid(group) || perfmon_group_attached(group)
+        || !perfmon_event_idle(event) || event->period != 0
+        || event->group != NULL) {
+        return EINVAL;
+    }
+
+    /* One device: hardware and software events never mix. */
+    if (group->nr_events != 0
+        && ((event->flags ^ group->events[0]->flags) & PERFMON_EF_SW)) {
+        return EINVAL;
+    }
+
+    if (group->nr_events == PERFMON_GROUP_MAX) {
+        return E2BIG;
+    }
+
+    group->events[group->nr_events++] = event;
+    event->group = group;
+    return 0;
+}
+
+/*
+ * Check a group can be attached and take a slot for each of its events,
+ * all or none, into indexes; nothing of the events changes.
+ */
+static int
+perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
+                      unsigned int *indexes)
+{
+    uint64_t configs[PERFMON_GROUP_MAX];
+    unsigned int nr_configs = 0, i;
+    struct perfmon_dev *dev;
+    int error;
+
+    if (!perfmon_group_valid(group) || perfmon_group_attached(group)
+        || group->nr_events == 0) {
+        return EINVAL;
+    }
+
+    for (i = 0; i < group->nr_events; i++) {
+        const struct perfmon_event *event = group->events[i];
+
+        if (!perfmon_event_idle(event) || event->group != group
+            || event->period != 0) {
+            return EINVAL;      /* initialized again, or attached alone */
+        }
+    }
+
+    dev = perfmon_get_dev(group->events[0]->flags & PERFMON_EF_SW);
+
+    if (dev == NULL) {
+        return ENODEV;
+    }
+
+    /* Events with equal configurations share a counter. */
+    for (i = 0; i < group->nr_events; i++) {
+        const struct perfmon_event *event = group->events[i];
+        unsigned int j;
+        uint64_t config;
+
+        error = dev->ops->translate(&config, event->id, event->flags);
+
+        if (error) {
+            return error;
+        }
+
+        for (j = 0; j < nr_configs && configs[j] != config; j++) {
+            continue;
+        }
+
+        if (j == nr_configs) {
+            configs[nr_configs++] = config;
+        }
+    }
+
+    if (nr_configs > dev->nr_pmcs) {
+        return E2BIG;
+    }
+
+    for (i = 0; i < group->nr_events; i++) {
+        struct perfmon_dev *event_dev;
+
+        error = perfmon_event_prepare(group->events[i], &event_dev,
+                                      &indexes[i]);
+
+        if (error) {
+            goto error;
+        }
+
+        assert(event_dev == dev);
+    }
+
+    *devp = dev;
+    return 0;
+
+error:
+    while (i-- > 0) {
+        perfmon_pmc_release(dev, indexes[i]);
+    }
+
+    return error;
+}
+
+int
+perfmon_group_attach(struct perfmon_group *group, struct thread *thread)
+{
+    unsigned int indexes[PERFMON_GROUP_MAX];
+    struct perfmon_dev *dev;
+    int error;
+
+    if (thread == NULL || thread_exited(thread)) {
+        return EINVAL;
+    }
+
+    error = perfmon_group_prepare(group, &dev, indexes);
+
+    if (error) {
+        return error;
+    }
+
+    for (unsigned int i = 0; i < group->nr_events; i++) {
+        struct perfmon_event *event = group->events[i];
+
+        thread_ref(thread);
+        event->dev = dev;
+        event->pmc_index = indexes[i];
+        event->thread = thread;
+    }
+
+    perfmon_events_attach(group->events, group->nr_events);
+
+    for (unsigned int i = 0; i < group->nr_events; i++) {
+        group->events[i]->state = PERFMON_EVENT_THREAD;
+    }
+
+    group->state = PERFMON_EVENT_THREAD;
+    return 0;
+}
+
+int
+perfmon_group_attach_cpu(struct perfmon_group *group, unsigned int cpu)
+{
+    unsigned int indexes[PERFMON_GROUP_MAX];
+    struct perfmon_dev *dev;
+    int error;
+
+    if (cpu >= cpu_count() || !cpu_online(cpu)) {
+        return EINVAL;
+    }
+
+    error = perfmon_group_prepare(group, &dev, indexes);
+
+    if (error) {
+        return error;
+    }
+
+    for (unsigned int i = 0; i < group->nr_events; i++) {
+        struct perfmon_event *event = group->events[i];
+
+        event->dev = dev;
+        event->pmc_index = indexes[i];
+        event->thread = NULL;
+        event->cpu = cpu;
+    }
+
+    perfmon_events_attach(group->events, group->nr_events);
+
+    for (unsigned int i = 0; i < group->nr_events; i++) {
+        group->events[i]->state = PERFMON_EVENT_CPU;
+    }
+
+    group->state = PERFMON_EVENT_CPU;
+    return 0;
+}
+
+int
+perfmon_group_detach(struct perfmon_group *group)
+{
+    if (!perfmon_group_attached(group)) {
+        return EINVAL;
+    }
+
+    perfmon_events_detach(group->events, group->nr_events);
+    group->state = PERFMON_EVENT_DETACHED;
+    return 0;
+}
+
+int
+perfmon_group_read(struct perfmon_group *group,
+                   struct perfmon_group_value *valuep)
+{
+    const struct perfmon_event *leader;
+    struct perfmon_snap snap;
+    uint64_t enabled, running;
+
+    if (!perfmon_group_valid(group) || group->nr_events == 0) {
+        return EINVAL;
+    }
+
+    leader = group->events[0];
+
+    switch (group->state) {
+    case PERFMON_EVENT_THREAD:
+    case PERFMON_EVENT_CPU:
+        perfmon_snap_take(&snap, group->events, group->nr_events,
+                          PERFMON_SNAP_READ);
+
+        for (unsigned int i = 0; i < group->nr_events; i++) {
+            valuep->counts[i] = perfmon_event_count_at(group->events[i],
+                                                       snap.values[i]);
+        }
+
+        perfmon_event_times_at(leader, &snap, &enabled, &running);
+        break;
+    case PERFMON_EVENT_DETACHED:
+        for (unsigned int i = 0; i < group->nr_events; i++) {
+            valuep->counts[i] = group->events[i]->final;
+        }
+
+        enabled = leader->time_enabled;
+        running = leader->time_running;
+        break;
+    default:
+        return EINVAL;
+    }
+
+    valuep->nr_events = group->nr_events;
+    valuep->time_enabled = perfmon_tsc_to_ns(enabled);
+    valuep->time_running = perfmon_tsc_to_ns(running);
+    return 0;
+}
+
+/* Apply a change to every event of an attached group at one snapshot. */
+static int
+perfmon_group_change(struct perfmon_group *group,
+                     void (*apply)(struct perfmon_event *event,
+                                   const struct perfmon_snap *snap,
+                                   uint64_t value))
+{
+    struct perfmon_snap snap;
+
+    if (!perfmon_group_attached(group)) {
+        return EINVAL;
+    }
+
+    perfmon_snap_take(&snap, group->events, group->nr_events,
+                      PERFMON_SNAP_READ);
+
+    for (unsigned int i = 0; i < group->nr_events; i++) {
+        apply(group->events[i], &snap, snap.values[i]);
+    }
+
+    return 0;
+}
+
+int
+perfmon_group_enable(struct perfmon_group *group)
+{
+    return perfmon_group_change(group, perfmon_event_apply_enable);
+}
+
+int
+perfmon_group_disable(struct perfmon_group *group)
+{
+    return perfmon_group_change(group, perfmon_event_apply_disable);
+}
+
+int
+perfmon_group_reset(struct perfmon_group *group)
+{
+    return perfmon_group_change(group, perfmon_event_apply_reset);
+}
+
+/* ------------------------------------------------------------------ */
 /* Sampling events                                                     */
 /* ------------------------------------------------------------------ */
 
@@ -1621,7 +2357,8 @@ perfmon_event_set_sampling(struct perfmon_event *event,
 {
     if (event == NULL || event->magic != PERFMON_EVENT_MAGIC
         || (event->state != PERFMON_EVENT_INIT
-            && event->state != PERFMON_EVENT_DETACHED)) {
+            && event->state != PERFMON_EVENT_DETACHED)
+        || event->group != NULL) {
         return EINVAL;
     }
 

@@ -57,6 +57,7 @@ struct thread;
 
 struct perfmon_dev;
 struct perfmon_session;
+struct perfmon_group;
 
 /* An event. Its fields are private to perfmon. */
 struct perfmon_event {
@@ -78,6 +79,35 @@ struct perfmon_event {
     unsigned int nr_frames;
     uint64_t samples_left;      /* PERFMON_SAMPLES_UNLIMITED, or armed */
     uint64_t nr_samples;        /* samples produced (written locally) */
+
+    /*
+     * Enable state and times, in TSC cycles, written by the owner's calls
+     * (attach, enable, disable, reset, detach), each from one snapshot of
+     * the tier's value, the TSC and the thread's run time taken together
+     * on the owning CPU. Running is kept apart from enabled so that an
+     * event that does not hold a counter all the time it is enabled (time
+     * multiplexing, not done yet) can show less.
+     */
+    bool disabled;              /* count frozen at frozen */
+    uint64_t frozen;            /* the count while disabled */
+    uint64_t time_enabled;      /* up to the last disable or detach */
+    uint64_t time_running;
+    uint64_t enabled_tsc;       /* TSC at the last enable or attach */
+    uint64_t enabled_run;       /* thread events: its run time then */
+    struct perfmon_group *group;    /* the group it was added to, or NULL */
+};
+
+/*
+ * A count with its times, in nanoseconds (TSC cycles converted with the
+ * calibrated TSC frequency, cpu_get_freq()): time_enabled grows while the
+ * event is attached and enabled; time_running while it is enabled and
+ * actually counts: for a CPU event all that time (no multiplexing yet,
+ * running == enabled), for a thread event while its thread is on a CPU.
+ */
+struct perfmon_value {
+    uint64_t count;
+    uint64_t time_enabled;
+    uint64_t time_running;
 };
 
 /*
@@ -133,6 +163,47 @@ uint64_t perfmon_event_read(struct perfmon_event *event);
  */
 int perfmon_event_get(struct perfmon_event *event, uint64_t *valuep);
 
+/*
+ * The count with its times (struct perfmon_value), from one instant on
+ * the owning CPU; for a detached event, as they were at detach. Writes
+ * nothing into the event, so reads of one event from several threads may
+ * run at once. Return 0, or EINVAL for an event that is not initialized
+ * or was never attached. Thread context.
+ */
+int perfmon_event_read_value(struct perfmon_event *event,
+                             struct perfmon_value *valuep);
+
+/*
+ * Enable, disable and reset an attached event. A disabled event keeps its
+ * counter (so enable cannot fail for want of one, and costs one read, as
+ * disable and reset do): its count is frozen (units counted while it is
+ * disabled are not counted) and its times stop; enable counts on from
+ * the frozen count. Reset sets the count to zero, enabled or not, and
+ * leaves the times. A new attach starts enabled; enable of an enabled
+ * event and disable of a disabled one do nothing and return 0, as
+ * Linux's ioctls do. Sampling events cannot be disabled or enabled
+ * (their sampling is armed on the counting CPU by the overflow path;
+ * perfmon_event_refresh limits their samples instead) but can be reset
+ * (their count only). Group members are enabled and disabled with their
+ * group (perfmon_group_enable), reset alone or with it. Return 0, or
+ * EINVAL (event not attached; enable and disable: a sampling event or a
+ * group member), having changed nothing. Thread context.
+ */
+int perfmon_event_enable(struct perfmon_event *event);
+int perfmon_event_disable(struct perfmon_event *event);
+int perfmon_event_reset(struct perfmon_event *event);
+
+/*
+ * value * enabled / running, the estimate of a count made while the event
+ * ran for part of the time it was enabled: value when running covers
+ * enabled (or more), 0 when running is 0 (the event never counted),
+ * UINT64_MAX when the estimate does not fit. Any context.
+ */
+uint64_t perfmon_scale(uint64_t value, uint64_t enabled, uint64_t running);
+
+/* TSC cycles in nanoseconds, by cpu_get_freq() (0 before it is known). */
+uint64_t perfmon_tsc_to_ns(uint64_t tsc);
+
 /* True while the event is attached. Any context. */
 bool perfmon_event_attached(const struct perfmon_event *event);
 
@@ -145,6 +216,104 @@ int perfmon_event_check(uint64_t id, unsigned int flags);
 
 /* The name of a generic event ("instructions"), or NULL. Any context. */
 const char *perfmon_generic_name(unsigned int id);
+
+/* ------------------------------------------------------------------ */
+/* Groups                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A group: events (the first added is the leader) attached as a unit to
+ * one thread or one CPU, all or none, enabled and disabled together and
+ * read at one instant:
+ *
+ *   struct perfmon_group group;
+ *   struct perfmon_group_value value;
+ *
+ *   error = perfmon_group_init(&group);
+ *   error = perfmon_group_add(&group, &cycles);    initialized events
+ *   error = perfmon_group_add(&group, &insns);
+ *   error = perfmon_group_attach(&group, thread);  or _attach_cpu
+ *   error = perfmon_group_read(&group, &value);    counts, in add order
+ *   error = perfmon_group_detach(&group);
+ *
+ * The group and its events are the owner's memory; calls on a group and
+ * its events are serialized by the owner, except reads (of the group or
+ * of its events), which write nothing and may run from several threads
+ * at once.
+ */
+
+#define PERFMON_GROUP_MAX   PERFMON_MAX_PMCS    /* events in a group */
+
+struct perfmon_group {
+    unsigned int magic;
+    unsigned int state;         /* private to perfmon */
+    unsigned int nr_events;
+    struct perfmon_event *events[PERFMON_GROUP_MAX];
+};
+
+/* A group's counts, in the order the events were added, and its times. */
+struct perfmon_group_value {
+    uint64_t time_enabled;      /* ns, as struct perfmon_value */
+    uint64_t time_running;
+    unsigned int nr_events;
+    uint64_t counts[PERFMON_GROUP_MAX];
+};
+
+/*
+ * Make an empty group. The events of a group initialized again stay
+ * members of the old one (initialize them again to reuse them). Return 0
+ * or EINVAL (NULL, or a group that is attached). Any context.
+ */
+int perfmon_group_init(struct perfmon_group *group);
+
+/*
+ * Add an initialized, detached counting event to a detached group. Its
+ * attach, detach, enable and disable go through the group from then on
+ * (the event's own calls are EINVAL); initializing the event again takes
+ * it out, and the group's attach then fails. Return 0, EINVAL (group or
+ * event not initialized, either attached, a sampling event, the event
+ * already in a group, an event of another device than the leader's:
+ * hardware and software events cannot share a group) or E2BIG (already
+ * PERFMON_GROUP_MAX events), having changed nothing. Thread context.
+ */
+int perfmon_group_add(struct perfmon_group *group,
+                      struct perfmon_event *event);
+
+/*
+ * Attach every event of the group to a thread (or a CPU), at one instant
+ * on the owning CPU, enabled, or none of them. Return 0, EINVAL (as
+ * perfmon_event_attach, an empty or attached group, a member that left
+ * it), ENODEV, E2BIG (more distinct raw events than the device has
+ * counters: the group can never be attached), EAGAIN (their counters
+ * are not all free now). Thread context.
+ */
+int perfmon_group_attach(struct perfmon_group *group, struct thread *thread);
+int perfmon_group_attach_cpu(struct perfmon_group *group, unsigned int cpu);
+
+/*
+ * Detach every event at one instant; their final counts and times stay
+ * readable. Return 0 or EINVAL (group not attached). Thread context.
+ */
+int perfmon_group_detach(struct perfmon_group *group);
+
+/*
+ * Every event's count and the group's times, read at one instant on the
+ * owning CPU with interrupts disabled (one cross-CPU call, or none for a
+ * CPU event of this CPU or the caller's own thread); for a detached
+ * group, as at detach. Return 0 or EINVAL (group never attached).
+ * Thread context.
+ */
+int perfmon_group_read(struct perfmon_group *group,
+                       struct perfmon_group_value *valuep);
+
+/*
+ * perfmon_event_enable, _disable and _reset on every event of an attached
+ * group at one instant. Return 0 or EINVAL (group not attached). Thread
+ * context.
+ */
+int perfmon_group_enable(struct perfmon_group *group);
+int perfmon_group_disable(struct perfmon_group *group);
+int perfmon_group_reset(struct perfmon_group *group);
 
 /* ------------------------------------------------------------------ */
 /* Sampling                                                            */
@@ -177,7 +346,7 @@ struct perfmon_sample_attr {
  * alive as long as the event may be attached with it again. Whether its
  * device can sample is decided at attach (EINVAL there when it cannot).
  * Return 0 or EINVAL (event attached or not initialized, NULL session,
- * period or nr_frames out of range). Thread context.
+ * period or nr_frames out of range, a group member). Thread context.
  */
 int perfmon_event_set_sampling(struct perfmon_event *event,
                                const struct perfmon_sample_attr *attr);

@@ -306,10 +306,21 @@ thread_switch(struct thread_runq *rq, struct thread *prev,
               struct thread *next)
 {
     struct cpu_head *head = (struct cpu_head *)percpu_local_base();
+    uint64_t now = cpu_get_tsc();
+
+    /*
+     * prev's run time is final before perfmon unloads it (an operation
+     * that finds it unloaded reads its total); next's slice starts once
+     * perfmon has loaded it, so a cross-CPU call that finds it loaded
+     * sees the start (the call waits for interrupts back on).
+     */
+    prev->run_total += now - prev->run_start;
+    prev->run_start = 0;
 
     /* Software events of the thread leaving count before its unload. */
     pmu_soft_count(PMU_SOFT_EV_CSWITCH, 1);
     perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
+    next->run_start = now;
 
     prev->on_cpu = false;
     next->on_cpu = true;
@@ -853,6 +864,7 @@ thread_bootstrap(void)
     }
 
     head->thread = idle;
+    idle->run_start = cpu_get_tsc();
 
     /* The boot context is running: its (empty) counters are loaded. */
     perfmon_td_load(&idle->perfmon_td);

@@ -10,7 +10,8 @@
  * and the running thread holds one until it has exited.
  *
  * The context switch calls perfmon_td_switch(prev, next) with interrupts
- * and preemption disabled.
+ * and preemption disabled, and accounts each thread's time on a CPU with
+ * one TSC read (thread_run_time).
  */
 #ifndef KERN_THREAD_H
 #define KERN_THREAD_H
@@ -68,6 +69,10 @@ struct thread {
 
     uint64_t nr_switches;           /* times switched in */
     uint64_t nr_migrations;
+
+    /* Time on a CPU, in TSC cycles (thread_run_time). */
+    uint64_t run_total;             /* up to the last switch out */
+    uint64_t run_start;             /* TSC at switch in; 0 while off-CPU */
 
     struct list all_node;           /* in the list of all threads */
 
@@ -210,6 +215,26 @@ static inline uint64_t
 thread_affinity(const struct thread *thread)
 {
     return READ_ONCE(thread->affinity);
+}
+
+/*
+ * The thread's time on a CPU, in TSC cycles, up to the TSC value now:
+ * every slice up to its last switch out, plus, while it runs, now less
+ * the TSC at its switch in (the switch itself counts for the thread
+ * switched to). now must come from the thread's CPU with interrupts
+ * disabled since, when the thread runs. Exact for the calling thread
+ * with interrupts disabled, on the thread's CPU with interrupts disabled
+ * (an interrupt handler, a cross-CPU call) and for a thread that is not
+ * running; from another CPU while it runs, a snapshot that may be off by
+ * a slice. Any context.
+ */
+static inline uint64_t
+thread_run_time(const struct thread *thread, uint64_t now)
+{
+    uint64_t start = READ_ONCE(thread->run_start);
+    uint64_t total = READ_ONCE(thread->run_total);
+
+    return (start != 0 && now > start) ? total + (now - start) : total;
 }
 
 /* The CPU a thread runs on or last ran on. Any context. */
