@@ -54,12 +54,18 @@ struct test_pace {
 
 static struct test_pace test_pace[CPU_MAX];
 
+/*
+ * Emit n units on channel (and as many on channel + 1 at the same instant
+ * when pair), paced to this CPU's share.
+ */
 static uint64_t
-test_emit_paced_wait(unsigned int channel, uint64_t n, bool busy)
+test_emit_paced_wait(unsigned int channel, uint64_t n, bool busy, bool pair)
 {
     uint64_t rate = pmu_soft_max_rate();
+    uint64_t units;
 
-    n = MIN(n, rate);
+    n = MIN(n, pair ? rate / 2 : rate);
+    units = pair ? 2 * n : n;
 
     for (;;) {
         /* Interrupts off: no migration or tick between check and emit. */
@@ -72,9 +78,14 @@ test_emit_paced_wait(unsigned int channel, uint64_t n, bool busy)
             pace->units = 0;
         }
 
-        if (rate == UINT64_MAX || pace->units + n <= rate) {
-            pace->units += n;
+        if (rate == UINT64_MAX || pace->units + units <= rate) {
+            pace->units += units;
             pmu_soft_emit_channel(channel, n);
+
+            if (pair) {
+                pmu_soft_emit_channel(channel + 1, n);
+            }
+
             cpu_intr_restore(flags);
             return n;
         }
@@ -92,13 +103,19 @@ test_emit_paced_wait(unsigned int channel, uint64_t n, bool busy)
 uint64_t
 test_emit_paced(unsigned int channel, uint64_t n)
 {
-    return test_emit_paced_wait(channel, n, false);
+    return test_emit_paced_wait(channel, n, false, false);
 }
 
 uint64_t
 test_emit_paced_busy(unsigned int channel, uint64_t n)
 {
-    return test_emit_paced_wait(channel, n, true);
+    return test_emit_paced_wait(channel, n, true, false);
+}
+
+uint64_t
+test_emit_paced_pair(unsigned int channel, uint64_t n)
+{
+    return test_emit_paced_wait(channel, n, false, true);
 }
 
 void

@@ -34,6 +34,13 @@ uint64_t test_emit_paced(unsigned int channel, uint64_t n);
 /* The same, busy-waiting for the next tick instead of sleeping. */
 uint64_t test_emit_paced_busy(unsigned int channel, uint64_t n);
 
+/*
+ * The same, emitting n units on channel and n on channel + 1 at one
+ * instant (interrupts disabled around the pair), 2n units of the CPU's
+ * share; n is cut to half the rate. Return n. Thread context.
+ */
+uint64_t test_emit_paced_pair(unsigned int channel, uint64_t n);
+
 /* Skip the running test unless at least n CPUs are online. */
 void test_require_cpus(unsigned int n);
 

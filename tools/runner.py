@@ -426,7 +426,8 @@ class Boot:
             result.add("ok", "reports-" + self.expect)
 
 
-NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample")
+NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample",
+                 "perfmon_group")
 
 
 def narrow_selection(tests):
@@ -441,7 +442,7 @@ def narrow_selection(tests):
     >>> narrow_selection("kmem,timer")
     ''
     >>> narrow_selection("all")
-    'perfmon,pmu_soft,perfmon_torture,perfmon_sample'
+    'perfmon,pmu_soft,perfmon_torture,perfmon_sample,perfmon_group'
     """
     if tests in ("", "all"):
         return ",".join(NARROW_SUITES)

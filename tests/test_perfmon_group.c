@@ -1,0 +1,822 @@
+/*
+ * perfmon groups, enable/disable/reset and times, with the software PMU:
+ * counts are exact, times are checked against the clock and against the
+ * scheduler's run time accounting.
+ *
+ * Runs with every counter width of the narrow-counter boots; emitting
+ * threads keep each CPU to the rate the software PMU promises
+ * (test_emit_paced, test_emit_paced_pair).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/macros.h>
+#include <kern/perfmon.h>
+#include <kern/perfmon_session.h>
+#include <kern/pmu_soft.h>
+#include <kern/string.h>
+#include <kern/test.h>
+#include <kern/thread.h>
+#include <machine/cpu.h>
+
+#include "test_util.h"
+
+#define TEST_PG_TICK_NS         (1000000000ULL / CLOCK_HZ)
+#define TEST_PG_PAIRS_PER_TICK  8
+
+static void
+test_pg_init(struct perfmon_event *event, unsigned int id)
+{
+    TEST_ASSERT_EQ(perfmon_event_init(event, id, PERFMON_EF_SW), 0);
+}
+
+static struct perfmon_dev *
+test_pg_soft_dev(void)
+{
+    struct perfmon_dev *dev = perfmon_get_dev(true);
+
+    TEST_ASSERT(dev != NULL);
+    return dev;
+}
+
+static uint64_t
+test_pg_abs_diff(uint64_t a, uint64_t b)
+{
+    return (a > b) ? a - b : b - a;
+}
+
+/* ------------------------------------------------------------------ */
+/* Errors                                                              */
+/* ------------------------------------------------------------------ */
+
+/* Every misuse of a group is refused and leaves everything as it was. */
+TEST_DEFINE(perfmon_group, group_errors_change_nothing)
+{
+    struct perfmon_dev *soft = test_pg_soft_dev();
+    struct perfmon_group group, other, garbage;
+    struct perfmon_event a, b, alone, hw, ev_garbage;
+    struct perfmon_group_value value;
+    struct thread *self = thread_self();
+    unsigned int refs = self->refs;
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_group_init(NULL), EINVAL);
+    memset(&garbage, 0xa5, sizeof(garbage));
+    memset(&ev_garbage, 0xa5, sizeof(ev_garbage));
+    TEST_ASSERT_EQ(perfmon_group_add(&garbage, &a), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_attach(&garbage, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(&garbage, 0), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_detach(&garbage), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_read(&garbage, &value), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_enable(&garbage), EINVAL);
+
+    /* Empty, never attached. */
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+    TEST_ASSERT_EQ(perfmon_group_init(&other), 0);
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_enable(&group), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_disable(&group), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_reset(&group), EINVAL);
+
+    /* Bad events. */
+    TEST_ASSERT_EQ(perfmon_group_add(&group, NULL), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &ev_garbage), EINVAL);
+    test_pg_init(&a, PMU_SOFT_EV_EMIT);
+    test_pg_init(&b, PMU_SOFT_EV_EMIT + 1);
+    test_pg_init(&alone, PMU_SOFT_EV_EMIT + 2);
+    TEST_ASSERT_EQ(perfmon_event_attach(&alone, self), 0);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &alone), EINVAL);   /* attached */
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &a), 0);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &a), EINVAL);       /* twice */
+    TEST_ASSERT_EQ(perfmon_group_add(&other, &a), EINVAL);       /* taken */
+
+    /* Mixed devices: a hardware event in a software group. */
+    TEST_ASSERT_EQ(perfmon_event_init(&hw, PERFMON_EV_CYCLE,
+                                      PERFMON_EF_KERN), 0);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &hw), EINVAL);
+    TEST_ASSERT_EQ(group.nr_events, 1);
+    TEST_ASSERT(hw.group == NULL);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &b), 0);
+
+    /* Members go through their group. */
+    TEST_ASSERT_EQ(perfmon_event_attach(&a, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, 0), EINVAL);
+
+    /* Bad targets. */
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, NULL), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, cpu_count()), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(self->refs, refs + 1);
+
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
+    TEST_ASSERT_EQ(self->refs, refs + 3);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 3);
+
+    /* Attached: no second attach, no add, no member alone, no init. */
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_init(&group), EINVAL);
+    test_pg_init(&hw, PMU_SOFT_EV_TICK);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &hw), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_detach(&a), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_disable(&b), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_enable(&b), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_init(&a, PMU_SOFT_EV_TICK,
+                                      PERFMON_EF_SW), EINVAL);
+    TEST_ASSERT_EQ(self->refs, refs + 3);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 3);
+
+    /* Still counting, read at one instant. */
+    pmu_soft_emit_channel(0, 3);
+    pmu_soft_emit_channel(1, 4);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.nr_events, 2);
+    TEST_ASSERT_EQ(value.counts[0], 3);
+    TEST_ASSERT_EQ(value.counts[1], 4);
+    TEST_ASSERT_EQ(perfmon_event_reset(&b), 0);     /* a member alone */
+    TEST_ASSERT_EQ(perfmon_event_read(&b), 0);
+
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_enable(&group), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);  /* finals */
+    TEST_ASSERT_EQ(value.counts[0], 3);
+    TEST_ASSERT_EQ(value.counts[1], 0);
+    TEST_ASSERT_EQ(self->refs, refs + 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+
+    /* A member initialized again has left: the group cannot attach. */
+    test_pg_init(&b, PMU_SOFT_EV_EMIT + 1);
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(self->refs, refs + 1);
+
+    TEST_ASSERT_EQ(perfmon_event_detach(&alone), 0);
+    TEST_ASSERT_EQ(self->refs, refs);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+}
+
+/*
+ * A group with more distinct raw events than the device has counters can
+ * never be attached (E2BIG); one that fits but finds counters taken gets
+ * EAGAIN; neither takes anything. Equal raw events share a counter.
+ */
+TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
+{
+    struct perfmon_dev *soft = test_pg_soft_dev();
+    static struct perfmon_event events[PERFMON_GROUP_MAX + 1];
+    static struct perfmon_event blockers[PERFMON_MAX_PMCS];
+    static const unsigned int ids[] = {
+        PMU_SOFT_EV_CSWITCH, PMU_SOFT_EV_MIGRATION, PMU_SOFT_EV_TICK,
+        PMU_SOFT_EV_XCALL, PMU_SOFT_EV_EMIT, PMU_SOFT_EV_EMIT + 1,
+        PMU_SOFT_EV_EMIT + 2, PMU_SOFT_EV_EMIT + 3, PMU_SOFT_EV_EMIT + 4,
+        PMU_SOFT_EV_EMIT + 5, PMU_SOFT_EV_EMIT + 6, PMU_SOFT_EV_EMIT + 7,
+    };
+    struct perfmon_group group;
+    struct perfmon_group_value value;
+    struct thread *self = thread_self();
+    unsigned int refs = self->refs;
+    unsigned int nr_pmcs = soft->nr_pmcs;
+
+    TEST_ASSERT_LT(nr_pmcs, ARRAY_SIZE(ids));
+
+    /* nr_pmcs + 1 distinct raw events. */
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+
+    for (unsigned int i = 0; i <= nr_pmcs; i++) {
+        test_pg_init(&events[i], ids[i]);
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), E2BIG);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), E2BIG);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(self->refs, refs);
+    TEST_ASSERT(!perfmon_event_attached(&events[0]));
+
+    /* PERFMON_GROUP_MAX events on two raw events fit; one more does not. */
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+
+    for (unsigned int i = 0; i <= PERFMON_GROUP_MAX; i++) {
+        test_pg_init(&events[i], PMU_SOFT_EV_EMIT + (i % 2));
+    }
+
+    for (unsigned int i = 0; i < PERFMON_GROUP_MAX; i++) {
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[PERFMON_GROUP_MAX]),
+                   E2BIG);
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 2);
+    pmu_soft_emit_channel(0, 5);
+    pmu_soft_emit_channel(1, 6);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+
+    for (unsigned int i = 0; i < PERFMON_GROUP_MAX; i++) {
+        TEST_ASSERT_EQ(value.counts[i], (i % 2) ? 6 : 5);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(self->refs, refs);
+
+    /*
+     * Every counter but one taken by other raw events: a group of two
+     * new ones gets EAGAIN and releases the one it had taken.
+     */
+    for (unsigned int i = 0; i < nr_pmcs - 1; i++) {
+        test_pg_init(&blockers[i], ids[i]);
+        TEST_ASSERT_EQ(perfmon_event_attach(&blockers[i], self), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+    test_pg_init(&events[0], ids[nr_pmcs - 1]);
+    test_pg_init(&events[1], ids[nr_pmcs]);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[0]), 0);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), 0);
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_pmcs - 1);
+    TEST_ASSERT_EQ(self->refs, refs + nr_pmcs - 1);
+    TEST_ASSERT(!perfmon_event_attached(&events[0]));
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), EINVAL);
+
+    /* Room again: the same group attaches. */
+    TEST_ASSERT_EQ(perfmon_event_detach(&blockers[0]), 0);
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_pmcs);
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+
+    for (unsigned int i = 1; i < nr_pmcs - 1; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&blockers[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(self->refs, refs);
+}
+
+/* Hardware groups need a PMU; sampling events stay out of groups. */
+TEST_DEFINE(perfmon_group, hardware_and_sampling_events)
+{
+    struct perfmon_sample_attr attr = { .period = 10 };
+    struct perfmon_session *session;
+    struct perfmon_group group;
+    struct perfmon_event hw, sampler;
+    uint64_t count;
+
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+    TEST_ASSERT_EQ(perfmon_event_init(&hw, PERFMON_EV_INSTRUCTION,
+                                      PERFMON_EF_KERN), 0);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &hw), 0);
+
+    if (perfmon_get_dev(false) == NULL) {
+        TEST_ASSERT_EQ(perfmon_group_attach(&group, thread_self()), ENODEV);
+        TEST_ASSERT(!perfmon_event_attached(&hw));
+    }
+
+    TEST_ASSERT_EQ(perfmon_session_create(&session, 4096), 0);
+    attr.session = session;
+    test_pg_init(&sampler, PMU_SOFT_EV_EMIT);
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&sampler, &attr), 0);
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &sampler), EINVAL);
+
+    /* A member cannot become a sampling event. */
+    test_pg_init(&hw, PMU_SOFT_EV_EMIT + 1);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &hw), 0);
+    TEST_ASSERT_EQ(perfmon_event_set_sampling(&hw, &attr), EINVAL);
+
+    /* A sampling event is reset, never disabled or enabled. */
+    TEST_ASSERT_EQ(perfmon_event_attach(&sampler, thread_self()), 0);
+    pmu_soft_emit(4);
+    TEST_ASSERT_EQ(perfmon_event_disable(&sampler), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_enable(&sampler), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_read(&sampler), 4);
+    TEST_ASSERT_EQ(perfmon_event_reset(&sampler), 0);
+    pmu_soft_emit(25);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&sampler, &count), 0);
+    TEST_ASSERT_EQ(count, 2);       /* periods go on: 29 units */
+    TEST_ASSERT_EQ(perfmon_event_read(&sampler), 25);
+    TEST_ASSERT_EQ(perfmon_event_detach(&sampler), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Enable, disable, reset                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Units emitted while an event is disabled are not counted; reset zeroes
+ * it, enabled or not; counts are exact afterwards; its times stop while
+ * it is disabled and after detach. attach_cpu: a CPU event of this CPU,
+ * else a thread event of this thread.
+ */
+static void
+test_pg_enable_disable_reset(bool cpu_event)
+{
+    struct perfmon_event event;
+    struct perfmon_value v1, v2;
+    unsigned long flags;
+
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    test_pg_init(&event, PMU_SOFT_EV_EMIT);
+    TEST_ASSERT_EQ(perfmon_event_enable(&event), EINVAL);    /* detached */
+    TEST_ASSERT_EQ(perfmon_event_disable(&event), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_reset(&event), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v1), EINVAL);
+
+    if (cpu_event) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, 0), 0);
+    } else {
+        TEST_ASSERT_EQ(perfmon_event_attach(&event, thread_self()), 0);
+    }
+
+    pmu_soft_emit(10);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 10);
+    TEST_ASSERT_EQ(perfmon_event_enable(&event), 0);        /* no-op */
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 10);
+    TEST_ASSERT_EQ(perfmon_event_disable(&event), 0);
+    pmu_soft_emit(20);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 10);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v1), 0);
+    TEST_ASSERT_EQ(v1.count, 10);
+
+    /* Disabled: the times stand still. */
+    thread_delay(2);
+    pmu_soft_emit(20);
+    TEST_ASSERT_EQ(perfmon_event_disable(&event), 0);       /* no-op */
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v2), 0);
+    TEST_ASSERT_EQ(v2.count, 10);
+    TEST_ASSERT_EQ(v2.time_enabled, v1.time_enabled);
+    TEST_ASSERT_EQ(v2.time_running, v1.time_running);
+    TEST_ASSERT_GT(v1.time_enabled, 0);
+
+    /* Enabled again: counts on from the frozen count, times grow. */
+    TEST_ASSERT_EQ(perfmon_event_enable(&event), 0);
+    pmu_soft_emit(5);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 15);
+    thread_delay(1);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v2), 0);
+    TEST_ASSERT_EQ(v2.count, 15);
+    TEST_ASSERT_GT(v2.time_enabled, v1.time_enabled);
+    TEST_ASSERT_GT(v2.time_running, v1.time_running);
+
+    /* Reset, enabled: zero, then exact. */
+    TEST_ASSERT_EQ(perfmon_event_reset(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 0);
+    pmu_soft_emit(7);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 7);
+
+    /* Reset, disabled: zero, stays zero, counts from zero once enabled. */
+    TEST_ASSERT_EQ(perfmon_event_disable(&event), 0);
+    pmu_soft_emit(9);
+    TEST_ASSERT_EQ(perfmon_event_reset(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 0);
+    pmu_soft_emit(3);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_enable(&event), 0);
+    pmu_soft_emit(4);
+
+    /* Interrupts off: a CPU event of this CPU reads in place. */
+    flags = cpu_intr_save();
+    pmu_soft_emit(1);
+    cpu_intr_restore(flags);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 5);
+
+    /* Detached disabled: the final count is the frozen one. */
+    TEST_ASSERT_EQ(perfmon_event_disable(&event), 0);
+    pmu_soft_emit(8);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 5);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v1), 0);
+    TEST_ASSERT_EQ(v1.count, 5);
+    thread_delay(1);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v2), 0);
+    TEST_ASSERT_EQ(v2.time_enabled, v1.time_enabled);
+    TEST_ASSERT_EQ(perfmon_event_enable(&event), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_reset(&event), EINVAL);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 5);
+
+    /* Attached again: enabled, from zero, times from zero. */
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, 0), 0);
+    pmu_soft_emit(2);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v2), 0);
+    TEST_ASSERT_EQ(v2.count, 2);
+    TEST_ASSERT_LT(v2.time_enabled, v1.time_enabled);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+TEST_DEFINE(perfmon_group, thread_event_enable_disable_reset_exact)
+{
+    test_pg_enable_disable_reset(false);
+}
+
+TEST_DEFINE(perfmon_group, cpu_event_enable_disable_reset_exact)
+{
+    test_pg_enable_disable_reset(true);
+}
+
+/*
+ * A group enabled and disabled as a unit: every member freezes at the
+ * same instant and shares the times, so members fed in lockstep stay
+ * equal; a group reset zeroes them all.
+ */
+TEST_DEFINE(perfmon_group, group_enable_disable_reset)
+{
+    struct perfmon_event events[3];
+    struct perfmon_group group;
+    struct perfmon_group_value value;
+    struct perfmon_value v[3];
+
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(events); i++) {
+        test_pg_init(&events[i], PMU_SOFT_EV_EMIT + i);
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, thread_self()), 0);
+    test_emit_paced_pair(0, 6);
+    pmu_soft_emit_channel(2, 1);
+    TEST_ASSERT_EQ(perfmon_group_disable(&group), 0);
+    test_emit_paced_pair(0, 9);
+    pmu_soft_emit_channel(2, 1);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.counts[0], 6);
+    TEST_ASSERT_EQ(value.counts[1], 6);
+    TEST_ASSERT_EQ(value.counts[2], 1);
+
+    /* Each member read alone has the group's times. */
+    for (unsigned int i = 0; i < ARRAY_SIZE(events); i++) {
+        TEST_ASSERT_EQ(perfmon_event_read_value(&events[i], &v[i]), 0);
+        TEST_ASSERT_EQ(v[i].time_enabled, value.time_enabled);
+        TEST_ASSERT_EQ(v[i].time_running, value.time_running);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_reset(&group), 0);
+    TEST_ASSERT_EQ(perfmon_group_enable(&group), 0);
+    TEST_ASSERT_EQ(perfmon_group_enable(&group), 0);        /* no-op */
+    test_emit_paced_pair(0, 4);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.counts[0], 4);
+    TEST_ASSERT_EQ(value.counts[1], 4);
+    TEST_ASSERT_EQ(value.counts[2], 0);
+    TEST_ASSERT_GE(value.time_enabled, v[0].time_enabled);
+    TEST_ASSERT_EQ(perfmon_group_reset(&group), 0);
+    test_emit_paced_pair(0, 2);
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.counts[0], 2);
+    TEST_ASSERT_EQ(value.counts[1], 2);
+    TEST_ASSERT_EQ(perfmon_event_read(&events[1]), 2);
+}
+
+/* ------------------------------------------------------------------ */
+/* Times                                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A CPU event on an otherwise idle CPU (the last one; the test runs on
+ * CPU 0) runs all the time it is enabled, and that time follows the
+ * clock: within one tick (plus a quarter for the calls' own time under
+ * TCG) of the ticks between the reads of the clock around it, and it
+ * stands still while the event is disabled and after detach.
+ */
+TEST_DEFINE(perfmon_group, cpu_event_times_follow_the_clock)
+{
+    unsigned int c = cpu_count() - 1;
+    uint64_t slack = TEST_PG_TICK_NS + TEST_PG_TICK_NS / 4;
+    uint64_t t0, t1, t2, t3, t4;
+    struct perfmon_event event;
+    struct perfmon_value v, w;
+
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    test_pg_init(&event, PMU_SOFT_EV_TICK);
+
+    t0 = clock_get_time();
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+    thread_delay(10);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v), 0);
+    t1 = clock_get_time();
+    TEST_ASSERT_EQ(v.time_running, v.time_enabled);
+    TEST_ASSERT_LE(test_pg_abs_diff(v.time_enabled,
+                                    (t1 - t0) * TEST_PG_TICK_NS), slack);
+
+    /* The CPU's ticks, counted while enabled, agree. */
+    TEST_ASSERT_LE(test_pg_abs_diff(v.count * TEST_PG_TICK_NS,
+                                    v.time_enabled), 2 * TEST_PG_TICK_NS);
+
+    TEST_ASSERT_EQ(perfmon_event_disable(&event), 0);
+    t2 = clock_get_time();
+    thread_delay(10);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v), 0);
+    TEST_ASSERT_LE(test_pg_abs_diff(v.time_enabled,
+                                    (t2 - t0) * TEST_PG_TICK_NS), slack);
+    TEST_ASSERT_EQ(v.time_running, v.time_enabled);
+
+    t3 = clock_get_time();
+    TEST_ASSERT_EQ(perfmon_event_enable(&event), 0);
+    thread_delay(5);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    t4 = clock_get_time();
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &w), 0);
+    TEST_ASSERT_EQ(w.time_running, w.time_enabled);
+    TEST_ASSERT_LE(test_pg_abs_diff(w.time_enabled - v.time_enabled,
+                                    (t4 - t3) * TEST_PG_TICK_NS), slack);
+
+    /* Detached: frozen. */
+    thread_delay(2);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &v), 0);
+    TEST_ASSERT_EQ(v.time_enabled, w.time_enabled);
+    TEST_ASSERT_EQ(v.count, w.count);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+struct test_pg_worker {
+    unsigned int rounds;
+    uint64_t spin_tsc;          /* its spins' TSC time, measured itself */
+    uint64_t emitted;
+};
+
+/*
+ * Spin a few ticks and sleep as long, rounds times, emitting as it
+ * spins; measure the spins' time itself.
+ */
+static void
+test_pg_worker_run(void *arg)
+{
+    struct test_pg_worker *w = arg;
+
+    for (unsigned int i = 0; i < w->rounds; i++) {
+        uint64_t start = cpu_get_tsc();
+
+        w->emitted += test_emit_paced_busy(0, 3);
+        test_spin_ticks(3);
+        w->spin_tsc += cpu_get_tsc() - start;
+        thread_delay(3);
+    }
+}
+
+/*
+ * A thread event runs while its thread is on a CPU: its running time is
+ * exactly the thread's run time (the scheduler's accounting) while it was
+ * attached, here its whole life, since it is attached before the thread
+ * first runs and read after it exited; that run time covers the spins
+ * the thread measured itself and exceeds them by less than a tick (its
+ * wake-ups and exit). Enabled also covers the sleeps.
+ */
+TEST_DEFINE(perfmon_group, thread_event_running_is_its_run_time)
+{
+    unsigned int c = cpu_count() - 1;
+    struct test_pg_worker w = { .rounds = 3 };
+    struct thread_attr attr = {
+        .name = "pg-worker", .affinity = 1ULL << c,
+        .priority = THREAD_PRIO_MIN,
+    };
+    struct perfmon_event events[2];
+    struct perfmon_group group;
+    struct perfmon_group_value value;
+    struct thread *worker;
+    uint64_t run_ns;
+
+    /*
+     * The worker, at the lowest priority on this thread's CPU, cannot run
+     * before this thread sleeps: it is attached before its first slice.
+     */
+    TEST_ASSERT_GT(thread_self()->priority, THREAD_PRIO_MIN);
+    thread_set_affinity(thread_self(), 1ULL << c);
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+    test_pg_init(&events[0], PMU_SOFT_EV_EMIT);
+    test_pg_init(&events[1], PMU_SOFT_EV_CSWITCH);
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(events); i++) {
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(test_helper_start(&worker, &attr, test_pg_worker_run, &w),
+                   0);
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, worker), 0);
+    TEST_ASSERT_EQ(worker->run_total, 0);
+    thread_join(worker);
+
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.counts[0], w.emitted);
+    TEST_ASSERT_GE(value.counts[1], w.rounds);      /* one per sleep */
+    run_ns = perfmon_tsc_to_ns(thread_run_time(worker, cpu_get_tsc()));
+    TEST_ASSERT_EQ(value.time_running, run_ns);
+    TEST_ASSERT_GE(value.time_running, perfmon_tsc_to_ns(w.spin_tsc));
+    TEST_ASSERT_LT(value.time_running,
+                   perfmon_tsc_to_ns(w.spin_tsc) + TEST_PG_TICK_NS);
+    TEST_ASSERT_GE(value.time_enabled,
+                   value.time_running
+                   + (w.rounds * 3 - w.rounds) * TEST_PG_TICK_NS);
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);   /* frees worker */
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Consistency                                                         */
+/* ------------------------------------------------------------------ */
+
+/* Emits on channels 0 and 1 in lockstep, interrupts off around each pair. */
+struct test_pg_pairs {
+    uint64_t total;             /* units per channel */
+    uint64_t emitted;           /* published after each pair */
+    uint64_t seed;
+    bool go;
+    struct thread *thread;
+};
+
+static void
+test_pg_pairs_run(void *arg)
+{
+    struct test_pg_pairs *p = arg;
+
+    while (!__atomic_load_n(&p->go, __ATOMIC_ACQUIRE)) {
+        thread_delay(1);
+    }
+
+    for (unsigned int i = 1; p->emitted < p->total; i++) {
+        uint64_t n = 1 + test_rand(&p->seed) % 8;
+
+        n = test_emit_paced_pair(0, MIN(n, p->total - p->emitted));
+        __atomic_store_n(&p->emitted, p->emitted + n, __ATOMIC_RELEASE);
+
+        /* A few pairs a tick: the readers see it run, on one CPU too. */
+        if (i % TEST_PG_PAIRS_PER_TICK == 0) {
+            thread_delay(1);
+        }
+    }
+}
+
+struct test_pg_reader {
+    struct perfmon_group *group;
+    const struct test_pg_pairs *pairs;
+    uint64_t nr_reads;
+    uint64_t last;
+};
+
+/* Read the group until the pairs are all emitted: counts always equal. */
+static void
+test_pg_reader_run(void *arg)
+{
+    struct test_pg_reader *r = arg;
+    struct perfmon_group_value value;
+
+    do {
+        TEST_ASSERT_EQ(perfmon_group_read(r->group, &value), 0);
+        TEST_ASSERT_EQ(value.counts[0], value.counts[1]);
+        TEST_ASSERT_GE(value.counts[0], r->last);
+        r->last = value.counts[0];
+        r->nr_reads++;
+        cpu_pause();
+    } while (__atomic_load_n(&r->pairs->emitted, __ATOMIC_ACQUIRE)
+             < r->pairs->total);
+}
+
+/*
+ * Group reads show equal counts for channels fed in lockstep, from any
+ * CPU and while other CPUs read the same group; the same two channels as
+ * separate events, read one after the other, differ when a pair comes
+ * between the reads. cpu_group: a group of the emitter's CPU, else of the
+ * emitter thread, which runs anywhere.
+ */
+static void
+test_pg_consistency(bool cpu_group)
+{
+    static struct test_pg_reader readers[CPU_MAX];
+    static struct thread *reader_threads[CPU_MAX];
+    unsigned int c = cpu_count() - 1, nr_readers = 0;
+    struct test_pg_pairs p = { .total = 1500, .seed = 0x9e37 };
+    struct perfmon_event events[2], ev0, ev1;
+    struct perfmon_group group;
+    struct perfmon_group_value value;
+    uint64_t a, b;
+
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        test_pg_init(&events[i], PMU_SOFT_EV_EMIT + i);
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
+    }
+
+    test_pg_init(&ev0, PMU_SOFT_EV_EMIT);
+    test_pg_init(&ev1, PMU_SOFT_EV_EMIT + 1);
+    p.thread = test_thread_start("pg-pairs",
+                                 cpu_group ? 1ULL << c : 0,
+                                 test_pg_pairs_run, &p);
+
+    if (cpu_group) {
+        TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, c), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&ev0, c), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&ev1, c), 0);
+    } else {
+        TEST_ASSERT_EQ(perfmon_group_attach(&group, p.thread), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach(&ev0, p.thread), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach(&ev1, p.thread), 0);
+    }
+
+    /* Readers on the CPUs between the test's and the emitter's. */
+    for (unsigned int cpu = 1; cpu + 1 < cpu_count(); cpu++) {
+        struct test_pg_reader *r = &readers[nr_readers];
+
+        *r = (struct test_pg_reader){ .group = &group, .pairs = &p };
+        reader_threads[nr_readers++] = test_thread_start("pg-reader",
+                                                         1ULL << cpu,
+                                                         test_pg_reader_run,
+                                                         r);
+    }
+
+    /*
+     * Separate reads differ with pairs between them: ev0 read before the
+     * emitter starts, ev1 once two pairs (16 units at most) are out.
+     */
+    a = perfmon_event_read(&ev0);
+    __atomic_store_n(&p.go, true, __ATOMIC_RELEASE);
+
+    while (__atomic_load_n(&p.emitted, __ATOMIC_ACQUIRE) < 16) {
+        thread_delay(1);
+    }
+
+    b = perfmon_event_read(&ev1);
+    TEST_ASSERT_EQ(a, 0);
+    TEST_ASSERT_GE(b, 16);
+
+    /* This CPU's reads, while the others read too. */
+    {
+        struct test_pg_reader mine = { .group = &group, .pairs = &p };
+
+        test_pg_reader_run(&mine);
+        TEST_ASSERT_GT(mine.nr_reads, 0);
+    }
+
+    thread_join(p.thread);
+
+    /* The readers end once every pair is out. */
+    for (unsigned int i = 0; i < nr_readers; i++) {
+        thread_join(reader_threads[i]);
+        TEST_ASSERT_GT(readers[i].nr_reads, 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.counts[0], p.total);
+    TEST_ASSERT_EQ(value.counts[1], p.total);
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&ev0), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&ev1), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&ev0), p.total);
+    TEST_ASSERT_EQ(perfmon_event_read(&ev1), p.total);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+TEST_DEFINE(perfmon_group, cpu_group_reads_are_consistent)
+{
+    test_pg_consistency(true);
+}
+
+TEST_DEFINE(perfmon_group, thread_group_reads_are_consistent)
+{
+    test_pg_consistency(false);
+}
+
+/* ------------------------------------------------------------------ */
+/* Scaling                                                             */
+/* ------------------------------------------------------------------ */
+
+TEST_DEFINE(perfmon_group, scale_and_time_conversion)
+{
+    uint64_t freq = cpu_get_freq();
+
+    TEST_ASSERT_EQ(perfmon_scale(100, 200, 100), 200);
+    TEST_ASSERT_EQ(perfmon_scale(100, 300, 200), 150);
+    TEST_ASSERT_EQ(perfmon_scale(7, 10, 3), 23);            /* floor */
+    TEST_ASSERT_EQ(perfmon_scale(100, 100, 100), 100);
+    TEST_ASSERT_EQ(perfmon_scale(100, 100, 0), 0);          /* never ran */
+    TEST_ASSERT_EQ(perfmon_scale(100, 0, 0), 0);
+    TEST_ASSERT_EQ(perfmon_scale(100, 90, 100), 100);       /* running > */
+    TEST_ASSERT_EQ(perfmon_scale(0, 1000, 1), 0);
+
+    /* Products beyond 64 bits: 3^30 * (10^9 + 7) / 10^9. */
+    TEST_ASSERT_EQ(perfmon_scale(205891132094649ULL, 1000000007ULL,
+                                 1000000000ULL), 205891133535886ULL);
+    TEST_ASSERT_EQ(perfmon_scale(UINT64_MAX, UINT64_MAX, UINT64_MAX - 1),
+                   UINT64_MAX);                             /* saturates */
+    TEST_ASSERT_EQ(perfmon_scale(UINT64_MAX / 2, 2, 1), UINT64_MAX - 1);
+    TEST_ASSERT_EQ(perfmon_scale(1ULL << 63, 1ULL << 62, 1ULL << 63),
+                   1ULL << 63);
+    TEST_ASSERT_EQ(perfmon_scale(1ULL << 62, 3, 2), 3ULL << 61);
+
+    TEST_ASSERT_NE(freq, 0);
+    TEST_ASSERT_EQ(perfmon_tsc_to_ns(0), 0);
+    TEST_ASSERT_EQ(perfmon_tsc_to_ns(freq), 1000000000ULL);
+    TEST_ASSERT_EQ(perfmon_tsc_to_ns(freq * 3600), 3600000000000ULL);
+    TEST_ASSERT_EQ(perfmon_tsc_to_ns(freq / 2),
+                   (freq % 2) ? 499999999ULL : 500000000ULL);
+}
