@@ -5,8 +5,11 @@
  * each target counts its own units on its own events, exactly, under all
  * that churn on the same slots; a worker's event on a target's channel
  * reads what the target published between attach and read, within one
- * burst at each end; any count never goes back. An attach is refused only
- * when its target has exited. At the end every slot is free on every
+ * burst at each end; any count never goes back. Workers also disable
+ * (the count then stays exactly where it was), enable (it counts on from
+ * there) and reset (zero, counting from then) their events, and targets
+ * count their channels in a group, read at once. An attach is refused
+ * only when its target has exited. At the end every slot is free on every
  * tier, every thread reference is dropped, and no assertion fired.
  * test=all runs a bounded number of operations (about 6000 in all, so a
  * 64-CPU run under TCG stays short); `make torture` sets torture.ops (per
@@ -64,7 +67,9 @@ struct torture_worker {
     struct torture_target *targets[TORTURE_EVENTS]; /* emit thread events */
     uint64_t attach_lo[TORTURE_EVENTS];     /* published before attach */
     uint64_t attach_hi[TORTURE_EVENTS];     /* published after attach */
-    uint64_t nr_attach, nr_refused, nr_read, nr_detach;
+    uint64_t base[TORTURE_EVENTS];          /* count at the last enable */
+    bool disabled[TORTURE_EVENTS];
+    uint64_t nr_attach, nr_refused, nr_read, nr_detach, nr_toggle, nr_reset;
 };
 
 static struct torture_target torture_targets[TORTURE_MAX_TARGETS];
@@ -75,12 +80,24 @@ torture_target_main(void *arg)
 {
     struct perfmon_event own[TORTURE_CHANNELS + 1];
     struct torture_target *t = arg;
+    struct perfmon_group group;
+    struct perfmon_group_value value;
+
+    /* The emit channels in a group, the private one alone. */
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
 
     for (unsigned int ch = 0; ch <= TORTURE_CHANNELS; ch++) {
         TEST_ASSERT_EQ(perfmon_event_init(&own[ch], PMU_SOFT_EV_EMIT + ch,
                                           PERFMON_EF_SW), 0);
-        TEST_ASSERT_EQ(perfmon_event_attach(&own[ch], thread_self()), 0);
+
+        if (ch < TORTURE_CHANNELS) {
+            TEST_ASSERT_EQ(perfmon_group_add(&group, &own[ch]), 0);
+        }
     }
+
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, thread_self()), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach(&own[TORTURE_CHANNELS],
+                                        thread_self()), 0);
 
     for (unsigned int i = 1; i <= t->lifetime && !t->stop; i++) {
         uint64_t r = test_rand(&t->seed);
@@ -126,10 +143,16 @@ torture_target_main(void *arg)
     }
 
     /* Its own events count exactly what it emitted. */
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.nr_events, TORTURE_CHANNELS);
+    TEST_ASSERT_LE(value.time_running, value.time_enabled);
+
     for (unsigned int ch = 0; ch < TORTURE_CHANNELS; ch++) {
+        TEST_ASSERT_EQ(value.counts[ch], t->emitted[ch]);
         TEST_ASSERT_EQ(perfmon_event_read(&own[ch]), t->emitted[ch]);
-        TEST_ASSERT_EQ(perfmon_event_detach(&own[ch]), 0);
     }
+
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
 
     TEST_ASSERT_EQ(perfmon_event_read(&own[TORTURE_OWN_CHANNEL]),
                    t->own_emitted);
@@ -147,6 +170,9 @@ torture_check_bracket(struct torture_worker *w, unsigned int k,
 {
     uint64_t lo = w->attach_hi[k] + TORTURE_BURST_MAX;
 
+    /* Counted since the last enable (or attach, or reset), on base. */
+    TEST_ASSERT_GE(value, w->base[k]);
+    value -= w->base[k];
     TEST_ASSERT_GE(value + lo, before);
     TEST_ASSERT_LE(value + w->attach_lo[k], after + TORTURE_BURST_MAX);
 }
@@ -170,12 +196,85 @@ torture_read(struct torture_worker *w, unsigned int k, bool detach)
 
     TEST_ASSERT_EQ(perfmon_event_get(event, &value), 0);
 
-    if (t != NULL) {
+    if (w->disabled[k]) {
+        TEST_ASSERT_EQ(value, w->base[k]);  /* frozen, exactly */
+    } else if (t != NULL) {
         after = READ_ONCE(t->emitted[ch]);
         torture_check_bracket(w, k, before, value, after);
     }
 
     TEST_ASSERT_GE(value, w->last[k]);     /* counts never go back */
+    w->last[k] = value;
+}
+
+/*
+ * Disable event k (its count, checked, is frozen from then on) or enable
+ * it (it counts on from there: the bracket starts again).
+ */
+static void
+torture_toggle(struct torture_worker *w, unsigned int k)
+{
+    struct perfmon_event *event = &w->events[k];
+    struct torture_target *t = w->targets[k];
+    unsigned int ch = event->id - PMU_SOFT_EV_EMIT;
+    uint64_t before = 0, value;
+
+    if (t != NULL) {
+        before = READ_ONCE(t->emitted[ch]);
+    }
+
+    if (w->disabled[k]) {
+        TEST_ASSERT_EQ(perfmon_event_enable(event), 0);
+        w->disabled[k] = false;
+
+        if (t != NULL) {
+            w->attach_lo[k] = before;
+            w->attach_hi[k] = READ_ONCE(t->emitted[ch]);
+        }
+
+        return;
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_disable(event), 0);
+    TEST_ASSERT_EQ(perfmon_event_get(event, &value), 0);
+
+    if (t != NULL) {
+        torture_check_bracket(w, k, before, value,
+                              READ_ONCE(t->emitted[ch]));
+    }
+
+    TEST_ASSERT_GE(value, w->last[k]);
+    w->last[k] = value;
+    w->base[k] = value;
+    w->disabled[k] = true;
+}
+
+/* Reset event k: zero, frozen there while disabled, else counting on. */
+static void
+torture_reset(struct torture_worker *w, unsigned int k)
+{
+    struct perfmon_event *event = &w->events[k];
+    struct torture_target *t = w->targets[k];
+    unsigned int ch = event->id - PMU_SOFT_EV_EMIT;
+    uint64_t value;
+
+    if (t != NULL) {
+        w->attach_lo[k] = READ_ONCE(t->emitted[ch]);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_reset(event), 0);
+
+    if (t != NULL) {
+        w->attach_hi[k] = READ_ONCE(t->emitted[ch]);
+    }
+
+    w->base[k] = 0;
+    TEST_ASSERT_EQ(perfmon_event_get(event, &value), 0);
+
+    if (w->disabled[k]) {
+        TEST_ASSERT_EQ(value, 0);
+    }
+
     w->last[k] = value;
 }
 
@@ -221,13 +320,28 @@ torture_op(struct torture_worker *w)
         /* 7 raw events never fill the 8 slots: no EAGAIN either. */
         TEST_ASSERT_EQ(error, 0);
         w->last[k] = 0;
+        w->base[k] = 0;
+        w->disabled[k] = false;
         w->nr_attach++;
-    } else if ((r >> 8) % 4 != 0) {
-        torture_read(w, k, false);
-        w->nr_read++;
     } else {
-        torture_read(w, k, true);
-        w->nr_detach++;
+        switch ((r >> 8) % 8) {
+        case 0:
+        case 1:
+            torture_read(w, k, true);
+            w->nr_detach++;
+            break;
+        case 2:
+            torture_toggle(w, k);
+            w->nr_toggle++;
+            break;
+        case 3:
+            torture_reset(w, k);
+            w->nr_reset++;
+            break;
+        default:
+            torture_read(w, k, false);
+            w->nr_read++;
+        }
     }
 
 
@@ -261,7 +375,7 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
     struct perfmon_dev *soft = perfmon_get_dev(true);
     uint64_t ops = MAX(TORTURE_OPS_TOTAL / cpu_count(), TORTURE_OPS_MIN);
     uint64_t seed = 0x5eed;
-    uint64_t totals[4] = { 0 };
+    uint64_t totals[6] = { 0 };
 
     arg_get_u64("torture.ops", &ops);
     arg_get_u64("torture.seed", &seed);
@@ -303,6 +417,8 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
         totals[1] += workers[c].nr_refused;
         totals[2] += workers[c].nr_read;
         totals[3] += workers[c].nr_detach;
+        totals[4] += workers[c].nr_toggle;
+        totals[5] += workers[c].nr_reset;
     }
 
     for (unsigned int i = 0; i < torture_nr_targets; i++) {
@@ -311,11 +427,14 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
     }
 
     test_diag("torture: %llu attaches, %llu refused, %llu reads, "
-              "%llu detaches", (unsigned long long)totals[0],
-              (unsigned long long)totals[1], (unsigned long long)totals[2],
-              (unsigned long long)totals[3]);
+              "%llu detaches, %llu enables or disables, %llu resets",
+              (unsigned long long)totals[0], (unsigned long long)totals[1],
+              (unsigned long long)totals[2], (unsigned long long)totals[3],
+              (unsigned long long)totals[4], (unsigned long long)totals[5]);
     TEST_ASSERT_GT(totals[0], 0);
     TEST_ASSERT_GT(totals[2], 0);
+    TEST_ASSERT_GT(totals[4], 0);
+    TEST_ASSERT_GT(totals[5], 0);
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
 
     for (unsigned int c = 0; c < cpu_count(); c++) {
