@@ -235,6 +235,53 @@ bench_poll(unsigned int nr_slots)
     return bench_median(bench_samples, BENCH_SAMPLES);
 }
 
+/* ---- groups ------------------------------------------------------ */
+
+#define BENCH_GROUP_EVENTS  4
+
+/*
+ * A group of BENCH_GROUP_EVENTS events on cpu (or, with cpu CPU_MAX, the
+ * calling thread): one group read, or as many single reads.
+ */
+static uint64_t
+bench_group_read(unsigned int cpu, bool group_read)
+{
+    struct perfmon_event events[BENCH_GROUP_EVENTS];
+    struct perfmon_group_value value;
+    struct perfmon_group group;
+
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+
+    for (unsigned int i = 0; i < BENCH_GROUP_EVENTS; i++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&events[i], PMU_SOFT_EV_EMIT + i,
+                                          PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
+    }
+
+    if (cpu == CPU_MAX) {
+        TEST_ASSERT_EQ(perfmon_group_attach(&group, thread_self()), 0);
+    } else {
+        TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, cpu), 0);
+    }
+
+    for (unsigned int s = 0; s < BENCH_SAMPLES; s++) {
+        uint64_t t0 = cpu_get_tsc();
+
+        if (group_read) {
+            perfmon_group_read(&group, &value);
+        } else {
+            for (unsigned int i = 0; i < BENCH_GROUP_EVENTS; i++) {
+                perfmon_event_read(&events[i]);
+            }
+        }
+
+        bench_samples[s] = cpu_get_tsc() - t0;
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+    return bench_median(bench_samples, BENCH_SAMPLES);
+}
+
 /* ---- session records ------------------------------------------- */
 
 #define BENCH_RECORD_SIZE   56      /* a sample with one call chain frame */
@@ -493,6 +540,15 @@ TEST_DEFINE_MANUAL(bench, perfmon)
               true);
     bench_row("attach+detach", "own thread event",
               bench_attach_detach(false), false);
+
+    bench_row("group of 4", "4 reads, remote CPU",
+              bench_group_read(bench_cpu, false), true);
+    bench_row("group of 4", "group read, remote CPU",
+              bench_group_read(bench_cpu, true), false);
+    bench_row("group of 4", "4 reads, own thread",
+              bench_group_read(CPU_MAX, false), false);
+    bench_row("group of 4", "group read, own thread",
+              bench_group_read(CPU_MAX, true), false);
 
     bench_row("poll firing", "0 slots in use", bench_poll(0), true);
     bench_row("poll firing", "1 slot in use", bench_poll(1), false);
