@@ -1655,7 +1655,8 @@ perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
 
     /* Loaded: the thread is this CPU's current one, its slice counts. */
     snap->now = cpu_get_tsc();
-    snap->run = thread_run_time(snap->events[0]->thread, snap->now);
+    snap->run = loaded ? thread_run_time(snap->events[0]->thread, snap->now)
+                       : thread_run_total(snap->events[0]->thread);
 }
 
 static void

@@ -309,18 +309,16 @@ thread_switch(struct thread_runq *rq, struct thread *prev,
     uint64_t now = cpu_get_tsc();
 
     /*
-     * prev's run time is final before perfmon unloads it (an operation
-     * that finds it unloaded reads its total); next's slice starts once
-     * perfmon has loaded it, so a cross-CPU call that finds it loaded
-     * sees the start (the call waits for interrupts back on).
+     * Run time, before perfmon's switch: an operation that finds prev
+     * unloaded reads its final total, one that finds next loaded (on its
+     * CPU, after the switch) its slice's start.
      */
     prev->run_total += now - prev->run_start;
-    prev->run_start = 0;
+    next->run_start = now;
 
     /* Software events of the thread leaving count before its unload. */
     pmu_soft_count(PMU_SOFT_EV_CSWITCH, 1);
     perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
-    next->run_start = now;
 
     prev->on_cpu = false;
     next->on_cpu = true;

@@ -72,7 +72,7 @@ struct thread {
 
     /* Time on a CPU, in TSC cycles (thread_run_time). */
     uint64_t run_total;             /* up to the last switch out */
-    uint64_t run_start;             /* TSC at switch in; 0 while off-CPU */
+    uint64_t run_start;             /* TSC at the last switch in */
 
     struct list all_node;           /* in the list of all threads */
 
@@ -218,23 +218,23 @@ thread_affinity(const struct thread *thread)
 }
 
 /*
- * The thread's time on a CPU, in TSC cycles, up to the TSC value now:
- * every slice up to its last switch out, plus, while it runs, now less
- * the TSC at its switch in (the switch itself counts for the thread
- * switched to). now must come from the thread's CPU with interrupts
- * disabled since, when the thread runs. Exact for the calling thread
- * with interrupts disabled, on the thread's CPU with interrupts disabled
- * (an interrupt handler, a cross-CPU call) and for a thread that is not
- * running; from another CPU while it runs, a snapshot that may be off by
- * a slice. Any context.
+ * A thread's time on a CPU, in TSC cycles (the switch itself counts for
+ * the thread switched to). thread_run_total: every slice up to its last
+ * switch out, exact once it is off its CPU (or from the thread itself);
+ * thread_run_time: that plus its current slice up to the TSC value now,
+ * for a running thread, from itself or from its CPU with interrupts
+ * disabled, now read there. Any context.
  */
+static inline uint64_t
+thread_run_total(const struct thread *thread)
+{
+    return READ_ONCE(thread->run_total);
+}
+
 static inline uint64_t
 thread_run_time(const struct thread *thread, uint64_t now)
 {
-    uint64_t start = READ_ONCE(thread->run_start);
-    uint64_t total = READ_ONCE(thread->run_total);
-
-    return (start != 0 && now > start) ? total + (now - start) : total;
+    return thread_run_total(thread) + (now - READ_ONCE(thread->run_start));
 }
 
 /* The CPU a thread runs on or last ran on. Any context. */
