@@ -1707,7 +1707,16 @@ perfmon_snap_take(struct perfmon_snap *snap,
             .td = thread_perfmon_td(leader->thread),
             .fn = perfmon_td_op_snap,
         };
-        perfmon_td_run(&snap->op);
+
+        /* One's own thread: read in place, as perfmon_event_read. */
+        if (action == PERFMON_SNAP_READ && leader->thread == thread_self()) {
+            flags = cpu_intr_save();
+            perfmon_td_op_snap(&snap->op, true);
+            cpu_intr_restore(flags);
+        } else {
+            perfmon_td_run(&snap->op);
+        }
+
         return;
     }
 

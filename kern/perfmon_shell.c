@@ -2,17 +2,24 @@
  * perfmon's shell commands:
  *
  *   perf list
- *   perf stat [cpu N | thread NAME | all] <event>[,<event>...] [MS]
- *             [-- spin MS | -- pingpong N]
+ *   perf stat [-g] [-v] [cpu N | thread NAME | all] <event>[,<event>...]
+ *             [MS] [-- spin MS | -- pingpong N]
  *   perf record | report | script      (kern/perf_record.c)
  *
  * perf stat counts the events on one CPU, every CPU, a thread, or (with a
  * built-in workload and no target) the workload's own threads, for MS
  * milliseconds or until the workload ends, then prints Linux perf's
  * layout: each count right-aligned with thousands separators, the event,
- * a rate, and the measured time. An event that cannot be counted prints
- * <not supported> and the others still count. Ctrl-C ends the count
- * early and prints what was counted.
+ * a rate, the share of its enabled time it ran, and the measured time.
+ * Counts are scaled as Linux scales multiplexed events (count * enabled /
+ * running, perfmon_scale): perfmon does not multiplex yet, so the share
+ * is 100.00% and the scaled count is the count. -v first prints each
+ * event's count, time enabled and time running in nanoseconds (Linux's
+ * "name: count enabled running"); -g counts the events as one group per
+ * target (attached all or none, read at one instant). An event that
+ * cannot be counted prints <not supported> and the others still count
+ * (with -g, none counts). Ctrl-C ends the count early and prints what
+ * was counted.
  *
  * Event names: the generic hardware events (cycles, instructions, ...),
  * the software events (cswitch, migration, tick, xcall, emit, emit1..7,
@@ -51,6 +58,8 @@ struct perfmon_shell_event {
     int error;                          /* why it is not counted, or 0 */
     unsigned int nr_attached;
     struct perfmon_event *events;       /* one per target */
+    struct perfmon_value total;         /* summed over the targets */
+    uint64_t scale_enabled;             /* the enabled time to scale by */
 };
 
 /* Linux perf's names for the software events, and ours. */
@@ -421,9 +430,11 @@ perfmon_shell_interrupted(void)
 static void
 perfmon_shell_stat_usage(void)
 {
-    printf("usage: perf stat [cpu N | thread NAME | all] "
+    printf("usage: perf stat [-g] [-v] [cpu N | thread NAME | all] "
            "<event>[,<event>...] [MS]\n"
            "                 [-- spin MS | -- pingpong N]\n"
+           "  -g: the events as one group per target; -v: counts with "
+           "times enabled and running\n"
            "  at most %u events; MS 1 to %llu; spin MS up to %llu; "
            "pingpong N up to %llu;\n"
            "  no target: count the workload's threads; Ctrl-C stops early\n",
@@ -431,16 +442,57 @@ perfmon_shell_stat_usage(void)
            PERFMON_SHELL_MAX_MS, PERFMON_SHELL_MAX_ROUNDS);
 }
 
+/*
+ * Sum an event's counts and times over its targets (detached: their final
+ * values), as Linux perf sums its CPUs before scaling, into ev->total;
+ * ev->scale_enabled is the enabled time perf stat scales by. perfmon's
+ * time enabled of a thread event includes the time its thread was off
+ * its CPU, which Linux's does not: scaling by it would estimate what the
+ * thread would have counted running all along. So thread targets scale by
+ * the time the thread ran (running, until multiplexing can hold an event
+ * off a counter while its thread runs), CPU targets by time enabled.
+ */
+static void
+perfmon_shell_event_total(struct perfmon_shell_event *ev, bool threads)
+{
+    struct perfmon_value value;
+
+    ev->total = (struct perfmon_value){ 0 };
+
+    for (unsigned int i = 0; i < ev->nr_attached; i++) {
+        if (perfmon_event_read_value(&ev->events[i], &value) == 0) {
+            ev->total.count += value.count;
+            ev->total.time_enabled += value.time_enabled;
+            ev->total.time_running += value.time_running;
+        }
+    }
+
+    ev->scale_enabled = threads ? ev->total.time_running
+                                : ev->total.time_enabled;
+}
+
+/* The estimate perf stat prints: the count scaled to the enabled time. */
 static uint64_t
 perfmon_shell_event_sum(const struct perfmon_shell_event *ev)
 {
-    uint64_t sum = 0;
+    return perfmon_scale(ev->total.count, ev->scale_enabled,
+                         ev->total.time_running);
+}
 
-    for (unsigned int i = 0; i < ev->nr_attached; i++) {
-        sum += perfmon_event_read(&ev->events[i]);
+/* " (NN.NN%)": the share of its enabled time the event ran. */
+static void
+perfmon_shell_format_share(char *buf, size_t size,
+                           const struct perfmon_shell_event *ev)
+{
+    uint64_t share = 0;
+
+    if (ev->scale_enabled != 0) {
+        share = perfmon_shell_muldiv(ev->total.time_running, 10000,
+                                     ev->scale_enabled);
     }
 
-    return sum;
+    snprintf(buf, size, "  (%llu.%02llu%%)", (unsigned long long)(share / 100),
+             (unsigned long long)(share % 100));
 }
 
 static void
@@ -448,7 +500,7 @@ perfmon_shell_print_row(const struct perfmon_shell_event *ev,
                         const struct perfmon_shell_event *events, int n,
                         uint64_t us)
 {
-    char count[32];
+    char count[32], share[16];
     uint64_t value, cycles = 0;
     bool have_cycles = false;
 
@@ -458,8 +510,15 @@ perfmon_shell_print_row(const struct perfmon_shell_event *ev,
         return;
     }
 
+    if (ev->total.time_running == 0 && ev->total.count == 0
+        && ev->scale_enabled != 0) {
+        printf("%18s      %s\n", "<not counted>", ev->name);
+        return;
+    }
+
     value = perfmon_shell_event_sum(ev);
     perfmon_shell_format_count(count, sizeof(count), value);
+    perfmon_shell_format_share(share, sizeof(share), ev);
 
     for (int i = 0; i < n; i++) {
         if (!events[i].error && events[i].id == PERFMON_EV_CYCLE
@@ -474,18 +533,18 @@ perfmon_shell_print_row(const struct perfmon_shell_event *ev,
         && cycles != 0) {
         uint64_t ipc = perfmon_shell_muldiv(value, 100, cycles);
 
-        printf("%18s      %-25s # %4llu.%02llu  insn per cycle\n", count,
+        printf("%18s      %-25s # %4llu.%02llu  insn per cycle%s\n", count,
                ev->name, (unsigned long long)(ipc / 100),
-               (unsigned long long)(ipc % 100));
+               (unsigned long long)(ipc % 100), share);
     } else if (us != 0) {
         /* Per second, with three decimals: count * 10^9 / us. */
         uint64_t rate = perfmon_shell_muldiv(value, 1000000000ULL, us);
 
-        printf("%18s      %-25s # %8llu.%03llu /sec\n", count, ev->name,
+        printf("%18s      %-25s # %8llu.%03llu /sec%s\n", count, ev->name,
                (unsigned long long)(rate / 1000),
-               (unsigned long long)(rate % 1000));
+               (unsigned long long)(rate % 1000), share);
     } else {
-        printf("%18s      %s\n", count, ev->name);
+        printf("%18s      %-25s%s\n", count, ev->name, share);
     }
 }
 
@@ -551,6 +610,65 @@ perfmon_shell_attach(struct perfmon_shell_event *ev,
     }
 }
 
+/*
+ * Attach the events as one group per target (every event counts, or none
+ * does, with every event's error set). groups: one per target.
+ */
+static void
+perfmon_shell_attach_groups(struct perfmon_shell_event *events, int n,
+                            struct perfmon_group *groups,
+                            const struct perfmon_shell_target *target)
+{
+    unsigned int j;
+    int error = 0;
+
+    for (int i = 0; i < n; i++) {
+        events[i].events = kmem_zalloc(target->nr
+                                       * sizeof(events[i].events[0]));
+
+        if (events[i].events == NULL) {
+            error = ENOMEM;
+        }
+    }
+
+    for (j = 0; error == 0 && j < target->nr; j++) {
+        perfmon_group_init(&groups[j]);
+
+        for (int i = 0; error == 0 && i < n; i++) {
+            struct perfmon_event *event = &events[i].events[j];
+
+            error = perfmon_event_init(event, events[i].id, events[i].flags);
+
+            if (error == 0) {
+                error = perfmon_group_add(&groups[j], event);
+            }
+        }
+
+        if (error) {
+            break;
+        }
+
+        if (target->work != NULL) {
+            error = perfmon_group_attach(&groups[j], target->work->threads[j]);
+        } else if (target->thread != NULL) {
+            error = perfmon_group_attach(&groups[j], target->thread);
+        } else {
+            error = perfmon_group_attach_cpu(&groups[j], target->cpu + j);
+        }
+    }
+
+    if (error) {
+        while (j-- > 0) {
+            perfmon_group_detach(&groups[j]);
+        }
+    }
+
+    for (int i = 0; i < n; i++) {
+        events[i].error = error;
+        events[i].nr_attached = error ? 0 : target->nr;
+    }
+}
+
 /* Parse the target words; return how many argv entries they took, or -1. */
 static int
 perfmon_shell_parse_target(struct perfmon_shell_target *target, int argc,
@@ -601,11 +719,30 @@ perfmon_shell_stat(int argc, char **argv)
     struct perfmon_shell_event events[PERFMON_SHELL_MAX_EVENTS];
     struct perfmon_shell_target target = { .nr = 0 };
     struct perfmon_shell_work work = { .go = false };
+    struct perfmon_group *groups = NULL;
     unsigned long long ms = 0;
     uint64_t start, end, us, deadline;
-    int nargs, dashes = argc, n = 0, nr_counted = 0, used;
-    bool interrupted = false;
+    int nargs, dashes, n = 0, nr_counted = 0, used;
+    bool interrupted = false, grouped = false, verbose = false;
     char *list;
+
+    /* Options first: shift them out, so argv[2] starts the target. */
+    while (argc > 2 && argv[2][0] == '-' && strcmp(argv[2], "--") != 0) {
+        if (strcmp(argv[2], "-g") == 0) {
+            grouped = true;
+        } else if (strcmp(argv[2], "-v") == 0) {
+            verbose = true;
+        } else {
+            perfmon_shell_stat_usage();
+            return;
+        }
+
+        argv[2] = argv[1];
+        argv++;
+        argc--;
+    }
+
+    dashes = argc;
 
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--") == 0) {
@@ -668,8 +805,23 @@ perfmon_shell_stat(int argc, char **argv)
         }
     }
 
+    if (grouped) {
+        groups = kmem_zalloc(target.nr * sizeof(groups[0]));
+
+        if (groups == NULL) {
+            for (int i = 0; i < n; i++) {
+                events[i].error = ENOMEM;
+            }
+        } else {
+            perfmon_shell_attach_groups(events, n, groups, &target);
+        }
+    } else {
+        for (int i = 0; i < n; i++) {
+            perfmon_shell_attach(&events[i], &target);
+        }
+    }
+
     for (int i = 0; i < n; i++) {
-        perfmon_shell_attach(&events[i], &target);
         nr_counted += (events[i].error == 0);
     }
 
@@ -715,14 +867,34 @@ perfmon_shell_stat(int argc, char **argv)
     end = cpu_get_tsc();
     us = perfmon_shell_muldiv(end - start, 1000000, cpu_get_freq());
 
-    for (int i = 0; i < n; i++) {
-        for (unsigned int j = 0; j < events[i].nr_attached; j++) {
-            perfmon_event_detach(&events[i].events[j]);
+    if (grouped) {
+        for (unsigned int j = 0; j < target.nr; j++) {
+            perfmon_group_detach(&groups[j]);
         }
+    } else {
+        for (int i = 0; i < n; i++) {
+            for (unsigned int j = 0; j < events[i].nr_attached; j++) {
+                perfmon_event_detach(&events[i].events[j]);
+            }
+        }
+    }
+
+    for (int i = 0; i < n; i++) {
+        perfmon_shell_event_total(&events[i], target.thread != NULL
+                                              || target.work != NULL);
     }
 
     if (interrupted) {
         printf("^C\n");
+    }
+
+    for (int i = 0; verbose && i < n; i++) {
+        if (events[i].error == 0) {
+            printf("%s: %llu %llu %llu\n", events[i].name,
+                   (unsigned long long)events[i].total.count,
+                   (unsigned long long)events[i].total.time_enabled,
+                   (unsigned long long)events[i].total.time_running);
+        }
     }
 
     printf("\n Performance counter stats for '%s':\n\n", target.desc);
@@ -744,6 +916,8 @@ out:
     for (int i = 0; i < n; i++) {
         kmem_free(events[i].events);
     }
+
+    kmem_free(groups);
 
     if (target.thread != NULL) {
         thread_unref(target.thread);

@@ -563,7 +563,7 @@ def check_plan(args):
     smp = max(args.smp)
     prompt = r"perfmon> $"
     count = r"^\s+[\d,]+\s+"
-    rate = r"\s+#\s+\d+\.\d{3} /sec$"
+    rate = r"\s+#\s+\d+\.\d{3} /sec  \(100\.00%\)$"
     boots.append(Boot("shell", "", smp, timeout=timeout(smp), script=[
         (prompt, "help\r"),
         (r"^  cpus\s+list the processors$", None),
@@ -608,6 +608,17 @@ def check_plan(args):
         (r"perf stat cpu 0 tick 60000\n", "\x03"),
         (r"^\^C\n\n Performance counter stats for 'cpu 0':\n\n" + count
          + "tick" + rate, None),
+        # A group, with each count's times (no multiplexing: running is
+        # enabled, 100%).
+        (prompt, "perf stat -g -v cpu 0 tick,emit,cs 300\r"),
+        (r"^tick: (\d+) (\d+) \2\nemit: 0 \2 \2\ncs: \d+ \2 \2\n\n"
+         r" Performance counter stats for 'cpu 0':\n\n"
+         r"\s+(29|[3-9]\d|\d{3,})\s+tick" + rate + "\n"
+         r"\s+0\s+emit" + rate + "\n" + count + r"cs" + rate, None),
+        (prompt, "perf stat -x cpu 0 tick 10\r"),
+        (r"^usage: perf stat \[-g\] \[-v\]", None),
+        (prompt, "perf stat -g cpu 0 tick,raw:0xffffffff 10\r"),
+        (r"^perf: no event can be counted$", None),
         (prompt, "perf stat thread main xcall 50\r"),
         (r"^ Performance counter stats for 'thread main':\n\n"
          r"\s+0\s+xcall" + rate, None),
