@@ -86,6 +86,8 @@
 struct perfmon_cpu_pmc {
     unsigned int nr_refs;   /* CPU events and loaded threads using it */
     bool wrap_seen;         /* a wrap was added before its interrupt came */
+    bool plain;             /* a software PMU counter, polled, not sampling:
+                               perfmon_cpu_pmc_update_plain may update it */
     unsigned int pmc_id;
     uint64_t mask;
     uint64_t id_bit;
@@ -190,8 +192,7 @@ perfmon_cpu_pmc(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
  * report still to come adds nothing.
  */
 static __attribute__((noinline)) void
-perfmon_cpu_pmc_add_wrap(struct perfmon_cpu *cpu,
-                         const struct perfmon_dev *dev,
+perfmon_cpu_pmc_add_wrap(const struct perfmon_dev *dev,
                          struct perfmon_cpu_pmc *cpmc, uint64_t raw,
                          bool reported)
 {
@@ -216,7 +217,7 @@ perfmon_cpu_pmc_add_wrap(struct perfmon_cpu *cpu,
     }
 
     if (wrapped) {
-        syscnt_inc(&cpu->sc_overflows);
+        syscnt_inc(&cpu_local_ptr(perfmon_cpu)->sc_overflows);
     }
 
     cpmc->value += delta;
@@ -228,7 +229,7 @@ perfmon_cpu_pmc_add_wrap(struct perfmon_cpu *cpu,
  * the rest above. Hot: every switch and poll comes here per slot.
  */
 static inline void
-perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
+perfmon_cpu_pmc_add(const struct perfmon_dev *dev,
                     struct perfmon_cpu_pmc *cpmc, uint64_t raw,
                     bool reported)
 {
@@ -239,9 +240,9 @@ perfmon_cpu_pmc_add(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
         /* A wrap reported as it happens (the sampling overflow path). */
         cpmc->value += (raw - cpmc->prev) & cpmc->mask;
         cpmc->prev = raw;
-        syscnt_inc(&cpu->sc_overflows);
+        syscnt_inc(&cpu_local_ptr(perfmon_cpu)->sc_overflows);
     } else {
-        perfmon_cpu_pmc_add_wrap(cpu, dev, cpmc, raw, reported);
+        perfmon_cpu_pmc_add_wrap(dev, cpmc, raw, reported);
     }
 }
 
@@ -299,15 +300,16 @@ perfmon_cpu_pmc_read(const struct perfmon_dev *dev,
 
 /*
  * Bring a slot up to date, given what the consume before it returned and
- * perfmon_dev_bank(dev). Hot: every switch and poll comes here per slot.
+ * perfmon_dev_bank(dev). Hot: every poll comes here per slot, and the
+ * switches and reads that are off their fast path.
  */
 static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_sync(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+perfmon_cpu_pmc_sync(const struct perfmon_dev *dev,
                      const struct pmu_soft_bank *bank,
                      struct perfmon_cpu_pmc *cpmc, uint64_t pending)
 {
-    perfmon_cpu_pmc_add(cpu, dev, cpmc, perfmon_cpu_pmc_read(dev, bank, cpmc),
-                        pending != 0 && (pending & cpmc->id_bit) != 0);
+    perfmon_cpu_pmc_add(dev, cpmc, perfmon_cpu_pmc_read(dev, bank, cpmc),
+                        (pending & cpmc->id_bit) != 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -546,24 +548,89 @@ perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, reload);
 }
 
-/* Bring one slot up to date, interrupts disabled. */
+
+/*
+ * Take the samples due on a sampling slot just brought up to date outside
+ * the overflow interrupt, at the caller. Out of line, so that the callers'
+ * fast paths need not compute where they are.
+ */
+static __attribute__((noinline)) void
+perfmon_cpu_pmc_sample_due(struct perfmon_dev *dev,
+                           struct perfmon_cpu_pmc *cpmc, bool reload)
+{
+    struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
+
+    perfmon_cpu_pmc_sample(cpu_local_ptr(perfmon_cpu), dev, cpmc, &ctx,
+                           reload);
+}
+
+/*
+ * Bring one slot of this CPU up to date, interrupts disabled: consume its
+ * overflow (devices with an interrupt only), one read, the add; a sampling
+ * slot then takes the samples due.
+ */
+static __attribute__((noinline)) struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_update_slot(struct perfmon_dev *dev,
+                            struct perfmon_cpu_pmc *cpmc)
+{
+    uint64_t pending = 0;
+
+    if (dev->overflow_intr) {
+        pending = dev->ops->overflow_consume(cpmc->id_bit);
+    }
+
+    perfmon_cpu_pmc_sync(dev, perfmon_dev_bank(dev), cpmc, pending);
+
+    /* An overflow consumed here is not reported: its samples are due. */
+    if (__builtin_expect(cpmc->sampler != NULL, 0)) {
+        perfmon_cpu_pmc_sample_due(dev, cpmc, pending != 0);
+    }
+
+    return cpmc;
+}
+
+/*
+ * The fast path of the reads and the switch: a plain slot whose counter
+ * is a load from bank (this CPU's) and has not wrapped since the last
+ * update is brought up to date with no call, so that the caller needs no
+ * registers saved. Return false, having changed nothing, for any other
+ * slot: the caller then takes the general path (perfmon_cpu_pmc_update_slot,
+ * perfmon_cpu_pmc_sync). Local, interrupts disabled.
+ */
+static inline bool
+perfmon_cpu_pmc_update_plain(const struct pmu_soft_bank *bank,
+                             struct perfmon_cpu_pmc *cpmc)
+{
+    uint64_t raw;
+
+    /* id_bit: a software PMU counter's id is below 64. */
+    if (!cpmc->plain || (pmu_soft_bank_hooked(bank) & cpmc->id_bit) != 0) {
+        return false;
+    }
+
+    raw = bank->values[cpmc->pmc_id] & cpmc->mask;
+
+    if (raw < cpmc->prev) {
+        return false;
+    }
+
+    cpmc->value += raw - cpmc->prev;
+    cpmc->prev = raw;
+    return true;
+}
+
+/* Bring slot index of dev on cpu (this CPU) up to date, either way. */
 static struct perfmon_cpu_pmc *
 perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                        unsigned int index)
 {
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
-    uint64_t pending = perfmon_dev_consume(cpu, dev, 1U << index);
 
-    perfmon_cpu_pmc_sync(cpu, dev, perfmon_dev_bank(dev), cpmc, pending);
-
-    /* An overflow consumed here is not reported: its samples are due. */
-    if (__builtin_expect(cpmc->sampler != NULL, 0)) {
-        struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
-
-        perfmon_cpu_pmc_sample(cpu, dev, cpmc, &ctx, pending != 0);
+    if (perfmon_cpu_pmc_update_plain(cpu_local_ptr(pmu_soft_bank), cpmc)) {
+        return cpmc;
     }
 
-    return cpmc;
+    return perfmon_cpu_pmc_update_slot(dev, cpmc);
 }
 
 /*
@@ -644,6 +711,7 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                      & pmc->mask;
         cpmc->wrap_seen = false;
         cpmc->sampler = pmc->sampler;
+        cpmc->plain = dev->sw && !dev->overflow_intr && pmc->sampler == NULL;
         cpmc->armed = false;
         cpmc->throttled_periods = 0;
         cpu->used[dev->state.index] |= 1U << index;
@@ -673,6 +741,7 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         dev->ops->stop(dev->state.pmcs[index].pmc_id);
         cpu->used[dev->state.index] &= ~(1U << index);
         cpmc->sampler = NULL;
+        cpmc->plain = false;
         cpmc->armed = false;
     }
 }
@@ -687,7 +756,7 @@ perfmon_poll_local(struct perfmon_dev *dev)
     uint64_t pending = perfmon_dev_consume(cpu, dev, used);
 
     FOR_EACH_BIT(index, used) {
-        perfmon_cpu_pmc_sync(cpu, dev, bank, &cpmcs[index], pending);
+        perfmon_cpu_pmc_sync(dev, bank, &cpmcs[index], pending);
     }
 }
 
@@ -726,7 +795,7 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
         struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, pmc_index);
         struct perfmon_intr_ctx none = { 0 };
 
-        perfmon_cpu_pmc_add(cpu, dev, cpmc,
+        perfmon_cpu_pmc_add(dev, cpmc,
                             perfmon_cpu_pmc_read(dev, perfmon_dev_bank(dev),
                                                  cpmc),
                             true);
@@ -1010,65 +1079,78 @@ perfmon_td_load(struct perfmon_td *td)
     spinlock_unlock(&td->lock);
 }
 
-/*
- * The slots prev used, on a switch to next: each is brought up to date
- * once; prev takes what it counted; next, when it uses the slot too,
- * starts from there (one counter read, no stop and no start), else the
- * slot is released. Inlined twice: with bank, the software PMU's counters
- * read inline; without, the driver's read.
- */
-static inline __attribute__((always_inline)) void
-perfmon_td_switch_out(struct perfmon_td_pmc *prev_pmcs,
-                      struct perfmon_td_pmc *next_pmcs, uint32_t prev_used,
-                      uint32_t next_used, struct perfmon_cpu *cpu,
-                      struct perfmon_dev *dev, uint64_t pending,
-                      const struct pmu_soft_bank *bank,
-                      const struct perfmon_intr_ctx *ctx)
+/* A slot brought up to date by a switch, off its fast path. */
+static __attribute__((noinline)) void
+perfmon_td_switch_sync(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
+                       uint64_t pending)
 {
-    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state.index];
-
-    FOR_EACH_BIT(index, prev_used) {
-        struct perfmon_cpu_pmc *cpmc = &cpmcs[index];
-
-        perfmon_cpu_pmc_sync(cpu, dev, bank, cpmc, pending);
-        prev_pmcs[index].value += cpmc->value - prev_pmcs[index].cpu_start;
-
-        if (next_used & (1U << index)) {
-            next_pmcs[index].cpu_start = cpmc->value;
-        } else {
-            if (__builtin_expect(cpmc->sampler != NULL, 0)) {
-                perfmon_td_pmc_save_period(&prev_pmcs[index], cpu, dev,
-                                           cpmc, ctx);
-            }
-
-            perfmon_cpu_pmc_put(cpu, dev, index);
-        }
-    }
+    perfmon_cpu_pmc_sync(dev, perfmon_dev_bank(dev), cpmc, pending);
 }
 
 /*
- * Switch one device's slots from prev to next: the slots prev used (see
- * above), then those only next uses are taken. The pending overflows of
- * every slot prev used are consumed in one call.
+ * A slot only prev uses, on a switch: brought up to date, prev takes what
+ * it counted (and keeps what is left of a sampling period, its samples
+ * due taken at the caller of the switch, whose frame is at frame), then
+ * it is released.
  */
 static void
+perfmon_td_switch_release(struct perfmon_td_pmc *tpmc,
+                          struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                          unsigned int index, uint64_t pending,
+                          const uintptr_t *frame)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+
+    perfmon_cpu_pmc_sync(dev, perfmon_dev_bank(dev), cpmc, pending);
+    tpmc->value += cpmc->value - tpmc->cpu_start;
+
+    if (__builtin_expect(cpmc->sampler != NULL, 0)) {
+        struct perfmon_intr_ctx ctx = { .ip = frame[1], .fp = frame[0] };
+
+        perfmon_td_pmc_save_period(tpmc, cpu, dev, cpmc, &ctx);
+    }
+
+    perfmon_cpu_pmc_put(cpu, dev, index);
+}
+
+/*
+ * Switch one device's slots from prev to next. The pending overflows of
+ * every slot prev used are consumed in one call. Then the slots both
+ * use, the switch's fast path: each is brought up to date once (a plain
+ * one with no call), prev takes what it counted and next starts from
+ * there; the counter keeps running (no stop, no start, no write to the
+ * PMU). Such a slot never samples (a sampling slot is one event's, so
+ * one thread's): no sampling check there. Then the slots only prev uses
+ * are released, and those only next uses are taken.
+ */
+static inline __attribute__((always_inline)) void
 perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
                       struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                      const struct perfmon_intr_ctx *ctx)
+                      const struct pmu_soft_bank *bank,
+                      const uintptr_t *frame)
 {
-    struct perfmon_td_pmc *prev_pmcs = prev->pmcs[dev->state.index];
-    struct perfmon_td_pmc *next_pmcs = next->pmcs[dev->state.index];
-    uint32_t prev_used = prev->used[dev->state.index];
-    uint32_t next_used = next->used[dev->state.index];
+    unsigned int d = dev->state.index;
+    struct perfmon_td_pmc *prev_pmcs = prev->pmcs[d];
+    struct perfmon_td_pmc *next_pmcs = next->pmcs[d];
+    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[d];
+    uint32_t prev_used = prev->used[d];
+    uint32_t next_used = next->used[d];
     uint64_t pending = perfmon_dev_consume(cpu, dev, prev_used);
 
-    if (dev->sw) {
-        perfmon_td_switch_out(prev_pmcs, next_pmcs, prev_used, next_used,
-                              cpu, dev, pending,
-                              cpu_local_ptr(pmu_soft_bank), ctx);
-    } else {
-        perfmon_td_switch_out(prev_pmcs, next_pmcs, prev_used, next_used,
-                              cpu, dev, pending, NULL, ctx);
+    FOR_EACH_BIT(index, prev_used & next_used) {
+        struct perfmon_cpu_pmc *cpmc = &cpmcs[index];
+
+        if (!perfmon_cpu_pmc_update_plain(bank, cpmc)) {
+            perfmon_td_switch_sync(dev, cpmc, pending);
+        }
+
+        prev_pmcs[index].value += cpmc->value - prev_pmcs[index].cpu_start;
+        next_pmcs[index].cpu_start = cpmc->value;
+    }
+
+    FOR_EACH_BIT(index, prev_used & ~next_used) {
+        perfmon_td_switch_release(&prev_pmcs[index], cpu, dev, index,
+                                  pending, frame);
     }
 
     FOR_EACH_BIT(index, next_used & ~prev_used) {
@@ -1088,7 +1170,6 @@ void
 perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
     unsigned int nr_devs = perfmon_nr_devs;
 
     assert(!cpu_intr_enabled());
@@ -1097,21 +1178,34 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
     assert(next->loaded_cpu == PERFMON_CPU_NONE);
     next->loaded_cpu = cpu_id();
 
+    /* Most switches are between threads that count nothing. */
+    if (perfmon_td_unused(prev) && perfmon_td_unused(next)) {
+        goto out;
+    }
+
     for (unsigned int d = 0; d < nr_devs; d++) {
         if ((prev->used[d] | next->used[d]) != 0) {
             struct perfmon_dev *dev = perfmon_devs[d];
+            bool batch = dev->ops->batch_begin != NULL;
 
             /* One write of the driver's global enable per switch. */
-            if (dev->ops->batch_begin != NULL) {
+            if (batch) {
                 dev->ops->batch_begin();
-                perfmon_td_switch_dev(prev, next, cpu, dev, &ctx);
+            }
+
+            /* Samples due are taken at the caller: its frame is read
+               only then. */
+            perfmon_td_switch_dev(prev, next, cpu, dev,
+                                  cpu_local_ptr(pmu_soft_bank),
+                                  __builtin_frame_address(0));
+
+            if (batch) {
                 dev->ops->batch_end();
-            } else {
-                perfmon_td_switch_dev(prev, next, cpu, dev, &ctx);
             }
         }
     }
 
+out:
     spinlock_unlock(&next->lock);
     __atomic_store_n(&prev->loaded_cpu, PERFMON_CPU_NONE, __ATOMIC_RELEASE);
 }
@@ -1273,14 +1367,20 @@ perfmon_cpu_op_attach(void *arg)
     }
 }
 
+/*
+ * A CPU event's read on its CPU, into event->final: the cross-CPU call of
+ * a remote read, inline in a local one. A plain slot takes the fast path.
+ */
 static void
 perfmon_cpu_op_read(void *arg)
 {
     struct perfmon_event *event = arg;
-    struct perfmon_cpu_pmc *cpmc;
+    struct perfmon_cpu_pmc *cpmc = event->cpu_pmc;
 
-    cpmc = perfmon_cpu_pmc_update(cpu_local_ptr(perfmon_cpu), event->dev,
-                                  event->pmc_index);
+    if (!perfmon_cpu_pmc_update_plain(cpu_local_ptr(pmu_soft_bank), cpmc)) {
+        cpmc = perfmon_cpu_pmc_update_slot(event->dev, cpmc);
+    }
+
     event->final = cpmc->value - event->start;
 }
 
@@ -1345,6 +1445,7 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     event->flags = flags;
     event->dev = NULL;
     event->thread = NULL;
+    event->cpu_pmc = NULL;
     event->start = 0;
     event->final = 0;
     event->session = NULL;
@@ -1512,6 +1613,7 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
     event->pmc_index = index;
     event->thread = NULL;
     event->cpu = cpu;
+    event->cpu_pmc = perfmon_cpu_pmc(percpu_ptr(perfmon_cpu, cpu), dev, index);
     perfmon_events_attach(&event, 1);
     event->state = PERFMON_EVENT_CPU;
     return 0;
@@ -1529,12 +1631,13 @@ perfmon_event_detach(struct perfmon_event *event)
 }
 
 /*
- * A thread's own event: its counters are loaded on this CPU and written
- * only here, so disabling interrupts is all a read needs (no lock, no
- * cross-CPU call). Any other thread's goes through perfmon_td_run.
+ * A thread event's count (from the thread's start). The thread's own: its
+ * counters are loaded on this CPU and written only here, so disabling
+ * interrupts is all a read needs (no lock, no cross-CPU call). Any other
+ * thread's goes through perfmon_td_run.
  */
-static uint64_t
-perfmon_event_read_thread(struct perfmon_event *event)
+static __attribute__((noinline)) uint64_t
+perfmon_event_read_thread_slow(struct perfmon_event *event)
 {
     unsigned long flags;
     uint64_t value;
@@ -1550,13 +1653,60 @@ perfmon_event_read_thread(struct perfmon_event *event)
     return value;
 }
 
-/* A CPU event: read in place on its CPU, else through a cross-CPU call. */
-static void
+/*
+ * The same, with the fast path of the thread's own event on a plain slot
+ * inline: no call, no saved register. Any other case takes the path
+ * above, from the start.
+ */
+static inline uint64_t
+perfmon_event_read_thread(struct perfmon_event *event)
+{
+    struct thread *thread = event->thread;
+    unsigned int d = event->dev->state.index;
+    unsigned int index = event->pmc_index;
+    const struct perfmon_td_pmc *tpmc;
+    struct perfmon_cpu_pmc *cpmc;
+    unsigned long flags;
+    uint64_t value;
+
+    if (thread == thread_self()) {
+        flags = cpu_intr_save();
+        cpmc = &cpu_local_ptr(perfmon_cpu)->pmcs[d][index];
+
+        if (perfmon_cpu_pmc_update_plain(cpu_local_ptr(pmu_soft_bank),
+                                         cpmc)) {
+            tpmc = &thread_perfmon_td(thread)->pmcs[d][index];
+            value = tpmc->value + (cpmc->value - tpmc->cpu_start);
+            cpu_intr_restore(flags);
+            return value;
+        }
+
+        cpu_intr_restore(flags);
+    }
+
+    return perfmon_event_read_thread_slow(event);
+}
+
+/*
+ * A CPU event, into event->final: read in place on its CPU (interrupts
+ * disabled), else through one cross-CPU call.
+ */
+static inline void
 perfmon_event_read_cpu(struct perfmon_event *event)
 {
-    unsigned long flags = cpu_intr_save();
+    unsigned long flags;
 
-    if (event->cpu == cpu_id()) {
+    /* Should the caller move to the event's CPU before the call,
+       xcall_call reads in place. */
+    if (event->cpu != cpu_id()) {
+        xcall_call(event->cpu, perfmon_cpu_op_read, event);
+        return;
+    }
+
+    flags = cpu_intr_save();
+
+    /* Still there, now that it cannot move. */
+    if (__builtin_expect(event->cpu == cpu_id(), 1)) {
         perfmon_cpu_op_read(event);
         cpu_intr_restore(flags);
         return;
@@ -1566,8 +1716,9 @@ perfmon_event_read_cpu(struct perfmon_event *event)
     xcall_call(event->cpu, perfmon_cpu_op_read, event);
 }
 
-int
-perfmon_event_get(struct perfmon_event *event, uint64_t *valuep)
+/* perfmon_event_get, inline in both public reads. */
+static inline __attribute__((always_inline)) int
+perfmon_event_get_inline(struct perfmon_event *event, uint64_t *valuep)
 {
     if (event == NULL || event->magic != PERFMON_EVENT_MAGIC) {
         return EINVAL;
@@ -1595,12 +1746,18 @@ perfmon_event_get(struct perfmon_event *event, uint64_t *valuep)
     }
 }
 
+int
+perfmon_event_get(struct perfmon_event *event, uint64_t *valuep)
+{
+    return perfmon_event_get_inline(event, valuep);
+}
+
 uint64_t
 perfmon_event_read(struct perfmon_event *event)
 {
     uint64_t value;
 
-    return (perfmon_event_get(event, &value) == 0) ? value : 0;
+    return (perfmon_event_get_inline(event, &value) == 0) ? value : 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -2240,6 +2397,8 @@ perfmon_group_attach_cpu(struct perfmon_group *group, unsigned int cpu)
         event->pmc_index = indexes[i];
         event->thread = NULL;
         event->cpu = cpu;
+        event->cpu_pmc = perfmon_cpu_pmc(percpu_ptr(perfmon_cpu, cpu), dev,
+                                         indexes[i]);
     }
 
     perfmon_events_attach(group->events, group->nr_events);

@@ -55,6 +55,7 @@ struct thread;
 #define PERFMON_EF_SW       0x8     /* id is a software event (pmu_soft.h) */
 #define PERFMON_EF_MASK     0xf
 
+struct perfmon_cpu_pmc;
 struct perfmon_dev;
 struct perfmon_session;
 struct perfmon_group;
@@ -68,6 +69,8 @@ struct perfmon_event {
     struct perfmon_dev *dev;
     unsigned int pmc_index;
     unsigned int cpu;           /* CPU events: the CPU */
+    struct perfmon_cpu_pmc *cpu_pmc;    /* CPU events: the slot's state on
+                                           the CPU, for the reads */
     struct thread *thread;      /* thread events: the thread (referenced) */
     uint64_t start;             /* the tier's count at attach */
     uint64_t final;             /* the count at detach */

@@ -131,6 +131,17 @@ pmu_soft_bank_reload(struct pmu_soft_bank *bank, unsigned int id, uint64_t n,
     return bank->values[id];
 }
 
+/*
+ * The counters (bit id) whose pmu_soft_bank_read needs a call; that of
+ * any other is a plain load of values[id]. perfmon's call-free fast paths
+ * check it. Local, interrupts disabled.
+ */
+static inline uint32_t
+pmu_soft_bank_hooked(const struct pmu_soft_bank *bank)
+{
+    return bank->hooked;
+}
+
 /* The same, for the calling CPU's bank. */
 static inline uint64_t
 pmu_soft_read_local(unsigned int id)

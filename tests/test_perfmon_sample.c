@@ -698,6 +698,8 @@ TEST_DEFINE(perfmon_sample, throttled_periods_are_reported)
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
+#define TEST_PS_SPIN_MAX    15000   /* 720 KB of samples at most */
+
 struct test_ps_spinner {
     struct thread *thread;
     uint64_t emitted;
@@ -709,7 +711,8 @@ test_ps_spinner_main(void *arg)
 {
     struct test_ps_spinner *sp = arg;
 
-    while (!sp->stop) {
+    /* Bounded, so that the samples fit the ring: none is lost. */
+    while (!sp->stop && sp->emitted < TEST_PS_SPIN_MAX) {
         pmu_soft_emit_channel(6, 1);
         sp->emitted++;
     }
@@ -717,7 +720,7 @@ test_ps_spinner_main(void *arg)
 
 /*
  * Period 1 on every CPU while a thread on each emits as fast as it can:
- * every CPU gets throttled and says so, the test thread still sleeps and
+ * the CPUs get throttled and say so, the test thread still sleeps and
  * wakes on time, and on each CPU samples plus throttled periods are the
  * count, exactly.
  */
@@ -727,7 +730,7 @@ TEST_DEFINE(perfmon_sample, period_one_everywhere_is_throttled)
     static struct perfmon_event events[CPU_MAX];
     struct perfmon_session *session = test_ps_session(1U << 20);
     struct perfmon_sample_attr attr = { .session = session, .period = 1 };
-    uint64_t start;
+    uint64_t start, nr_throttle_records = 0;
 
     for (unsigned int c = 0; c < cpu_count(); c++) {
         attr.cookie = 0xc0de0000 + PMU_SOFT_EV_EMIT + 6;
@@ -761,6 +764,7 @@ TEST_DEFINE(perfmon_sample, period_one_everywhere_is_throttled)
     thread_delay(3);    /* every throttle ends */
 
     for (unsigned int c = 0; c < cpu_count(); c++) {
+        struct perfmon_session_stats stats;
         struct test_ps_drain d = { 0 };
         uint64_t nr;
 
@@ -769,10 +773,18 @@ TEST_DEFINE(perfmon_sample, period_one_everywhere_is_throttled)
         TEST_ASSERT_EQ(perfmon_event_get_samples(&events[c], &nr), 0);
         test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT + 6, ~0U,
                       "test_ps_spinner_main", &d);
-        TEST_ASSERT_EQ(d.nr_samples + d.nr_lost, nr);
-        TEST_ASSERT_GE(d.nr_throttle_records, 1);
+
+        TEST_ASSERT_EQ(perfmon_session_stats(session, c, &stats), 0);
+        TEST_ASSERT_EQ(stats.dropped, 0);
+        TEST_ASSERT_EQ(d.nr_lost, 0);
+        TEST_ASSERT_EQ(d.nr_samples, nr);
         TEST_ASSERT_EQ(nr + d.throttled_periods, spinners[c].emitted);
+        nr_throttle_records += d.nr_throttle_records;
     }
+
+    /* Per CPU, a host that stalls a vCPU can stretch the storm over
+       several ticks; all together, throttling is certain. */
+    TEST_ASSERT_GE(nr_throttle_records, 1);
 
     TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
 }
