@@ -54,6 +54,9 @@
 #define PERFMON_EVENT_THREAD    2   /* attached to a thread */
 #define PERFMON_EVENT_CPU       3   /* attached to a CPU */
 #define PERFMON_EVENT_DETACHED  4
+#define PERFMON_EVENT_DISABLED  5   /* attached (thread or CPU), disabled:
+                                       a state of its own, so that reads
+                                       of enabled events test nothing */
 
 /*
  * Poll period: a counter must be read before it can advance 2^width. Poll
@@ -1469,7 +1472,8 @@ perfmon_event_attached(const struct perfmon_event *event)
 {
     return event != NULL && event->magic == PERFMON_EVENT_MAGIC
            && (event->state == PERFMON_EVENT_THREAD
-               || event->state == PERFMON_EVENT_CPU);
+               || event->state == PERFMON_EVENT_CPU
+               || event->state == PERFMON_EVENT_DISABLED);
 }
 
 static bool
@@ -1724,12 +1728,6 @@ perfmon_event_get_inline(struct perfmon_event *event, uint64_t *valuep)
         return EINVAL;
     }
 
-    /* A disabled event's count is frozen (perfmon_event_disable). */
-    if (__builtin_expect(event->disabled, 0) && perfmon_event_attached(event)) {
-        *valuep = event->frozen;
-        return 0;
-    }
-
     switch (event->state) {
     case PERFMON_EVENT_THREAD:
         *valuep = perfmon_event_read_thread(event) - event->start;
@@ -1737,6 +1735,9 @@ perfmon_event_get_inline(struct perfmon_event *event, uint64_t *valuep)
     case PERFMON_EVENT_CPU:
         perfmon_event_read_cpu(event);
         *valuep = event->final;
+        return 0;
+    case PERFMON_EVENT_DISABLED:
+        *valuep = event->frozen;    /* perfmon_event_disable */
         return 0;
     case PERFMON_EVENT_DETACHED:
         *valuep = event->final;
@@ -1953,6 +1954,7 @@ perfmon_event_apply_disable(struct perfmon_event *event,
         perfmon_event_times_at(event, snap, &event->time_enabled,
                                &event->time_running);
         event->disabled = true;
+        event->state = PERFMON_EVENT_DISABLED;
     }
 }
 
@@ -1966,6 +1968,8 @@ perfmon_event_apply_enable(struct perfmon_event *event,
         event->enabled_tsc = snap->now;
         event->enabled_run = snap->run;
         event->disabled = false;
+        event->state = (event->thread != NULL) ? PERFMON_EVENT_THREAD
+                                               : PERFMON_EVENT_CPU;
     }
 }
 
@@ -2104,6 +2108,7 @@ perfmon_event_read_value(struct perfmon_event *event,
     switch (event->state) {
     case PERFMON_EVENT_THREAD:
     case PERFMON_EVENT_CPU:
+    case PERFMON_EVENT_DISABLED:
         perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ);
         count = perfmon_event_count_at(event, snap.values[0]);
         perfmon_event_times_at(event, &snap, &enabled, &running);
