@@ -427,7 +427,7 @@ perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
  * tick; past it, stop sampling on the CPU until the next tick
  * (perfmon_throttle_timer).
  */
-static void
+static inline __attribute__((always_inline)) void
 perfmon_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
 {
     struct perfmon_throttle *throttle = &cpu->throttle;
@@ -450,7 +450,7 @@ perfmon_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
  * there when the period is longer than the device can preset. reload:
  * the counter was preset before, since it started.
  */
-static void
+static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
                        bool reload)
 {
