@@ -796,7 +796,6 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
     if (pmc_index < dev->nr_pmcs
         && (cpu->used[dev->state.index] & (1U << pmc_index))) {
         struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, pmc_index);
-        struct perfmon_intr_ctx none = { 0 };
 
         perfmon_cpu_pmc_add(dev, cpmc,
                             perfmon_cpu_pmc_read(dev, perfmon_dev_bank(dev),
@@ -804,8 +803,7 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
                             true);
 
         if (cpmc->sampler != NULL) {
-            perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc,
-                                          (ctx != NULL) ? ctx : &none, true);
+            perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, true);
         }
     }
 }

@@ -538,9 +538,10 @@ int perfmon_register(struct perfmon_dev *dev);
  * Report that a counter of dev wrapped once on the calling CPU since its
  * previous report: perfmon brings the slot's 64-bit value up to date,
  * counting the wrap even when the raw value is back above where it last
- * read it, and takes the samples due, at ctx (NULL: unknown), presetting
- * the counter for the next. A driver calls it from its overflow interrupt
- * handler, once per wrap. Local, interrupts disabled.
+ * read it, and takes the samples due, at ctx (never NULL; ip and fp 0
+ * when unknown), presetting the counter for the next. A driver calls it
+ * from its overflow interrupt handler, once per wrap. Local, interrupts
+ * disabled.
  */
 void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
                              const struct perfmon_intr_ctx *ctx);
