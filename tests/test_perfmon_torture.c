@@ -73,6 +73,22 @@ struct torture_worker {
 };
 
 static struct torture_target torture_targets[TORTURE_MAX_TARGETS];
+
+/* Move the calling target to a random non-empty set of CPUs. */
+static void
+torture_migrate(uint64_t r)
+{
+    uint64_t mask = r >> 16;
+
+    /* No shift by 64: with 64 CPUs every bit names one. */
+    if (cpu_count() < 64) {
+        mask &= (1ULL << cpu_count()) - 1;
+    }
+
+    if (mask != 0) {
+        TEST_ASSERT_EQ(thread_set_affinity(thread_self(), mask), 0);
+    }
+}
 static unsigned int torture_nr_targets;
 
 static void
@@ -130,15 +146,7 @@ torture_target_main(void *arg)
         }
 
         if (r % 13 == 0) {
-            uint64_t mask = (r >> 16) & ((1ULL << cpu_count()) - 1);
-
-            if (cpu_count() == 64) {
-                mask = r >> 16;
-            }
-
-            if (mask != 0) {
-                TEST_ASSERT_EQ(thread_set_affinity(thread_self(), mask), 0);
-            }
+            torture_migrate(r);
         }
     }
 
@@ -514,15 +522,7 @@ torture_s_target_main(void *arg)
         }
 
         if (r % 13 == 0) {
-            uint64_t mask = (r >> 16) & ((1ULL << cpu_count()) - 1);
-
-            if (cpu_count() == 64) {
-                mask = r >> 16;
-            }
-
-            if (mask != 0) {
-                TEST_ASSERT_EQ(thread_set_affinity(thread_self(), mask), 0);
-            }
+            torture_migrate(r);
         }
     }
 }
