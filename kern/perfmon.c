@@ -100,7 +100,10 @@ struct perfmon_cpu_pmc {
     /*
      * Sampling (sampler set: the slot is the sampling event's alone). The
      * next sample is due when value reaches sample_next, ending a period
-     * of sample_period; armed while the event may take samples.
+     * of sample_period; armed while the event may take samples. armed is
+     * not the event's samples_left != 0: it is also false from the slot's
+     * start until perfmon_cpu_pmc_arm sets sample_next, so an update in
+     * between takes no sample against a stale sample_next.
      */
     struct perfmon_event *sampler;
     bool armed;
