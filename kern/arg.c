@@ -48,6 +48,7 @@ static const struct arg_key arg_keys[] = {
     { "pmu_soft.width", NULL, 8, 64 },
     { "pmu_soft.intr", NULL, 0, 1 },
     { "perfmon.max_samples_per_tick", NULL, 1, 4294967295U },
+    { "perfmon.mux_ticks", NULL, 1, 1000 },
     { "pmu_intel.full_width", NULL, 0, 1 },
     { "pmu_amd.pmi", NULL, 0, 1 },
     { "torture.ops", NULL, 1, UINT64_MAX },

@@ -19,8 +19,13 @@
  *   lock and publishes prev->loaded_cpu = NONE last, with release order.
  *   An unloaded thread's state is changed by event operations from any
  *   CPU under its td lock, which the switch takes for next.
- * - A slot's pmc_id, width and config do not change while it has
- *   references, so the tiers read them without the device lock.
+ * - A slot's width and config do not change while it has references, so
+ *   the tiers read them without the device lock. Which counter a slot
+ *   holds (multiplexing) is the schedule: written under the device lock
+ *   with interrupts disabled, inside a sequence count (sched_seq); each
+ *   CPU keeps a copy in its per-CPU tier and follows the schedule as a
+ *   whole, at points where it knows no other update of its tier is under
+ *   way (perfmon_cpu_sched_check).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -73,6 +78,16 @@
 #define PERFMON_MAX_SAMPLES_PER_TICK    1000
 
 /*
+ * Multiplexing: ticks between two rotations (perfmon.mux_ticks). Two ticks
+ * (20 ms at 100 Hz) give every raw event a turn several times in a 100 ms
+ * measurement, at a cost of one cross-CPU call per CPU and rotation.
+ */
+#define PERFMON_MUX_TICKS               2
+
+/* No slot: in a CPU's counter-to-slot map. */
+#define PERFMON_SLOT_NONE               0xff
+
+/*
  * Where the caller of the function using it is: for samples taken outside
  * an overflow interrupt (a context switch, a read), at the perfmon call.
  */
@@ -110,6 +125,20 @@ struct perfmon_cpu_pmc {
     uint64_t sample_next;
     uint64_t sample_period;
     uint64_t throttled_periods; /* expired unsampled while throttled */
+
+    /*
+     * Multiplexing. sched: the slot holds counter pmc_id on this CPU (the
+     * CPU's copy of the schedule). A slot without a counter reads as a
+     * counter that never moves (mask and id_bit 0, so every read gives
+     * 0 and no overflow is consumed for it): the hot paths need no test.
+     * Its time without a counter is off_total plus, while it has none,
+     * the time since off_since (CPU events), and the loaded thread's part
+     * since off_mark (its load or the slot's loss, whichever came last).
+     */
+    bool sched;
+    uint64_t off_total;
+    uint64_t off_since;
+    uint64_t off_mark;
 };
 
 /*
@@ -125,8 +154,11 @@ struct perfmon_throttle {
 };
 
 struct perfmon_cpu {
-    struct perfmon_cpu_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_PMCS];
+    struct perfmon_cpu_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
     uint32_t used[PERFMON_MAX_DEVS];        /* slots with nr_refs > 0 */
+    uint32_t unsched[PERFMON_MAX_DEVS];     /* slots without a counter */
+    unsigned int sched_seq[PERFMON_MAX_DEVS];   /* schedule followed */
+    uint8_t slot_of[PERFMON_MAX_DEVS][64];  /* counter id -> slot */
     struct timer poll_timers[PERFMON_MAX_DEVS];
     bool poll_armed[PERFMON_MAX_DEVS];
     struct perfmon_throttle throttle;
@@ -138,6 +170,16 @@ struct perfmon_cpu {
 static unsigned int perfmon_max_samples_per_tick
     = PERFMON_MAX_SAMPLES_PER_TICK;
 static uint64_t perfmon_tsc_per_tick;
+
+/*
+ * The rotation thread sleeps until some slot waits for a counter
+ * (perfmon_mux_wanted, under perfmon_mux_lock), then rotates every
+ * perfmon_mux_interval ticks for as long as one does.
+ */
+static uint64_t perfmon_mux_interval = PERFMON_MUX_TICKS;
+static struct spinlock perfmon_mux_lock = SPINLOCK_INITIALIZER;
+static bool perfmon_mux_wanted;
+static struct thread *perfmon_mux_thread;
 
 static struct perfmon_cpu perfmon_cpu __percpu;
 
@@ -274,7 +316,8 @@ perfmon_dev_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         ids |= cpmcs[index].id_bit;
     }
 
-    return dev->ops->overflow_consume(ids);
+    /* Slots without a counter (multiplexed out) have no id bit. */
+    return (ids != 0) ? dev->ops->overflow_consume(ids) : 0;
 }
 
 /*
@@ -581,6 +624,11 @@ perfmon_cpu_pmc_update_slot(struct perfmon_dev *dev,
 {
     uint64_t pending = 0;
 
+    /* Multiplexed out: nothing counts, the device is not touched. */
+    if (!cpmc->sched) {
+        return cpmc;
+    }
+
     if (dev->overflow_intr) {
         pending = dev->ops->overflow_consume(cpmc->id_bit);
     }
@@ -700,7 +748,10 @@ perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
                    clock_get_time() + dev->state.poll_ticks);
 }
 
-/* Take a reference on a slot of this CPU, starting its counter. */
+/*
+ * Take a reference on a slot of this CPU, starting its counter if it holds
+ * one here (the caller has followed the schedule: perfmon_cpu_sched_check).
+ */
 static struct perfmon_cpu_pmc *
 perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                     unsigned int index)
@@ -710,11 +761,11 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     if (cpmc->nr_refs == 0) {
         const struct perfmon_pmc *pmc = &dev->state.pmcs[index];
 
-        cpmc->pmc_id = pmc->pmc_id;
-        cpmc->mask = pmc->mask;
-        cpmc->id_bit = (pmc->pmc_id < 64) ? 1ULL << pmc->pmc_id : 0;
-        cpmc->prev = dev->ops->start(pmc->pmc_id, pmc->config)
-                     & pmc->mask;
+        if (cpmc->sched) {
+            cpmc->prev = dev->ops->start(cpmc->pmc_id, pmc->config)
+                         & cpmc->mask;
+        }
+
         cpmc->wrap_seen = false;
         cpmc->sampler = pmc->sampler;
         cpmc->plain = dev->sw && !dev->overflow_intr && pmc->sampler == NULL;
@@ -744,12 +795,167 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
             perfmon_sample_write_throttle(cpu, cpmc);
         }
 
-        dev->ops->stop(dev->state.pmcs[index].pmc_id);
+        if (cpmc->sched) {
+            dev->ops->stop(cpmc->pmc_id);
+        }
+
         cpu->used[dev->state.index] &= ~(1U << index);
         cpmc->sampler = NULL;
         cpmc->plain = false;
         cpmc->armed = false;
     }
+}
+
+/*
+ * Follow dev's schedule on this CPU (multiplexing): the slots in use that
+ * lose their counter are brought up to date and stopped, then those that
+ * gain one start, as a counter may pass from one slot to another; a slot
+ * without a counter reads as one that never moves. The times without a
+ * counter are accounted, for the CPU's slots and for td, the thread loaded
+ * here (NULL when none). Local, interrupts disabled.
+ */
+static __attribute__((noinline)) void
+perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                        struct perfmon_td *td)
+{
+    const struct perfmon_dev_state *state = &dev->state;
+    unsigned int d = state->index;
+    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[d];
+    bool sched[PERFMON_MAX_SLOTS];
+    unsigned int ids[PERFMON_MAX_SLOTS];
+    uint64_t masks[PERFMON_MAX_SLOTS];
+    uint32_t lose = 0, gain = 0, stopping;
+    uint64_t now, pending;
+    unsigned int seq;
+
+    /*
+     * A consistent copy. A writer holds the device lock with interrupts
+     * disabled, so it is never interrupted by this reader on its CPU.
+     */
+    for (;;) {
+        seq = __atomic_load_n(&state->sched_seq, __ATOMIC_ACQUIRE);
+
+        if (seq & 1) {
+            cpu_pause();
+            continue;
+        }
+
+        for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+            sched[i] = READ_ONCE(state->pmcs[i].sched);
+            ids[i] = READ_ONCE(state->pmcs[i].pmc_id);
+            masks[i] = READ_ONCE(state->pmcs[i].mask);
+        }
+
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+
+        if (READ_ONCE(state->sched_seq) == seq) {
+            break;
+        }
+    }
+
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+        const struct perfmon_cpu_pmc *cpmc = &cpmcs[i];
+        bool moved = cpmc->pmc_id != ids[i] || cpmc->mask != masks[i];
+
+        if (cpmc->sched && (!sched[i] || moved)) {
+            lose |= 1U << i;
+        }
+
+        if (sched[i] && (!cpmc->sched || moved)) {
+            gain |= 1U << i;
+        }
+    }
+
+    now = cpu_get_tsc();
+    stopping = lose & cpu->used[d];
+    pending = perfmon_dev_consume(cpu, dev, stopping);
+
+    FOR_EACH_BIT(i, lose) {
+        struct perfmon_cpu_pmc *cpmc = &cpmcs[i];
+
+        /* Pinned: a sampling slot keeps its counter. */
+        assert(cpmc->sampler == NULL);
+
+        if (stopping & (1U << i)) {
+            perfmon_cpu_pmc_sync(dev, perfmon_dev_bank(dev), cpmc, pending);
+            dev->ops->stop(cpmc->pmc_id);
+        }
+
+        cpu->slot_of[d][cpmc->pmc_id] = PERFMON_SLOT_NONE;
+        cpmc->sched = false;
+
+        if (dev->sw) {
+            cpmc->pmc_id = PMU_SOFT_NULL_PMC;
+        }
+
+        cpmc->mask = 0;
+        cpmc->id_bit = 0;
+        cpmc->prev = 0;
+        cpmc->wrap_seen = false;
+        cpmc->off_since = now;
+        cpmc->off_mark = now;
+        cpu->unsched[d] |= 1U << i;
+    }
+
+    FOR_EACH_BIT(i, gain) {
+        struct perfmon_cpu_pmc *cpmc = &cpmcs[i];
+
+        /* Not a move from another counter: its time off ends. */
+        if (!cpmc->sched) {
+            cpmc->off_total += now - cpmc->off_since;
+
+            if (td != NULL && (td->used[d] & (1U << i))) {
+                td->pmcs[d][i].off += now - cpmc->off_mark;
+            }
+
+            cpu->unsched[d] &= ~(1U << i);
+        }
+
+        assert(ids[i] < 64);
+        cpmc->sched = true;
+        cpmc->pmc_id = ids[i];
+        cpmc->mask = masks[i];
+        cpmc->id_bit = 1ULL << ids[i];
+        cpu->slot_of[d][ids[i]] = (uint8_t)i;
+
+        if (cpu->used[d] & (1U << i)) {
+            cpmc->prev = dev->ops->start(ids[i], state->pmcs[i].config)
+                         & cpmc->mask;
+            cpmc->wrap_seen = false;
+        }
+    }
+
+    if (gain & cpu->used[d]) {
+        perfmon_poll_arm(cpu, dev);
+    }
+
+    cpu->sched_seq[d] = seq;
+}
+
+/*
+ * Follow dev's schedule if it changed since this CPU last did. Called
+ * where the CPU takes new slots into use (attaches, thread loads; after
+ * the locks that order them after the schedule change of their slot's
+ * acquisition) and by the rotation's cross-CPU call. td: the thread
+ * loaded here, or NULL. Local, interrupts disabled.
+ */
+static inline void
+perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                        struct perfmon_td *td)
+{
+    if (cpu->sched_seq[dev->state.index]
+        != __atomic_load_n(&dev->state.sched_seq, __ATOMIC_ACQUIRE)) {
+        perfmon_cpu_sched_apply(cpu, dev, td);
+    }
+}
+
+/* The thread loaded on this CPU, if any. Local, interrupts disabled. */
+static struct perfmon_td *
+perfmon_cpu_loaded_td(void)
+{
+    struct perfmon_td *td = thread_perfmon_td(thread_self());
+
+    return (READ_ONCE(td->loaded_cpu) == cpu_id()) ? td : NULL;
 }
 
 void
@@ -788,15 +994,26 @@ perfmon_poll_timer(struct timer *timer)
 }
 
 void
-perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
+perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
                         const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    unsigned int pmc_index;
 
     assert(!cpu_intr_enabled());
 
-    /* A counter stopped since it overflowed has nothing left to add. */
-    if (pmc_index < dev->nr_pmcs
+    if (pmc_id >= 64) {
+        return;
+    }
+
+    /*
+     * The slot the counter serves here (PERFMON_SLOT_NONE: none, and
+     * above every used bit). A counter stopped since it overflowed has
+     * nothing left to add.
+     */
+    pmc_index = cpu->slot_of[dev->state.index][pmc_id];
+
+    if (pmc_index < PERFMON_MAX_SLOTS
         && (cpu->used[dev->state.index] & (1U << pmc_index))) {
         struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, pmc_index);
 
@@ -847,6 +1064,14 @@ perfmon_cpu_nr_used_pmcs(unsigned int cpu)
     return n;
 }
 
+bool
+perfmon_event_counting_here(const struct perfmon_event *event)
+{
+    assert(!cpu_intr_enabled());
+    return perfmon_cpu_pmc(cpu_local_ptr(perfmon_cpu), event->dev,
+                           event->pmc_index)->sched;
+}
+
 uint64_t
 perfmon_nr_overflows(unsigned int cpu)
 {
@@ -858,76 +1083,471 @@ perfmon_nr_overflows(unsigned int cpu)
 /* ------------------------------------------------------------------ */
 
 /*
- * Find the slot counting config, or give it a free one. A sampling event
- * (sampler) takes a free slot of its own: its counter is preset for its
- * period, which no other event shares.
+ * The schedule: which slots hold counters. Slots linked by the attached
+ * groups (links, transitively) form units, which hold counters all
+ * together or none (a group's counts cover the same time). A unit with a
+ * pinned slot (a pinned event's, or a sampling one) holds them always;
+ * the others take turns when they do not all fit, round robin from
+ * mux_next at each rotation. Written under the device lock, interrupts
+ * disabled, inside perfmon_sched_begin/end, which the CPUs' copies
+ * (perfmon_cpu_sched_apply) read as a sequence count.
  */
-static int
-perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
-                    struct perfmon_event *sampler, unsigned int *indexp)
+
+static void
+perfmon_sched_begin(struct perfmon_dev_state *state)
 {
-    unsigned int free_index = dev->nr_pmcs;
-    struct perfmon_pmc *pmc;
-    unsigned int pmc_id, width;
-    int error;
-
-    spinlock_lock(&dev->state.lock);
-
-    for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
-        pmc = &dev->state.pmcs[i];
-
-        if (pmc->nr_refs != 0 && pmc->config == config
-            && pmc->sampler == NULL && sampler == NULL) {
-            pmc->nr_refs++;
-            spinlock_unlock(&dev->state.lock);
-            *indexp = i;
-            return 0;
-        }
-
-        if (pmc->nr_refs == 0 && free_index == dev->nr_pmcs) {
-            free_index = i;
-        }
-    }
-
-    if (free_index == dev->nr_pmcs) {
-        spinlock_unlock(&dev->state.lock);
-        return EAGAIN;
-    }
-
-    error = dev->ops->alloc(&pmc_id, &width, free_index, config);
-
-    if (error) {
-        spinlock_unlock(&dev->state.lock);
-        return error;
-    }
-
-    assert(width >= 1 && width <= 64);
-    pmc = &dev->state.pmcs[free_index];
-    pmc->pmc_id = pmc_id;
-    pmc->width = width;
-    pmc->mask = bitops_width_mask(width);
-    pmc->config = config;
-    pmc->sampler = sampler;
-    pmc->nr_refs = 1;
-    spinlock_unlock(&dev->state.lock);
-    *indexp = free_index;
-    return 0;
+    __atomic_store_n(&state->sched_seq, state->sched_seq + 1,
+                     __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 static void
-perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index)
+perfmon_sched_end(struct perfmon_dev_state *state)
 {
-    struct perfmon_pmc *pmc = &dev->state.pmcs[index];
+    __atomic_store_n(&state->sched_seq, state->sched_seq + 1,
+                     __ATOMIC_RELEASE);
+}
 
-    spinlock_lock(&dev->state.lock);
-    assert(pmc->nr_refs != 0);
+static bool
+perfmon_pmc_pinned(const struct perfmon_pmc *pmc)
+{
+    return pmc->nr_pinned != 0 || pmc->sampler != NULL;
+}
+
+/* The slots linked to slot index by groups, transitively, itself too. */
+static uint32_t
+perfmon_mux_unit(const struct perfmon_dev_state *state, unsigned int index)
+{
+    uint32_t unit = 1U << index, todo = unit;
+
+    while (todo != 0) {
+        unsigned int i = __builtin_ctz(todo);
+
+        todo &= todo - 1;
+
+        for (unsigned int j = 0; j < PERFMON_MAX_SLOTS; j++) {
+            if (state->links[i][j] != 0 && !(unit & (1U << j))) {
+                unit |= 1U << j;
+                todo |= 1U << j;
+            }
+        }
+    }
+
+    return unit;
+}
+
+/* Release the counters the slots of unit hold. */
+static void
+perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit)
+{
+    FOR_EACH_BIT(i, unit) {
+        struct perfmon_pmc *pmc = &dev->state.pmcs[i];
+
+        if (pmc->sched) {
+            dev->ops->free(pmc->pmc_id);
+            WRITE_ONCE(pmc->sched, false);
+        }
+    }
+}
+
+/* Give every slot of unit a counter, all or none; return whether it did. */
+static bool
+perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
+{
+    uint32_t taken = 0;
+
+    FOR_EACH_BIT(i, unit) {
+        struct perfmon_pmc *pmc = &dev->state.pmcs[i];
+        unsigned int pmc_id, width;
+
+        if (pmc->sched) {
+            continue;
+        }
+
+        if (dev->ops->alloc(&pmc_id, &width, pmc->config) != 0) {
+            perfmon_mux_drop(dev, taken);
+            return false;
+        }
+
+        assert(width >= 1 && width <= 64 && pmc_id < 64);
+        WRITE_ONCE(pmc->pmc_id, pmc_id);
+        pmc->width = width;
+        WRITE_ONCE(pmc->mask, bitops_width_mask(width));
+        WRITE_ONCE(pmc->sched, true);
+        taken |= 1U << i;
+    }
+
+    return true;
+}
+
+/*
+ * Compute dev's schedule again. Units not whole (a group just linked them)
+ * give up their counters; with rotate, so do all units that may, when
+ * some unit waits. Pinned units then take counters, from the last
+ * multiplexed units if they must; then the others, in order from
+ * mux_next, each if it fits; the first unit left waiting comes first at
+ * the next rotation. Return EAGAIN, the schedule left for the
+ * caller to compute again once it has undone what it added, when a pinned
+ * unit finds no room; else 0, and whether a unit waits in *waitingp.
+ * Device lock held, interrupts disabled, inside perfmon_sched_begin/end.
+ */
+static int
+perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate, bool *waitingp)
+{
+    struct perfmon_dev_state *state = &dev->state;
+    uint32_t units[PERFMON_MAX_SLOTS], used = 0, seen = 0, sched = 0;
+    unsigned int firsts[PERFMON_MAX_SLOTS], nr_units = 0, k;
+    bool pinned[PERFMON_MAX_SLOTS], waiting = false, skipped = false;
+
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+        used |= (state->pmcs[i].nr_refs != 0) ? 1U << i : 0;
+        sched |= state->pmcs[i].sched ? 1U << i : 0;
+    }
+
+    for (k = 0; k < PERFMON_MAX_SLOTS; k++) {
+        unsigned int i = (state->mux_next + k) % PERFMON_MAX_SLOTS;
+        uint32_t unit;
+
+        if (!(used & ~seen & (1U << i))) {
+            continue;
+        }
+
+        unit = perfmon_mux_unit(state, i);
+        assert((unit & ~used) == 0);
+        seen |= unit;
+        firsts[nr_units] = i;
+        pinned[nr_units] = false;
+
+        FOR_EACH_BIT(j, unit) {
+            pinned[nr_units] |= perfmon_pmc_pinned(&state->pmcs[j]);
+        }
+
+        waiting |= (unit & ~sched) != 0;
+        units[nr_units++] = unit;
+    }
+
+    for (k = 0; k < nr_units; k++) {
+        bool whole = (units[k] & ~sched) == 0;
+
+        if (!pinned[k] && (!whole || (rotate && waiting))) {
+            perfmon_mux_drop(dev, units[k]);
+        }
+    }
+
+    for (k = 0; k < nr_units; k++) {
+        unsigned int victim = nr_units;
+
+        while (pinned[k] && !perfmon_mux_take(dev, units[k])) {
+            /* Room from the multiplexed unit that would run last. */
+            for (victim = nr_units; victim-- > 0;) {
+                if (!pinned[victim]) {
+                    bool holds = false;
+
+                    FOR_EACH_BIT(j, units[victim]) {
+                        holds |= state->pmcs[j].sched;
+                    }
+
+                    if (holds) {
+                        break;
+                    }
+                }
+            }
+
+            if (victim >= nr_units) {
+                return EAGAIN;
+            }
+
+            perfmon_mux_drop(dev, units[victim]);
+        }
+    }
+
+    waiting = false;
+
+    for (k = 0; k < nr_units; k++) {
+        if (pinned[k] || perfmon_mux_take(dev, units[k])) {
+            continue;
+        }
+
+        /* First in turn at the next rotation. */
+        if (!skipped) {
+            state->mux_next = firsts[k];
+        }
+
+        skipped = true;
+        waiting = true;
+    }
+
+    *waitingp = waiting;
+    return 0;
+}
+
+/*
+ * Some slot waits for a counter: have the rotation thread rotate. Any
+ * context with interrupts disabled.
+ */
+static void
+perfmon_mux_want(void)
+{
+    spinlock_lock(&perfmon_mux_lock);
+
+    if (!perfmon_mux_wanted && perfmon_mux_thread != NULL) {
+        perfmon_mux_wanted = true;
+        thread_wakeup(perfmon_mux_thread);
+    }
+
+    spinlock_unlock(&perfmon_mux_lock);
+}
+
+/* Schedule again after a change that cannot fail (nothing got pinned). */
+static void
+perfmon_mux_reschedule(struct perfmon_dev *dev)
+{
+    bool waiting;
+    int error;
+
+    error = perfmon_mux_schedule(dev, false, &waiting);
+    assert(!error);
+
+    if (waiting) {
+        perfmon_mux_want();
+    }
+}
+
+/*
+ * Find the slot counting config, or give it a free one, and schedule it.
+ * A sampling event (sampler) takes a free slot of its own: its counter is
+ * preset for its period, which no other event shares; like a pinned
+ * event's, its slot must hold a counter at once.
+ */
+static int
+perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
+                    struct perfmon_event *sampler, bool pin,
+                    unsigned int *indexp)
+{
+    struct perfmon_dev_state *state = &dev->state;
+    unsigned int index = PERFMON_MAX_SLOTS;
+    struct perfmon_pmc *pmc;
+    unsigned long flags;
+    bool waiting;
+    int error;
+
+    spinlock_lock_intr_save(&state->lock, &flags);
+
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+        pmc = &state->pmcs[i];
+
+        if (pmc->nr_refs != 0 && pmc->config == config
+            && pmc->sampler == NULL && sampler == NULL) {
+            index = i;
+            break;
+        }
+
+        if (pmc->nr_refs == 0 && index == PERFMON_MAX_SLOTS) {
+            index = i;
+        }
+    }
+
+    if (index == PERFMON_MAX_SLOTS) {
+        spinlock_unlock_intr_restore(&state->lock, flags);
+        return EAGAIN;
+    }
+
+    pmc = &state->pmcs[index];
+    perfmon_sched_begin(state);
+
+    if (pmc->nr_refs == 0) {
+        assert(!pmc->sched);
+        pmc->config = config;
+        pmc->sampler = sampler;
+        pmc->nr_pinned = 0;
+    }
+
+    pmc->nr_refs++;
+    pmc->nr_pinned += pin;
+    error = perfmon_mux_schedule(dev, false, &waiting);
+
+    if (error) {
+        pmc->nr_refs--;
+        pmc->nr_pinned -= pin;
+
+        if (pmc->nr_refs == 0) {
+            perfmon_mux_drop(dev, 1U << index);
+            pmc->sampler = NULL;
+        }
+
+        perfmon_mux_reschedule(dev);
+    } else if (waiting) {
+        perfmon_mux_want();
+    }
+
+    perfmon_sched_end(state);
+    spinlock_unlock_intr_restore(&state->lock, flags);
+
+    if (!error) {
+        *indexp = index;
+    }
+
+    return error;
+}
+
+static void
+perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin)
+{
+    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_pmc *pmc = &state->pmcs[index];
+    unsigned long flags;
+
+    spinlock_lock_intr_save(&state->lock, &flags);
+    assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin);
+    perfmon_sched_begin(state);
+    pmc->nr_pinned -= pin;
 
     if (--pmc->nr_refs == 0) {
-        dev->ops->free(pmc->pmc_id);
+        perfmon_mux_drop(dev, 1U << index);
         pmc->sampler = NULL;
     }
 
-    spinlock_unlock(&dev->state.lock);
+    perfmon_mux_reschedule(dev);
+    perfmon_sched_end(state);
+    spinlock_unlock_intr_restore(&state->lock, flags);
+}
+
+static void
+perfmon_mux_links_add(struct perfmon_dev_state *state,
+                      const unsigned int *indexes, unsigned int nr_indexes,
+                      int delta)
+{
+    for (unsigned int a = 0; a < nr_indexes; a++) {
+        for (unsigned int b = 0; b < nr_indexes; b++) {
+            if (indexes[a] != indexes[b]) {
+                state->links[indexes[a]][indexes[b]] += delta;
+            }
+        }
+    }
+}
+
+/*
+ * Link (delta 1) or unlink (delta -1) the slots of a group's events, so
+ * that they hold counters together, and schedule again. Return EAGAIN
+ * when linked slots with a pinned one cannot all hold counters (the link
+ * is then undone), else 0. Thread context.
+ */
+static int
+perfmon_mux_link(struct perfmon_dev *dev, const unsigned int *indexes,
+                 unsigned int nr_indexes, int delta)
+{
+    struct perfmon_dev_state *state = &dev->state;
+    unsigned long flags;
+    bool waiting;
+    int error;
+
+    spinlock_lock_intr_save(&state->lock, &flags);
+    perfmon_sched_begin(state);
+    perfmon_mux_links_add(state, indexes, nr_indexes, delta);
+    error = perfmon_mux_schedule(dev, false, &waiting);
+
+    if (error) {
+        assert(delta > 0);
+        perfmon_mux_links_add(state, indexes, nr_indexes, -delta);
+        perfmon_mux_reschedule(dev);
+    } else if (waiting) {
+        perfmon_mux_want();
+    }
+
+    perfmon_sched_end(state);
+    spinlock_unlock_intr_restore(&state->lock, flags);
+    return error;
+}
+
+/* The rotation's cross-CPU call: each CPU follows the new schedule. */
+static void
+perfmon_mux_follow(void *arg)
+{
+    struct perfmon_dev *dev = arg;
+
+    perfmon_cpu_sched_check(cpu_local_ptr(perfmon_cpu), dev,
+                            perfmon_cpu_loaded_td());
+}
+
+bool
+perfmon_mux_rotate(struct perfmon_dev *dev)
+{
+    struct perfmon_dev_state *state = &dev->state;
+    unsigned long flags;
+    bool waiting, rotated = false;
+    int error;
+
+    spinlock_lock_intr_save(&state->lock, &flags);
+
+    /* Nothing waits: the schedule stays as it is. */
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+        if (state->pmcs[i].nr_refs != 0 && !state->pmcs[i].sched) {
+            rotated = true;
+            break;
+        }
+    }
+
+    if (rotated) {
+        perfmon_sched_begin(state);
+        error = perfmon_mux_schedule(dev, true, &waiting);
+        assert(!error);
+        state->nr_rotations++;
+        perfmon_sched_end(state);
+
+        if (waiting) {
+            perfmon_mux_want();
+        }
+    }
+
+    spinlock_unlock_intr_restore(&state->lock, flags);
+
+    if (rotated) {
+        xcall_broadcast(perfmon_mux_follow, dev);
+    }
+
+    return rotated;
+}
+
+uint64_t
+perfmon_mux_nr_rotations(const struct perfmon_dev *dev)
+{
+    return READ_ONCE(dev->state.nr_rotations);
+}
+
+uint64_t
+perfmon_mux_ticks(void)
+{
+    return perfmon_mux_interval;
+}
+
+/*
+ * The rotation thread: asleep while no slot waits for a counter, else
+ * rotating every device every perfmon_mux_interval ticks. A schedule that
+ * leaves a slot waiting sets perfmon_mux_wanted again, so the rotations
+ * go on exactly as long as they are needed.
+ */
+static void
+perfmon_mux_main(void *arg)
+{
+    unsigned long flags;
+
+    (void)arg;
+
+    for (;;) {
+        spinlock_lock_intr_save(&perfmon_mux_lock, &flags);
+
+        while (!perfmon_mux_wanted) {
+            thread_sleep(&perfmon_mux_lock, flags);
+        }
+
+        perfmon_mux_wanted = false;
+        spinlock_unlock_intr_restore(&perfmon_mux_lock, flags);
+        thread_delay(perfmon_mux_interval);
+
+        for (unsigned int d = 0; d < READ_ONCE(perfmon_nr_devs); d++) {
+            perfmon_mux_rotate(perfmon_devs[d]);
+        }
+    }
 }
 
 bool
@@ -936,13 +1556,13 @@ perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
 {
     const struct perfmon_pmc *pmc;
 
-    if (index >= dev->nr_pmcs) {
+    if (index >= PERFMON_MAX_SLOTS) {
         return false;
     }
 
     pmc = &dev->state.pmcs[index];
 
-    if (READ_ONCE(pmc->nr_refs) == 0) {
+    if (READ_ONCE(pmc->nr_refs) == 0 || !READ_ONCE(pmc->sched)) {
         return false;
     }
 
@@ -967,7 +1587,7 @@ perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev)
      * interrupt handler taking it on a CPU that holds it would deadlock.
      * Each count is read once; the total is a snapshot.
      */
-    for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
         n += (READ_ONCE(dev->state.pmcs[i].nr_refs) != 0);
     }
 
@@ -987,11 +1607,12 @@ perfmon_td_init(struct perfmon_td *td)
     for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
         td->used[d] = 0;
 
-        for (unsigned int i = 0; i < PERFMON_MAX_PMCS; i++) {
+        for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
             td->pmcs[d][i].nr_refs = 0;
             td->pmcs[d][i].cpu_start = 0;
             td->pmcs[d][i].value = 0;
             td->pmcs[d][i].sample_left = 0;
+            td->pmcs[d][i].off = 0;
         }
     }
 }
@@ -1064,6 +1685,37 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
     perfmon_cpu_pmc_put(cpu, dev, index);
 }
 
+/*
+ * Multiplexing, for a thread loading (used: its slots of device d) on this
+ * CPU: its time without a counter on the slots that have none here starts
+ * now. Local, interrupts disabled.
+ */
+static void
+perfmon_td_off_begin(struct perfmon_cpu *cpu, unsigned int d, uint32_t used,
+                     uint64_t now)
+{
+    FOR_EACH_BIT(index, cpu->unsched[d] & used) {
+        cpu->pmcs[d][index].off_mark = now;
+    }
+}
+
+/*
+ * On a switch touching slots without a counter here (off), at the
+ * scheduler's TSC, so that the times match the threads' run times: prev
+ * takes the time it ran without them, next's starts.
+ */
+static __attribute__((noinline)) void
+perfmon_td_switch_off(struct perfmon_cpu *cpu, unsigned int d,
+                      struct perfmon_td *prev, struct perfmon_td *next,
+                      uint64_t now)
+{
+    FOR_EACH_BIT(index, cpu->unsched[d] & prev->used[d]) {
+        prev->pmcs[d][index].off += now - cpu->pmcs[d][index].off_mark;
+    }
+
+    perfmon_td_off_begin(cpu, d, next->used[d], now);
+}
+
 void
 perfmon_td_load(struct perfmon_td *td)
 {
@@ -1072,6 +1724,12 @@ perfmon_td_load(struct perfmon_td *td)
     assert(!cpu_intr_enabled());
     spinlock_lock(&td->lock);
     assert(td->loaded_cpu == PERFMON_CPU_NONE);
+
+    for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
+        perfmon_cpu_sched_check(cpu, perfmon_devs[d], NULL);
+        perfmon_td_off_begin(cpu, d, td->used[d], cpu_get_tsc());
+    }
+
     td->loaded_cpu = cpu_id();
 
     for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
@@ -1171,7 +1829,8 @@ perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
  * changed from another CPU while unloaded, under its lock: take it.
  */
 void
-perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
+perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
+                  uint64_t now)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     unsigned int nr_devs = perfmon_nr_devs;
@@ -1191,6 +1850,14 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next)
         if ((prev->used[d] | next->used[d]) != 0) {
             struct perfmon_dev *dev = perfmon_devs[d];
             bool batch = dev->ops->batch_begin != NULL;
+
+            /* After next's lock: its slots' schedule changes are seen. */
+            perfmon_cpu_sched_check(cpu, dev, prev);
+
+            if (__builtin_expect(cpu->unsched[d]
+                                 & (prev->used[d] | next->used[d]), 0)) {
+                perfmon_td_switch_off(cpu, d, prev, next, now);
+            }
 
             /* One write of the driver's global enable per switch. */
             if (batch) {
@@ -1297,12 +1964,19 @@ perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
     struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->state.index][op->index];
 
     if (tpmc->nr_refs == 0) {
+        struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+
+        if (loaded) {
+            perfmon_cpu_sched_check(cpu, op->dev, op->td);
+            perfmon_td_off_begin(cpu, op->dev->state.index, 1U << op->index,
+                                 cpu_get_tsc());
+        }
+
         op->td->used[op->dev->state.index] |= 1U << op->index;
         tpmc->sample_left = (op->event != NULL) ? op->event->period : 0;
 
         if (loaded) {
-            perfmon_td_pmc_load(op->td, cpu_local_ptr(perfmon_cpu), op->dev,
-                                op->index);
+            perfmon_td_pmc_load(op->td, cpu, op->dev, op->index);
         }
     }
 
@@ -1361,6 +2035,7 @@ perfmon_cpu_op_attach(void *arg)
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     struct perfmon_cpu_pmc *cpmc;
 
+    perfmon_cpu_sched_check(cpu, event->dev, perfmon_cpu_loaded_td());
     cpmc = perfmon_cpu_pmc_get(cpu, event->dev, event->pmc_index);
     perfmon_cpu_pmc_update(cpu, event->dev, event->pmc_index);
     event->start = cpmc->value;
@@ -1464,6 +2139,7 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     event->time_running = 0;
     event->enabled_tsc = 0;
     event->enabled_run = 0;
+    event->enabled_off = 0;
     event->group = NULL;
     return 0;
 }
@@ -1515,7 +2191,9 @@ perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
     }
 
     error = perfmon_pmc_acquire(dev, config,
-                                (event->period != 0) ? event : NULL, indexp);
+                                (event->period != 0) ? event : NULL,
+                                (event->flags & PERFMON_EF_PINNED) != 0,
+                                indexp);
 
     if (error) {
         return error;
@@ -1786,6 +2464,8 @@ struct perfmon_snap {
     uint64_t now;                       /* TSC */
     uint64_t run;                       /* the thread's run time at now */
     uint64_t values[PERFMON_GROUP_MAX]; /* each event's tier value */
+    uint64_t offs[PERFMON_GROUP_MAX];   /* each one's slot's time without
+                                           a counter (of the thread) */
 };
 
 static void
@@ -1816,6 +2496,21 @@ perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
     snap->now = cpu_get_tsc();
     snap->run = loaded ? thread_run_time(snap->events[0]->thread, snap->now)
                        : thread_run_total(snap->events[0]->thread);
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        const struct perfmon_event *event = snap->events[i];
+        unsigned int d = event->dev->state.index;
+        const struct perfmon_cpu_pmc *cpmc;
+
+        snap->offs[i] = op->td->pmcs[d][event->pmc_index].off;
+        cpmc = perfmon_cpu_pmc(cpu_local_ptr(perfmon_cpu), event->dev,
+                               event->pmc_index);
+
+        /* Still without its counter here: the time since its mark. */
+        if (loaded && !cpmc->sched) {
+            snap->offs[i] += snap->now - cpmc->off_mark;
+        }
+    }
 }
 
 static void
@@ -1841,6 +2536,18 @@ perfmon_cpu_op_snap(void *arg)
 
     snap->now = cpu_get_tsc();
     snap->run = 0;
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        const struct perfmon_cpu_pmc *cpmc;
+
+        cpmc = perfmon_cpu_pmc(cpu, snap->events[i]->dev,
+                               snap->events[i]->pmc_index);
+        snap->offs[i] = cpmc->off_total;
+
+        if (!cpmc->sched) {
+            snap->offs[i] += snap->now - cpmc->off_since;
+        }
+    }
 }
 
 /*
@@ -1899,15 +2606,17 @@ perfmon_event_count_at(const struct perfmon_event *event, uint64_t value)
 }
 
 /*
- * An attached event's times (TSC cycles) at a snapshot. A CPU event runs
- * all the time it is enabled; a thread event while its thread is on a
- * CPU. The TSCs of two CPUs may differ by a little: a time never goes
- * below its last value and running never above enabled.
+ * An attached event's times (TSC cycles) at a snapshot, given its slot's
+ * time without a counter then (off). A CPU event runs all the time it is
+ * enabled, a thread event while its thread is on a CPU, less the time
+ * their slot held no counter there. The TSCs of two CPUs may differ by a
+ * little: a time never goes below its last value and running never above
+ * enabled.
  */
 static void
 perfmon_event_times_at(const struct perfmon_event *event,
-                       const struct perfmon_snap *snap, uint64_t *enabledp,
-                       uint64_t *runningp)
+                       const struct perfmon_snap *snap, uint64_t off,
+                       uint64_t *enabledp, uint64_t *runningp)
 {
     uint64_t enabled = 0, running = 0;
 
@@ -1922,6 +2631,9 @@ perfmon_event_times_at(const struct perfmon_event *event,
             running = snap->run - event->enabled_run;
         }
 
+        off -= event->enabled_off;
+        running = (running > off) ? running - off : 0;
+
         if (running > enabled) {
             running = enabled;
         }
@@ -1931,12 +2643,17 @@ perfmon_event_times_at(const struct perfmon_event *event,
     *runningp = event->time_running + running;
 }
 
+/*
+ * The changes below apply to an event the values at a snapshot of the
+ * event, its i-th.
+ */
+
 /* Start an event's count and times at the snapshot of its attach. */
 static void
 perfmon_event_begin(struct perfmon_event *event,
-                    const struct perfmon_snap *snap, uint64_t value)
+                    const struct perfmon_snap *snap, unsigned int i)
 {
-    event->start = value;
+    event->start = snap->values[i];
     event->final = 0;
     event->disabled = false;
     event->frozen = 0;
@@ -1944,16 +2661,17 @@ perfmon_event_begin(struct perfmon_event *event,
     event->time_running = 0;
     event->enabled_tsc = snap->now;
     event->enabled_run = snap->run;
+    event->enabled_off = snap->offs[i];
 }
 
 static void
 perfmon_event_apply_disable(struct perfmon_event *event,
-                            const struct perfmon_snap *snap, uint64_t value)
+                            const struct perfmon_snap *snap, unsigned int i)
 {
     if (!event->disabled) {
-        event->frozen = value - event->start;
-        perfmon_event_times_at(event, snap, &event->time_enabled,
-                               &event->time_running);
+        event->frozen = snap->values[i] - event->start;
+        perfmon_event_times_at(event, snap, snap->offs[i],
+                               &event->time_enabled, &event->time_running);
         event->disabled = true;
         event->state = PERFMON_EVENT_DISABLED;
     }
@@ -1961,13 +2679,14 @@ perfmon_event_apply_disable(struct perfmon_event *event,
 
 static void
 perfmon_event_apply_enable(struct perfmon_event *event,
-                           const struct perfmon_snap *snap, uint64_t value)
+                           const struct perfmon_snap *snap, unsigned int i)
 {
     if (event->disabled) {
         /* Count on from the frozen count: re-base the start. */
-        event->start = value - event->frozen;
+        event->start = snap->values[i] - event->frozen;
         event->enabled_tsc = snap->now;
         event->enabled_run = snap->run;
+        event->enabled_off = snap->offs[i];
         event->disabled = false;
         event->state = (event->thread != NULL) ? PERFMON_EVENT_THREAD
                                                : PERFMON_EVENT_CPU;
@@ -1976,14 +2695,12 @@ perfmon_event_apply_enable(struct perfmon_event *event,
 
 static void
 perfmon_event_apply_reset(struct perfmon_event *event,
-                          const struct perfmon_snap *snap, uint64_t value)
+                          const struct perfmon_snap *snap, unsigned int i)
 {
-    (void)snap;
-
     if (event->disabled) {
         event->frozen = 0;
     } else {
-        event->start = value;
+        event->start = snap->values[i];
     }
 }
 
@@ -1996,7 +2713,7 @@ perfmon_events_attach(struct perfmon_event *const *events,
     perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_ATTACH);
 
     for (unsigned int i = 0; i < nr_events; i++) {
-        perfmon_event_begin(events[i], &snap, snap.values[i]);
+        perfmon_event_begin(events[i], &snap, i);
     }
 }
 
@@ -2009,20 +2726,32 @@ perfmon_events_detach(struct perfmon_event *const *events,
 
     perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_DETACH);
 
+    /* A group's slots part before they can take turns apart. */
+    if (events[0]->group != NULL) {
+        unsigned int indexes[PERFMON_GROUP_MAX] = { 0 };
+
+        for (unsigned int i = 0; i < nr_events; i++) {
+            indexes[i] = events[i]->pmc_index;
+        }
+
+        perfmon_mux_link(events[0]->dev, indexes, nr_events, -1);
+    }
+
     for (unsigned int i = 0; i < nr_events; i++) {
         struct perfmon_event *event = events[i];
         struct thread *thread = event->thread;
 
         event->final = perfmon_event_count_at(event, snap.values[i]);
-        perfmon_event_times_at(event, &snap, &event->time_enabled,
-                               &event->time_running);
+        perfmon_event_times_at(event, &snap, snap.offs[i],
+                               &event->time_enabled, &event->time_running);
         event->thread = NULL;
 
         if (thread != NULL) {
             thread_unref(thread);
         }
 
-        perfmon_pmc_release(event->dev, event->pmc_index);
+        perfmon_pmc_release(event->dev, event->pmc_index,
+                            (event->flags & PERFMON_EF_PINNED) != 0);
 
         if (event->period != 0) {
             perfmon_session_unref(event->session);
@@ -2112,7 +2841,8 @@ perfmon_event_read_value(struct perfmon_event *event,
     case PERFMON_EVENT_DISABLED:
         perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ);
         count = perfmon_event_count_at(event, snap.values[0]);
-        perfmon_event_times_at(event, &snap, &enabled, &running);
+        perfmon_event_times_at(event, &snap, snap.offs[0], &enabled,
+                               &running);
         break;
     case PERFMON_EVENT_DETACHED:
         count = event->final;
@@ -2134,12 +2864,12 @@ static void
 perfmon_event_change(struct perfmon_event *event,
                      void (*apply)(struct perfmon_event *event,
                                    const struct perfmon_snap *snap,
-                                   uint64_t value))
+                                   unsigned int i))
 {
     struct perfmon_snap snap;
 
     perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ);
-    apply(event, &snap, snap.values[0]);
+    apply(event, &snap, 0);
 }
 
 /* Whether enable or disable may apply to the event alone. */
@@ -2332,12 +3062,19 @@ perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
         assert(event_dev == dev);
     }
 
-    *devp = dev;
-    return 0;
+    /* Linked, the group's slots hold counters together. */
+    error = perfmon_mux_link(dev, indexes, group->nr_events, 1);
+
+    if (!error) {
+        *devp = dev;
+        return 0;
+    }
 
 error:
     while (i-- > 0) {
-        perfmon_pmc_release(dev, indexes[i]);
+        perfmon_pmc_release(dev, indexes[i],
+                            (group->events[i]->flags & PERFMON_EF_PINNED)
+                            != 0);
     }
 
     return error;
@@ -2454,7 +3191,8 @@ perfmon_group_read(struct perfmon_group *group,
                                                        snap.values[i]);
         }
 
-        perfmon_event_times_at(leader, &snap, &enabled, &running);
+        perfmon_event_times_at(leader, &snap, snap.offs[0], &enabled,
+                               &running);
         break;
     case PERFMON_EVENT_DETACHED:
         for (unsigned int i = 0; i < group->nr_events; i++) {
@@ -2479,7 +3217,7 @@ static int
 perfmon_group_change(struct perfmon_group *group,
                      void (*apply)(struct perfmon_event *event,
                                    const struct perfmon_snap *snap,
-                                   uint64_t value))
+                                   unsigned int i))
 {
     struct perfmon_snap snap;
 
@@ -2491,7 +3229,7 @@ perfmon_group_change(struct perfmon_group *group,
                       PERFMON_SNAP_READ);
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
-        apply(group->events[i], &snap, snap.values[i]);
+        apply(group->events[i], &snap, i);
     }
 
     return 0;
@@ -2734,17 +3472,29 @@ perfmon_register(struct perfmon_dev *dev)
     dev->state.index = perfmon_nr_devs;
     spinlock_init(&dev->state.lock);
 
-    for (unsigned int i = 0; i < PERFMON_MAX_PMCS; i++) {
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
         dev->state.pmcs[i].nr_refs = 0;
+        dev->state.pmcs[i].sched = false;
     }
 
     dev->state.poll_ticks = poll_ticks;
 
+    /* Every CPU starts from the empty schedule: no slot has a counter. */
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
+        unsigned int d = dev->state.index;
 
-        timer_init(&pcpu->poll_timers[dev->state.index], perfmon_poll_timer, dev,
-                   cpu);
+        timer_init(&pcpu->poll_timers[d], perfmon_poll_timer, dev, cpu);
+        pcpu->unsched[d] = ~0U;
+        pcpu->sched_seq[d] = dev->state.sched_seq;
+
+        for (unsigned int i = 0; i < ARRAY_SIZE(pcpu->slot_of[d]); i++) {
+            pcpu->slot_of[d][i] = PERFMON_SLOT_NONE;
+        }
+
+        for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+            pcpu->pmcs[d][i].pmc_id = dev->sw ? PMU_SOFT_NULL_PMC : 0;
+        }
     }
 
     perfmon_devs[dev->state.index] = dev;
@@ -2769,6 +3519,7 @@ static int
 perfmon_setup(void)
 {
     char name[SYSCNT_NAME_SIZE];
+    int error;
 
     uint64_t max_samples = PERFMON_MAX_SAMPLES_PER_TICK;
 
@@ -2781,6 +3532,23 @@ perfmon_setup(void)
 
     perfmon_max_samples_per_tick = (unsigned int)max_samples;
     perfmon_tsc_per_tick = clock_tsc_per_tick();
+
+    if (arg_get_u64("perfmon.mux_ticks", &perfmon_mux_interval) == EINVAL
+        || perfmon_mux_interval == 0 || perfmon_mux_interval > 1000) {
+        log_err("perfmon: perfmon.mux_ticks must be 1 to 1000, using %u",
+                PERFMON_MUX_TICKS);
+        perfmon_mux_interval = PERFMON_MUX_TICKS;
+    }
+
+    error = thread_create(&perfmon_mux_thread,
+                          &(struct thread_attr){
+                              .name = "perfmon_mux",
+                              .priority = THREAD_PRIO_MAX,
+                          }, perfmon_mux_main, NULL);
+
+    if (error) {
+        return error;
+    }
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
@@ -2801,5 +3569,6 @@ INIT_OP_DEFINE(perfmon_setup,
                INIT_OP_DEP(clock_setup, true),
                INIT_OP_DEP(cpu_mp_setup, true),
                INIT_OP_DEP(syscnt_setup, true),
+               INIT_OP_DEP(thread_setup, true),
                INIT_OP_DEP(timer_setup, true),
                INIT_OP_DEP(xcall_setup, true));

@@ -53,7 +53,8 @@ struct thread;
 #define PERFMON_EF_USER     0x2     /* count in user mode */
 #define PERFMON_EF_RAW      0x4     /* id is a raw, driver-specific code */
 #define PERFMON_EF_SW       0x8     /* id is a software event (pmu_soft.h) */
-#define PERFMON_EF_MASK     0xf
+#define PERFMON_EF_PINNED   0x10    /* never multiplexed out (see below) */
+#define PERFMON_EF_MASK     0x1f
 
 struct perfmon_cpu_pmc;
 struct perfmon_dev;
@@ -86,10 +87,9 @@ struct perfmon_event {
     /*
      * Enable state and times, in TSC cycles, written by the owner's calls
      * (attach, enable, disable, reset, detach), each from one snapshot of
-     * the tier's value, the TSC and the thread's run time taken together
-     * on the owning CPU. Running is kept apart from enabled so that an
-     * event that does not hold a counter all the time it is enabled (time
-     * multiplexing, not done yet) can show less.
+     * the tier's value, the TSC, the thread's run time and the slot's
+     * time without a counter (multiplexing) taken together on the owning
+     * CPU.
      */
     bool disabled;              /* count frozen at frozen */
     uint64_t frozen;            /* the count while disabled */
@@ -97,6 +97,7 @@ struct perfmon_event {
     uint64_t time_running;
     uint64_t enabled_tsc;       /* TSC at the last enable or attach */
     uint64_t enabled_run;       /* thread events: its run time then */
+    uint64_t enabled_off;       /* its slot's time off counters then */
     struct perfmon_group *group;    /* the group it was added to, or NULL */
 };
 
@@ -104,8 +105,9 @@ struct perfmon_event {
  * A count with its times, in nanoseconds (TSC cycles converted with the
  * calibrated TSC frequency, cpu_get_freq()): time_enabled grows while the
  * event is attached and enabled; time_running while it is enabled and
- * actually counts: for a CPU event all that time (no multiplexing yet,
- * running == enabled), for a thread event while its thread is on a CPU.
+ * actually counts: its raw event holds a counter on the CPU (for a thread
+ * event: and its thread runs there). Without multiplexing a CPU event's
+ * running is its enabled time, a thread event's its thread's run time.
  */
 struct perfmon_value {
     uint64_t count;
@@ -134,8 +136,21 @@ int perfmon_event_init(struct perfmon_event *event, uint64_t id,
  * a reference on the thread until detach. The thread may be running on
  * another CPU. Return 0, EINVAL (event not initialized or already
  * attached, NULL or exited thread, raw code the driver rejects), ENODEV
- * (no device counts this event), EAGAIN (every slot of the device holds
- * another raw event, or no hardware counter fits). Thread context.
+ * (no device counts this event), EAGAIN (every one of the device's
+ * PERFMON_MAX_SLOTS slots holds another raw event; a pinned or sampling
+ * event: no counter can be given to it, pinned slots holding them all).
+ * Thread context.
+ *
+ * Multiplexing: an event attaches even when the device's counters are all
+ * taken. Its raw event then waits for its turn: every perfmon.mux_ticks
+ * ticks (default PERFMON_MUX_TICKS) the raw events that hold no counter
+ * take the counters of those that do, round robin, a group's events
+ * together. An event counts only while its raw event holds a counter;
+ * struct perfmon_value's time_running says for how long, and
+ * perfmon_scale() estimates the full count. An event initialized with
+ * PERFMON_EF_PINNED (or a sampling event) never gives up its counter: its
+ * attach takes one at once, from a multiplexed raw event if it must, or
+ * fails with EAGAIN.
  */
 int perfmon_event_attach(struct perfmon_event *event, struct thread *thread);
 
@@ -287,8 +302,11 @@ int perfmon_group_add(struct perfmon_group *group,
  * on the owning CPU, enabled, or none of them. Return 0, EINVAL (as
  * perfmon_event_attach, an empty or attached group, a member that left
  * it), ENODEV, E2BIG (more distinct raw events than the device has
- * counters: the group can never be attached), EAGAIN (their counters
- * are not all free now). Thread context.
+ * counters: the group can never hold them all at once), EAGAIN (as
+ * perfmon_event_attach: no slot left, or a pinned group finds no room).
+ * A group is multiplexed as a unit: its raw events hold counters all
+ * together or not at all, so its counts always cover the same time; a
+ * member of PERFMON_EF_PINNED pins the group. Thread context.
  */
 int perfmon_group_attach(struct perfmon_group *group, struct thread *thread);
 int perfmon_group_attach_cpu(struct perfmon_group *group, unsigned int cpu);
@@ -408,13 +426,17 @@ struct perfmon_dev_ops {
     int (*translate)(uint64_t *configp, uint64_t id, unsigned int flags);
 
     /*
-     * Reserve a hardware counter for config, to serve slot pmc_index, and
-     * store its id and width in bits. Return 0 or EAGAIN.
+     * Reserve a hardware counter for config and store its id and width in
+     * bits. Return 0 or EAGAIN (none of the counters that can count
+     * config is free). Called with perfmon's lock of the device held and
+     * interrupts disabled (multiplexing moves counters between raw
+     * events from its rotation thread); only bookkeeping, no hardware
+     * access: which raw event a counter serves on a CPU is perfmon's.
      */
     int (*alloc)(unsigned int *pmc_idp, unsigned int *widthp,
-                 unsigned int pmc_index, uint64_t config);
+                 uint64_t config);
 
-    /* Release a counter reserved by alloc. */
+    /* Release a counter reserved by alloc. As alloc. */
     void (*free)(unsigned int pmc_id);
 
     /*
@@ -447,8 +469,8 @@ struct perfmon_dev_ops {
 
     /*
      * Local, needed when the device sets overflow_intr: handle the
-     * overflow interrupt, calling perfmon_report_overflow() with ctx for
-     * each counter that overflowed.
+     * overflow interrupt, calling perfmon_report_overflow() with ctx and
+     * the counter's id for each counter that overflowed.
      */
     void (*handle_overflow_intr)(const struct perfmon_intr_ctx *ctx);
 
@@ -481,8 +503,14 @@ struct perfmon_dev_ops {
     void (*batch_end)(void);
 };
 
+/*
+ * A slot: a raw event and, while it is scheduled, the counter it holds
+ * on every CPU (the CPUs follow the schedule when they next look at it).
+ */
 struct perfmon_pmc {
     unsigned int nr_refs;
+    unsigned int nr_pinned;     /* references that pin it */
+    bool sched;                 /* holds pmc_id */
     unsigned int pmc_id;
     unsigned int width;
     uint64_t mask;              /* 2^width - 1 */
@@ -494,8 +522,14 @@ struct perfmon_pmc {
 struct perfmon_dev_state {
     unsigned int index;
     uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
-    struct spinlock lock;       /* the global tier: slot allocation */
-    struct perfmon_pmc pmcs[PERFMON_MAX_PMCS];
+    struct spinlock lock;       /* the global tier: slots, the schedule */
+    unsigned int sched_seq;     /* schedule version, odd while written */
+    unsigned int mux_next;      /* multiplexing: the slot whose unit
+                                   comes first at the next rotation */
+    uint64_t nr_rotations;
+    struct perfmon_pmc pmcs[PERFMON_MAX_SLOTS];
+    uint16_t links[PERFMON_MAX_SLOTS][PERFMON_MAX_SLOTS];
+                                /* attached groups holding both slots */
 };
 
 /*
@@ -505,7 +539,7 @@ struct perfmon_dev_state {
 struct perfmon_dev {
     const char *name;
     const struct perfmon_dev_ops *ops;
-    unsigned int nr_pmcs;       /* slots, at most PERFMON_MAX_PMCS */
+    unsigned int nr_pmcs;       /* counters, at most PERFMON_MAX_PMCS */
     unsigned int min_width;     /* narrowest counter, for the poll period */
     bool sw;                    /* serves PERFMON_EF_SW events */
     bool overflow_intr;         /* overflows interrupt; else perfmon polls */
@@ -535,15 +569,16 @@ struct perfmon_dev {
 int perfmon_register(struct perfmon_dev *dev);
 
 /*
- * Report that a counter of dev wrapped once on the calling CPU since its
- * previous report: perfmon brings the slot's 64-bit value up to date,
+ * Report that counter pmc_id of dev wrapped once on the calling CPU since
+ * its previous report: perfmon brings the 64-bit value of the slot that
+ * holds the counter on this CPU up to date,
  * counting the wrap even when the raw value is back above where it last
  * read it, and takes the samples due, at ctx (never NULL; ip and fp 0
  * when unknown), presetting the counter for the next. A driver calls it
  * from its overflow interrupt handler, once per wrap. Local, interrupts
  * disabled.
  */
-void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
+void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
                              const struct perfmon_intr_ctx *ctx);
 
 /*
@@ -565,12 +600,14 @@ void perfmon_td_init(struct perfmon_td *td);
 bool perfmon_td_unused(const struct perfmon_td *td);
 
 /*
- * The context switch from prev to next on the calling CPU: what prev's
- * counters counted is added to prev, next's counters are loaded. Slots
- * both use keep counting (one counter read each); only slots that differ
- * are stopped or started. Interrupts and preemption disabled.
+ * The context switch from prev to next on the calling CPU, at TSC now
+ * (the scheduler's, which its run times use too): what prev's counters
+ * counted is added to prev, next's counters are loaded. Slots both use
+ * keep counting (one counter read each); only slots that differ are
+ * stopped or started. Interrupts and preemption disabled.
  */
-void perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next);
+void perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
+                       uint64_t now);
 
 /*
  * Load a thread's counters on the calling CPU when no thread was loaded
@@ -586,8 +623,8 @@ void perfmon_td_load(struct perfmon_td *td);
 struct perfmon_dev *perfmon_get_dev(bool sw);
 
 /*
- * Whether slot index of dev holds a raw event, and then its counter's id
- * and width. Any context (a snapshot).
+ * Whether slot index of dev holds a raw event that holds a counter, and
+ * then the counter's id and width. Any context (a snapshot).
  */
 bool perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
                      unsigned int *pmc_idp, unsigned int *widthp);
@@ -615,6 +652,27 @@ uint64_t perfmon_nr_overflows(unsigned int cpu);
  * benchmark). Local.
  */
 void perfmon_poll_local(struct perfmon_dev *dev);
+
+/*
+ * Multiplexing. Whether an attached event's raw event holds a counter on
+ * the calling CPU now (whether its count advances here): local, with
+ * interrupts disabled, which keeps the answer true until they are
+ * enabled (a rotation reaches a CPU through an interrupt).
+ */
+bool perfmon_event_counting_here(const struct perfmon_event *event);
+
+/*
+ * Rotate dev's multiplexed raw events now, as the rotation thread does,
+ * and bring every CPU to the new schedule before returning. Return
+ * whether anything rotated (some raw event was waiting). Thread context.
+ */
+bool perfmon_mux_rotate(struct perfmon_dev *dev);
+
+/* Rotations of dev so far (by the thread or perfmon_mux_rotate). */
+uint64_t perfmon_mux_nr_rotations(const struct perfmon_dev *dev);
+
+/* The rotation interval in ticks (perfmon.mux_ticks). Any context. */
+uint64_t perfmon_mux_ticks(void);
 
 INIT_OP_DECLARE(perfmon_setup);
 

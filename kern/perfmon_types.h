@@ -11,7 +11,13 @@
 #include <kern/spinlock.h>
 
 #define PERFMON_MAX_DEVS    2       /* a hardware PMU and the software PMU */
-#define PERFMON_MAX_PMCS    16      /* slots per device */
+#define PERFMON_MAX_PMCS    16      /* hardware counters per device */
+
+/*
+ * Slots per device: one per distinct raw event attached. More slots than
+ * counters is multiplexing: the slots take turns on the counters.
+ */
+#define PERFMON_MAX_SLOTS   32
 
 /* Per-thread tier: one entry per (device, slot). */
 struct perfmon_td_pmc {
@@ -20,6 +26,9 @@ struct perfmon_td_pmc {
     uint64_t value;         /* the thread's total, up to the last unload */
     uint64_t sample_left;   /* sampling: events to the next sample, kept
                                while the thread is off-CPU */
+    uint64_t off;           /* TSC time the thread ran with the slot
+                               holding no counter (multiplexed out), up
+                               to the last switch or rotation */
 };
 
 /*
@@ -31,7 +40,7 @@ struct perfmon_td {
     struct spinlock lock;
     unsigned int loaded_cpu;            /* PERFMON_CPU_NONE when off-CPU */
     uint32_t used[PERFMON_MAX_DEVS];    /* bit i: slot i has references */
-    struct perfmon_td_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_PMCS];
+    struct perfmon_td_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
 };
 
 #define PERFMON_CPU_NONE (~0U)

@@ -52,6 +52,10 @@ static const char *const pmu_soft_names[PMU_SOFT_EV_EMIT] = {
 
 static const char *const pmu_soft_emit_names[PMU_SOFT_NR_CHANNELS] = {
     "emit", "emit1", "emit2", "emit3", "emit4", "emit5", "emit6", "emit7",
+    "emit8", "emit9", "emit10", "emit11", "emit12", "emit13", "emit14",
+    "emit15", "emit16", "emit17", "emit18", "emit19", "emit20", "emit21",
+    "emit22", "emit23", "emit24", "emit25", "emit26", "emit27", "emit28",
+    "emit29",
 };
 
 const char *

@@ -60,10 +60,16 @@
 #define PMU_SOFT_EV_TICK        2
 #define PMU_SOFT_EV_XCALL       3
 #define PMU_SOFT_EV_EMIT        4
-#define PMU_SOFT_NR_CHANNELS    8
+#define PMU_SOFT_NR_CHANNELS    30
 #define PMU_SOFT_NR_EVENTS      (PMU_SOFT_EV_EMIT + PMU_SOFT_NR_CHANNELS)
 
 #define PMU_SOFT_NR_PMCS        8
+
+/*
+ * A counter id that reads 0 forever: what perfmon reads for a slot that
+ * holds no counter (multiplexed out), so that its reads need no test.
+ */
+#define PMU_SOFT_NULL_PMC       PMU_SOFT_NR_PMCS
 
 /*
  * Count n occurrences of an event on the calling CPU. Any context; called
@@ -93,7 +99,7 @@ pmu_soft_emit_channel(unsigned int channel, uint64_t n)
  * through the driver's read operation.
  */
 struct pmu_soft_bank {
-    uint64_t values[PMU_SOFT_NR_PMCS];
+    uint64_t values[PMU_SOFT_NR_PMCS + 1];  /* and PMU_SOFT_NULL_PMC */
     uint32_t hooked;    /* counters whose read needs pmu_soft_read_hooked */
 };
 

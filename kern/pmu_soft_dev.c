@@ -1,6 +1,6 @@
 /*
  * Software PMU, the perfmon device: drives the counter bank of pmu_soft.c
- * (one counter per slot) and reports its emulated overflow interrupt.
+ * and reports its emulated overflow interrupt.
  */
 #include <stdint.h>
 
@@ -11,6 +11,9 @@
 #include <kern/pmu_soft.h>
 
 static struct perfmon_dev pmu_soft_dev;
+
+/* Counters reserved by alloc (perfmon's device lock serializes them). */
+static uint32_t pmu_soft_used;
 
 static int
 pmu_soft_translate(uint64_t *configp, uint64_t id, unsigned int flags)
@@ -26,21 +29,27 @@ pmu_soft_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 }
 
 static int
-pmu_soft_alloc(unsigned int *pmc_idp, unsigned int *widthp,
-               unsigned int pmc_index, uint64_t config)
+pmu_soft_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
 {
+    uint32_t avail = ~pmu_soft_used & ((1U << PMU_SOFT_NR_PMCS) - 1);
+
     (void)config;
 
-    /* One counter per slot: the slot index is the counter. */
-    *pmc_idp = pmc_index;
+    /* Any counter counts any event. */
+    if (avail == 0) {
+        return EAGAIN;
+    }
+
+    *pmc_idp = (unsigned int)__builtin_ctz(avail);
     *widthp = pmu_soft_width();
+    pmu_soft_used |= 1U << *pmc_idp;
     return 0;
 }
 
 static void
 pmu_soft_free(unsigned int pmc_id)
 {
-    (void)pmc_id;
+    pmu_soft_used &= ~(1U << pmc_id);
 }
 
 static uint64_t

@@ -318,7 +318,7 @@ thread_switch(struct thread_runq *rq, struct thread *prev,
 
     /* Software events of the thread leaving count before its unload. */
     pmu_soft_count(PMU_SOFT_EV_CSWITCH, 1);
-    perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
+    perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td, now);
 
     prev->on_cpu = false;
     next->on_cpu = true;

@@ -9,7 +9,7 @@
  * reference to the caller (released by thread_join() or thread_unref()),
  * and the running thread holds one until it has exited.
  *
- * The context switch calls perfmon_td_switch(prev, next) with interrupts
+ * The context switch calls perfmon_td_switch(prev, next, now) with interrupts
  * and preemption disabled, and accounts each thread's time on a CPU with
  * one TSC read (thread_run_time).
  */

@@ -167,29 +167,50 @@ TEST_DEFINE(perfmon, hardware_event_without_pmu_is_enodev)
 /* Slots                                                               */
 /* ------------------------------------------------------------------ */
 
-TEST_DEFINE(perfmon, slots_shared_by_raw_event_and_exhausted)
+/*
+ * Slots: one per distinct raw event, shared by the events on one. Pinned
+ * events hold their counters: with every counter pinned, one pinned event
+ * more is EAGAIN and changes nothing, while a multiplexed one attaches
+ * but never gets a turn.
+ */
+TEST_DEFINE(perfmon, slots_shared_by_raw_event_and_pinned)
 {
     struct perfmon_dev *soft = test_pm_soft_dev();
     struct perfmon_event events[PMU_SOFT_NR_PMCS];
-    struct perfmon_event twin, extra;
-    unsigned int refs = thread_self()->refs;
+    struct perfmon_event twin, extra, waiting;
+    unsigned int refs = thread_self()->refs, pmc_id, width;
 
     TEST_ASSERT_EQ(soft->nr_pmcs, PMU_SOFT_NR_PMCS);
 
-    /* One distinct event per slot: tick, xcall and the emit channels. */
+    /* One distinct pinned event per counter: emit channels. */
     for (unsigned int i = 0; i < PMU_SOFT_NR_PMCS; i++) {
-        test_pm_init(&events[i], PMU_SOFT_NR_EVENTS - 1 - i);
+        TEST_ASSERT_EQ(perfmon_event_init(&events[i],
+                                          PMU_SOFT_NR_EVENTS - 1 - i,
+                                          PERFMON_EF_SW | PERFMON_EF_PINNED),
+                       0);
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[i], 0), 0);
         TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), i + 1);
     }
 
-    /* A new raw event finds no slot, and nothing changes. */
-    test_pm_init(&extra, PMU_SOFT_EV_CSWITCH);
+    /* A pinned raw event more finds no counter, and nothing changes. */
+    TEST_ASSERT_EQ(perfmon_event_init(&extra, PMU_SOFT_EV_CSWITCH,
+                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, 0), EAGAIN);
     TEST_ASSERT_EQ(perfmon_event_attach(&extra, thread_self()), EAGAIN);
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PMU_SOFT_NR_PMCS);
     TEST_ASSERT_EQ(thread_self()->refs, refs);
     TEST_ASSERT(!perfmon_event_attached(&extra));
+
+    /* A multiplexed one attaches, and waits: rotations pass it by. */
+    test_pm_init(&waiting, PMU_SOFT_EV_CSWITCH);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&waiting, 0), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PMU_SOFT_NR_PMCS + 1);
+    TEST_ASSERT(perfmon_mux_rotate(soft));
+    TEST_ASSERT(!perfmon_dev_pmc(soft, perfmon_event_pmc_index(&waiting),
+                                 &pmc_id, &width));
+    thread_yield();
+    TEST_ASSERT_EQ(perfmon_event_detach(&waiting), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&waiting), 0);
 
     /* An event already counted shares its slot, thread or CPU. */
     test_pm_init(&twin, events[3].id);
@@ -199,12 +220,47 @@ TEST_DEFINE(perfmon, slots_shared_by_raw_event_and_exhausted)
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PMU_SOFT_NR_PMCS);
     TEST_ASSERT_EQ(perfmon_event_detach(&twin), 0);
 
-    /* Freeing one slot lets the refused event in. */
+    /* Freeing one counter lets the refused event in. */
     TEST_ASSERT_EQ(perfmon_event_detach(&events[0]), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, 0), 0);
+    TEST_ASSERT(perfmon_dev_pmc(soft, perfmon_event_pmc_index(&extra),
+                                &pmc_id, &width));
     TEST_ASSERT_EQ(perfmon_event_detach(&extra), 0);
 
     for (unsigned int i = 1; i < PMU_SOFT_NR_PMCS; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&events[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+}
+
+/*
+ * More raw events than counters attach, up to PERFMON_MAX_SLOTS; one
+ * more is EAGAIN and changes nothing.
+ */
+TEST_DEFINE(perfmon, slots_exhausted)
+{
+    static struct perfmon_event events[PERFMON_MAX_SLOTS];
+    struct perfmon_dev *soft = test_pm_soft_dev();
+    struct perfmon_event extra;
+    unsigned int refs = thread_self()->refs;
+
+    TEST_ASSERT_LT(PERFMON_MAX_SLOTS, PMU_SOFT_NR_EVENTS);
+
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+        test_pm_init(&events[i], i);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[i], 0), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PERFMON_MAX_SLOTS);
+    test_pm_init(&extra, PERFMON_MAX_SLOTS);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, 0), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_event_attach(&extra, thread_self()), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PERFMON_MAX_SLOTS);
+    TEST_ASSERT_EQ(thread_self()->refs, refs);
+    TEST_ASSERT(!perfmon_event_attached(&extra));
+
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
         TEST_ASSERT_EQ(perfmon_event_detach(&events[i]), 0);
     }
 
@@ -731,10 +787,10 @@ test_pm_fake_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 
 static int
 test_pm_fake_alloc(unsigned int *pmc_idp, unsigned int *widthp,
-                   unsigned int pmc_index, uint64_t config)
+                   uint64_t config)
 {
     (void)config;
-    *pmc_idp = pmc_index;
+    *pmc_idp = 0;
     *widthp = 32;
     return 0;
 }

@@ -160,10 +160,21 @@ TEST_DEFINE(perfmon_group, group_errors_change_nothing)
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
 }
 
+/* Whether an attached event's slot holds a counter (not multiplexed out). */
+static bool
+test_pg_holds_counter(const struct perfmon_event *event)
+{
+    unsigned int pmc_id, width;
+
+    return perfmon_dev_pmc(test_pg_soft_dev(), perfmon_event_pmc_index(event),
+                           &pmc_id, &width);
+}
+
 /*
  * A group with more distinct raw events than the device has counters can
- * never be attached (E2BIG); one that fits but finds counters taken gets
- * EAGAIN; neither takes anything. Equal raw events share a counter.
+ * never be attached (E2BIG); one that fits but finds counters taken waits
+ * for its turn, all its events together, or, pinned, gets EAGAIN; errors
+ * take nothing. Equal raw events share a counter.
  */
 TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
 {
@@ -226,16 +237,40 @@ TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
     TEST_ASSERT_EQ(self->refs, refs);
 
     /*
-     * Every counter but one taken by other raw events: a group of two
-     * new ones gets EAGAIN and releases the one it had taken.
+     * Every counter but one pinned by other raw events: a group of two new
+     * ones attaches, but never holds the one free counter without the
+     * other: it waits, counting nothing.
      */
     for (unsigned int i = 0; i < nr_pmcs - 1; i++) {
-        test_pg_init(&blockers[i], ids[i]);
+        TEST_ASSERT_EQ(perfmon_event_init(&blockers[i], ids[i],
+                                          PERFMON_EF_SW | PERFMON_EF_PINNED),
+                       0);
         TEST_ASSERT_EQ(perfmon_event_attach(&blockers[i], self), 0);
     }
 
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
     test_pg_init(&events[0], ids[nr_pmcs - 1]);
+    test_pg_init(&events[1], ids[nr_pmcs]);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[0]), 0);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), 0);
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_pmcs + 1);
+    TEST_ASSERT(!test_pg_holds_counter(&events[0]));
+    TEST_ASSERT(!test_pg_holds_counter(&events[1]));
+    TEST_ASSERT(perfmon_mux_rotate(soft));
+    TEST_ASSERT(!test_pg_holds_counter(&events[0]));
+    pmu_soft_emit_channel(ids[nr_pmcs - 1] - PMU_SOFT_EV_EMIT, 5);
+    pmu_soft_emit_channel(ids[nr_pmcs] - PMU_SOFT_EV_EMIT, 6);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.counts[0], 0);
+    TEST_ASSERT_EQ(value.counts[1], 0);
+    TEST_ASSERT_EQ(value.time_running, 0);
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+
+    /* Pinned, the group gets EAGAIN and releases what it had taken. */
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+    TEST_ASSERT_EQ(perfmon_event_init(&events[0], ids[nr_pmcs - 1],
+                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
     test_pg_init(&events[1], ids[nr_pmcs]);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &events[0]), 0);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), 0);
@@ -246,10 +281,12 @@ TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
     TEST_ASSERT(!perfmon_event_attached(&events[0]));
     TEST_ASSERT_EQ(perfmon_group_read(&group, &value), EINVAL);
 
-    /* Room again: the same group attaches. */
+    /* Room again: the same group attaches, on counters. */
     TEST_ASSERT_EQ(perfmon_event_detach(&blockers[0]), 0);
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_pmcs);
+    TEST_ASSERT(test_pg_holds_counter(&events[0]));
+    TEST_ASSERT(test_pg_holds_counter(&events[1]));
     TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
 
     for (unsigned int i = 1; i < nr_pmcs - 1; i++) {

@@ -55,6 +55,33 @@ thread_delay(uint64_t ticks)
     host_env_advance(ticks);
 }
 
+int
+thread_create(struct thread **threadp, const struct thread_attr *attr,
+              void (*fn)(void *arg), void *arg)
+{
+    static struct thread host_env_created;
+
+    (void)attr;
+    (void)fn;
+    (void)arg;
+    *threadp = &host_env_created;
+    return 0;
+}
+
+void
+thread_sleep(struct spinlock *interlock, unsigned long flags)
+{
+    (void)interlock;
+    (void)flags;
+    abort();
+}
+
+void
+thread_wakeup(struct thread *thread)
+{
+    (void)thread;
+}
+
 void *
 kmem_alloc(size_t size)
 {
@@ -87,6 +114,7 @@ host_env_set_intr_ctx(uintptr_t ip, uintptr_t fp)
 const struct init_op init_op_clock_setup = { .name = "clock_setup" };
 const struct init_op init_op_cpu_mp_setup = { .name = "cpu_mp_setup" };
 const struct init_op init_op_syscnt_setup = { .name = "syscnt_setup" };
+const struct init_op init_op_thread_setup = { .name = "thread_setup" };
 const struct init_op init_op_timer_setup = { .name = "timer_setup" };
 const struct init_op init_op_xcall_setup = { .name = "xcall_setup" };
 
@@ -496,7 +524,7 @@ host_env_switch(struct thread *prev, struct thread *next)
 {
     unsigned long flags = cpu_intr_save();
 
-    perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td);
+    perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td, cpu_get_tsc());
     host_env_current = next;
     cpu_intr_restore(flags);
 }

@@ -567,9 +567,10 @@ HOST_TEST(refused_raw_codes_touch_no_register)
     pmu_test_end();
 }
 
-HOST_TEST(exhausted_counters_give_eagain)
+HOST_TEST(exhausted_counters_multiplex)
 {
     struct perfmon_event *extra;
+    unsigned int pmc_id, width;
     uint32_t seen = 0;
 
     pmu_test_begin();
@@ -583,10 +584,19 @@ HOST_TEST(exhausted_counters_give_eagain)
     }
 
     HOST_ASSERT_EQ(seen, (1U << PMU_TEST_NR) - 1);
-    extra = pmu_test_event(0x40, PERFMON_EF_RAW | PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(perfmon_event_attach_cpu(extra, 0), EAGAIN);
 
-    for (unsigned int i = 0; i < pmu_test_nr_events - 1; i++) {
+    /* It waits for its turn, then a rotation gives it a counter. */
+    extra = pmu_test_event(0x40, PERFMON_EF_RAW | PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(extra, 0), 0);
+    HOST_ASSERT(!perfmon_dev_pmc(pmu_test_dev(),
+                                 perfmon_event_pmc_index(extra), &pmc_id,
+                                 &width));
+    HOST_ASSERT(perfmon_mux_rotate(pmu_test_dev()));
+    HOST_ASSERT(perfmon_dev_pmc(pmu_test_dev(),
+                                perfmon_event_pmc_index(extra), &pmc_id,
+                                &width));
+
+    for (unsigned int i = 0; i < pmu_test_nr_events; i++) {
         HOST_ASSERT_EQ(perfmon_event_detach(&pmu_test_events[i]), 0);
     }
 
@@ -876,11 +886,11 @@ HOST_TEST(switch_between_threads_with_same_events_only_reads)
     }
 
     flags = cpu_intr_save();
-    perfmon_td_switch(&a->perfmon_td, &b->perfmon_td);
+    perfmon_td_switch(&a->perfmon_td, &b->perfmon_td, cpu_get_tsc());
     cpu_intr_restore(flags);
     model_amd_retire(PMU_TEST_CYCLES, 20, MODEL_AMD_RING_KERN);
     flags = cpu_intr_save();
-    perfmon_td_switch(&b->perfmon_td, &a->perfmon_td);
+    perfmon_td_switch(&b->perfmon_td, &a->perfmon_td, cpu_get_tsc());
     cpu_intr_restore(flags);
 
     HOST_ASSERT_EQ(model_amd_nr_all_writes(), writes);

@@ -663,6 +663,16 @@ HOST_TEST(generic_events_program_documented_codes)
     pmu_test_end();
 }
 
+/* Whether an attached event's slot holds a counter (not multiplexed out). */
+static bool
+pmu_test_holds_counter(const struct perfmon_event *event)
+{
+    unsigned int pmc_id, width;
+
+    return perfmon_dev_pmc(pmu_test_dev(), perfmon_event_pmc_index(event),
+                           &pmc_id, &width);
+}
+
 HOST_TEST(generic_events_together_get_distinct_counters)
 {
     struct perfmon_event *events[ARRAY_SIZE(pmu_test_generics)];
@@ -679,8 +689,15 @@ HOST_TEST(generic_events_together_get_distinct_counters)
         model_snapshot(&before);
 
         if (row->together < 0) {
-            HOST_ASSERT_EQ(perfmon_event_attach_cpu(events[k], 0),
-                           -row->together);
+            /* No counter free: it attaches, multiplexed, and waits. */
+            if (row->together == -EAGAIN) {
+                HOST_ASSERT_EQ(perfmon_event_attach_cpu(events[k], 0), 0);
+                HOST_ASSERT(!pmu_test_holds_counter(events[k]));
+            } else {
+                HOST_ASSERT_EQ(perfmon_event_attach_cpu(events[k], 0),
+                               -row->together);
+            }
+
             model_snapshot(&after);
             pmu_test_assert_regs_eq(&before, &after);
             continue;
@@ -708,6 +725,10 @@ HOST_TEST(generic_events_together_get_distinct_counters)
             HOST_ASSERT_EQ(pmu_test_read(events[k]), 101 * (k + 1));
             HOST_ASSERT_EQ(perfmon_event_detach(events[k]), 0);
             pmu_test_assert_disabled(pmu_test_generics[k].together);
+        } else if (pmu_test_generics[k].together == -EAGAIN) {
+            /* Multiplexed out all along: nothing counted. */
+            HOST_ASSERT_EQ(pmu_test_read(events[k]), 0);
+            HOST_ASSERT_EQ(perfmon_event_detach(events[k]), 0);
         }
     }
 
@@ -835,16 +856,20 @@ HOST_TEST(ref_cycles_use_only_fixed_counter_2)
     HOST_ASSERT(perfmon_event_pmc_index(kern)
                 != perfmon_event_pmc_index(raw));
 
+    /* Fixed counter 2 taken: the user event waits (multiplexed). */
     model_snapshot(&before);
     user = pmu_test_event(PERFMON_EV_REF_CYCLE, PERFMON_EF_USER);
-    HOST_ASSERT_EQ(perfmon_event_attach_cpu(user, 0), EAGAIN);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(user, 0), 0);
     model_snapshot(&after);
     pmu_test_assert_regs_eq(&before, &after);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 2);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 3);
+    HOST_ASSERT(!pmu_test_holds_counter(user));
 
     model_retire(MODEL_EV_REF_CYCLES, 25, MODEL_RING_KERN);
+    model_retire(MODEL_EV_REF_CYCLES, 5, MODEL_RING_USER);
     HOST_ASSERT_EQ(pmu_test_read(kern), 25);
     HOST_ASSERT_EQ(pmu_test_read(raw), 25);
+    HOST_ASSERT_EQ(pmu_test_read(user), 0);
     pmu_test_detach_all();
     pmu_test_end();
 }
@@ -878,10 +903,10 @@ pmu_test_attach_raw(unsigned int i, struct perfmon_event **eventp)
     return perfmon_event_attach_cpu(*eventp, 0);
 }
 
-HOST_TEST(exhausted_counters_give_eagain)
+HOST_TEST(exhausted_counters_multiplex)
 {
     struct perfmon_dev *dev;
-    struct perfmon_event *event;
+    struct perfmon_event *event, *waiting;
     struct model_regs before, after;
     unsigned long accesses;
     unsigned int i;
@@ -895,14 +920,18 @@ HOST_TEST(exhausted_counters_give_eagain)
         pmu_test_assert_programmed(i, 0x0100 | (0xd0 + i), PERFMON_EF_KERN);
     }
 
-    /* No general counter left, while perfmon may still have slots. */
+    /*
+     * No general counter left: the raw event attaches and waits for its
+     * turn, with no register touched.
+     */
     model_snapshot(&before);
     accesses = model_nr_accesses();
-    HOST_ASSERT_EQ(pmu_test_attach_raw(i++, &event), EAGAIN);
+    HOST_ASSERT_EQ(pmu_test_attach_raw(i++, &waiting), 0);
     model_snapshot(&after);
     pmu_test_assert_regs_eq(&before, &after);
     HOST_ASSERT_EQ(model_nr_accesses(), accesses);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PMU_TEST_NR_GP);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PMU_TEST_NR_GP + 1);
+    HOST_ASSERT(!pmu_test_holds_counter(waiting));
 
     for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_fixed_after_full); k++) {
         int result = pmu_test_fixed_after_full[k].result;
@@ -911,7 +940,9 @@ HOST_TEST(exhausted_counters_give_eagain)
                                PERFMON_EF_KERN);
 
         if (result < 0) {
-            HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), -result);
+            /* Generic, on a general counter: it waits too. */
+            HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
+            HOST_ASSERT(!pmu_test_holds_counter(event));
         } else {
             HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
             HOST_ASSERT_EQ(pmu_test_pmc_id(event), result);
@@ -919,9 +950,16 @@ HOST_TEST(exhausted_counters_give_eagain)
         }
     }
 
-    /* Every slot taken: perfmon refuses before asking the driver. */
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PMU_TEST_NR_PMCS);
-    HOST_ASSERT_EQ(pmu_test_attach_raw(i, &event), EAGAIN);
+    /*
+     * A rotation gives the waiting raw event, first in turn, a general
+     * counter, programmed with its code, and it counts from there.
+     */
+    HOST_ASSERT(perfmon_mux_rotate(dev));
+    HOST_ASSERT(pmu_test_holds_counter(waiting));
+    HOST_ASSERT(pmu_test_pmc_id(waiting) < PMU_TEST_NR_GP);
+    pmu_test_assert_programmed(pmu_test_pmc_id(waiting),
+                               0x0100 | (0xd0 + PMU_TEST_NR_GP),
+                               PERFMON_EF_KERN);
     pmu_test_detach_all();
     pmu_test_end();
 }
@@ -2092,7 +2130,7 @@ HOST_TEST(max_period_follows_write_width)
 #define PMU_TEST_MAX_REPORTS    16
 
 struct pmu_test_report {
-    unsigned int index;
+    unsigned int pmc_id;
     bool has_ctx;
     struct perfmon_intr_ctx ctx;
 };
@@ -2102,22 +2140,22 @@ static unsigned int pmu_test_nr_reports;
 static uint64_t pmu_test_reload;
 
 void __real_perfmon_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int pmc_index,
+                                    unsigned int pmc_id,
                                     const struct perfmon_intr_ctx *ctx);
 void __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int pmc_index,
+                                    unsigned int pmc_id,
                                     const struct perfmon_intr_ctx *ctx);
 
 void
 __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
-                               unsigned int pmc_index,
+                               unsigned int pmc_id,
                                const struct perfmon_intr_ctx *ctx)
 {
     if (pmu_test_nr_reports < PMU_TEST_MAX_REPORTS) {
         struct pmu_test_report *report;
 
         report = &pmu_test_reports[pmu_test_nr_reports];
-        report->index = pmc_index;
+        report->pmc_id = pmc_id;
         report->has_ctx = (ctx != NULL);
 
         if (ctx != NULL) {
@@ -2126,12 +2164,9 @@ __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
     }
 
     pmu_test_nr_reports++;
-    __real_perfmon_report_overflow(dev, pmc_index, ctx);
+    __real_perfmon_report_overflow(dev, pmc_id, ctx);
 
     if (pmu_test_reload != 0) {
-        unsigned int pmc_id, width;
-
-        HOST_ASSERT(perfmon_dev_pmc(dev, pmc_index, &pmc_id, &width));
         dev->ops->preset(pmc_id, pmu_test_reload);
     }
 }
@@ -2145,13 +2180,25 @@ pmu_test_reports_reset(void)
     pmu_test_reload = 0;
 }
 
-/* Report k was for event's slot, at ip and fp. */
+/* The counter an attached event's slot holds. */
+static unsigned int
+pmu_test_event_pmc_id(const struct perfmon_event *event)
+{
+    unsigned int pmc_id, width;
+
+    HOST_ASSERT(perfmon_dev_pmc(perfmon_get_dev(false),
+                                perfmon_event_pmc_index(event), &pmc_id,
+                                &width));
+    return pmc_id;
+}
+
+/* Report k was for event's counter, at ip and fp. */
 static void
 pmu_test_assert_report(unsigned int k, const struct perfmon_event *event,
                        uintptr_t ip, uintptr_t fp)
 {
     HOST_ASSERT(k < pmu_test_nr_reports);
-    HOST_ASSERT_EQ(pmu_test_reports[k].index, perfmon_event_pmc_index(event));
+    HOST_ASSERT_EQ(pmu_test_reports[k].pmc_id, pmu_test_event_pmc_id(event));
     HOST_ASSERT(pmu_test_reports[k].has_ctx);
     HOST_ASSERT_EQ(pmu_test_reports[k].ctx.ip, ip);
     HOST_ASSERT_EQ(pmu_test_reports[k].ctx.fp, fp);
@@ -2315,8 +2362,8 @@ HOST_TEST(several_preset_counters_in_one_pmi_are_each_reported_once)
 
     for (unsigned int r = 0; r < 3; r++) {
         for (unsigned int k = 0; k < 3; k++) {
-            if (pmu_test_reports[r].index
-                == perfmon_event_pmc_index(events[k])) {
+            if (pmu_test_reports[r].pmc_id
+                == pmu_test_event_pmc_id(events[k])) {
                 HOST_ASSERT(!seen[k]);
                 seen[k] = true;
                 pmu_test_assert_report(r, events[k], 0x1000, 0x2000);
@@ -2458,8 +2505,8 @@ HOST_TEST(switch_between_threads_with_same_events_only_reads)
     status_reads = model_nr_reads(0x38e);
 
     flags = cpu_intr_save();
-    perfmon_td_switch(&a->perfmon_td, &b->perfmon_td);
-    perfmon_td_switch(&b->perfmon_td, &a->perfmon_td);
+    perfmon_td_switch(&a->perfmon_td, &b->perfmon_td, cpu_get_tsc());
+    perfmon_td_switch(&b->perfmon_td, &a->perfmon_td, cpu_get_tsc());
     cpu_intr_restore(flags);
 
     counter_reads = pmu_test_counter_reads() - counter_reads;
@@ -2609,7 +2656,7 @@ pmu_test_switch_budget(unsigned int nr_shared)
 
         flags = cpu_intr_save();
         perfmon_td_switch(&threads[from]->perfmon_td,
-                          &threads[to]->perfmon_td);
+                          &threads[to]->perfmon_td, cpu_get_tsc());
         cpu_intr_restore(flags);
 
         writes[from] = pmu_test_pmu_writes() - writes[from];

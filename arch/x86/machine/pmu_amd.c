@@ -175,7 +175,6 @@ static struct perfmon_dev pmu_amd_dev;
 
 /* Allocation state, under perfmon's device lock. */
 static uint32_t pmu_amd_used;
-static unsigned int pmu_amd_slot[PMU_AMD_MAX_COUNTERS];
 
 static uint64_t pmu_amd_start_gap;
 
@@ -471,8 +470,7 @@ pmu_amd_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 }
 
 static int
-pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp,
-              unsigned int pmc_index, uint64_t config)
+pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
 {
     uint32_t avail = (uint32_t)pmu_amd_counter_bits() & ~pmu_amd_used;
     unsigned int n;
@@ -485,7 +483,6 @@ pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp,
 
     n = __builtin_ctz(avail);
     pmu_amd_used |= 1U << n;
-    pmu_amd_slot[n] = pmc_index;
     *pmc_idp = n;
     *widthp = pmu_amd_width();
     return 0;
@@ -695,7 +692,11 @@ pmu_amd_overflow_consume(uint64_t ids)
     return status;
 }
 
-/* Report each counter of mask that is in use to perfmon. */
+/*
+ * Report each counter of mask to perfmon, by id: perfmon knows which slot
+ * it serves on this CPU (with multiplexing this CPU may still follow an
+ * older schedule than pmu_amd_used describes) and ignores the others.
+ */
 static void
 pmu_amd_report(uint64_t mask, const struct perfmon_intr_ctx *ctx)
 {
@@ -703,10 +704,7 @@ pmu_amd_report(uint64_t mask, const struct perfmon_intr_ctx *ctx)
         unsigned int n = __builtin_ctzll(mask);
 
         mask &= mask - 1;
-
-        if (pmu_amd_used & (1U << n)) {
-            perfmon_report_overflow(&pmu_amd_dev, pmu_amd_slot[n], ctx);
-        }
+        perfmon_report_overflow(&pmu_amd_dev, n, ctx);
     }
 }
 

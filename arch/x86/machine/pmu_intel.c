@@ -148,8 +148,6 @@ static struct perfmon_dev pmu_intel_dev;
 /* Allocation state, under perfmon's device lock. */
 static uint32_t pmu_intel_gp_used;
 static uint32_t pmu_intel_fixed_used;
-static unsigned int pmu_intel_gp_slot[PMU_INTEL_MAX_GP];
-static unsigned int pmu_intel_fixed_slot[PMU_INTEL_MAX_FIXED];
 
 static uint64_t pmu_intel_start_gap;
 
@@ -388,15 +386,13 @@ pmu_intel_fixed_for(uint64_t config)
 }
 
 static int
-pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp,
-                unsigned int pmc_index, uint64_t config)
+pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
 {
     int fixed = pmu_intel_fixed_for(config);
 
     if (fixed >= 0 && (pmu_intel_info.fixed_mask & (1U << fixed))
         && !(pmu_intel_fixed_used & (1U << fixed))) {
         pmu_intel_fixed_used |= 1U << fixed;
-        pmu_intel_fixed_slot[fixed] = pmc_index;
         *pmc_idp = PMU_INTEL_FIXED_BASE + fixed;
         *widthp = pmu_intel_info.fixed_width;
         return 0;
@@ -409,7 +405,6 @@ pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp,
     for (unsigned int i = 0; i < pmu_intel_info.nr_gp; i++) {
         if (!(pmu_intel_gp_used & (1U << i))) {
             pmu_intel_gp_used |= 1U << i;
-            pmu_intel_gp_slot[i] = pmc_index;
             *pmc_idp = i;
             *widthp = pmu_intel_info.gp_width;
             return 0;
@@ -721,7 +716,13 @@ pmu_intel_status_other(void)
            | ((pmu_intel_info.version >= 4) ? PMU_INTEL_STATUS_FROZEN : 0);
 }
 
-/* Report each counter bit of status to perfmon. */
+/*
+ * Report each counter bit of status to perfmon: a counter's status bit is
+ * its id. Which slot it serves on this CPU is perfmon's to know (with
+ * multiplexing, this CPU may still follow an older schedule than the one
+ * the allocation state above describes), and it ignores counters that
+ * serve none here.
+ */
 static void
 pmu_intel_report(uint64_t status, const struct perfmon_intr_ctx *ctx)
 {
@@ -729,18 +730,7 @@ pmu_intel_report(uint64_t status, const struct perfmon_intr_ctx *ctx)
         unsigned int bit = __builtin_ctzll(status);
 
         status &= status - 1;
-
-        if (bit >= PMU_INTEL_FIXED_BASE) {
-            unsigned int j = bit - PMU_INTEL_FIXED_BASE;
-
-            if (pmu_intel_fixed_used & (1U << j)) {
-                perfmon_report_overflow(&pmu_intel_dev,
-                                        pmu_intel_fixed_slot[j], ctx);
-            }
-        } else if (pmu_intel_gp_used & (1U << bit)) {
-            perfmon_report_overflow(&pmu_intel_dev, pmu_intel_gp_slot[bit],
-                                    ctx);
-        }
+        perfmon_report_overflow(&pmu_intel_dev, bit, ctx);
     }
 }
 

@@ -9,9 +9,19 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/init.h>
 #include <kern/perfmon_types.h>
 
 #define THREAD_STACK_SIZE   16384
+#define THREAD_PRIO_MAX     7
+
+struct spinlock;
+
+struct thread_attr {
+    const char *name;
+    unsigned int priority;
+    uint64_t affinity;
+};
 
 struct thread {
     struct perfmon_td perfmon_td;
@@ -43,6 +53,16 @@ void thread_unref(struct thread *thread);
 /* Sleep: on the host, the clock moves on by ticks (host_env_advance). */
 void thread_delay(uint64_t ticks);
 
+/*
+ * perfmon's rotation thread: the host runs no threads, so creating one
+ * only records it; tests rotate with perfmon_mux_rotate(). Sleeping is
+ * never reached, a wakeup does nothing.
+ */
+int thread_create(struct thread **threadp, const struct thread_attr *attr,
+                  void (*fn)(void *arg), void *arg);
+void thread_sleep(struct spinlock *interlock, unsigned long flags);
+void thread_wakeup(struct thread *thread);
+
 /* A host thread's run time is what a test set in run_total. */
 static inline uint64_t
 thread_run_total(const struct thread *thread)
@@ -68,5 +88,7 @@ thread_stack(const struct thread *thread)
 {
     return thread->stack;
 }
+
+INIT_OP_DECLARE(thread_setup);
 
 #endif /* KERN_THREAD_H */
