@@ -427,7 +427,7 @@ class Boot:
 
 
 NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample",
-                 "perfmon_group")
+                 "perfmon_group", "perfmon_mux")
 
 
 def narrow_selection(tests):
@@ -442,7 +442,7 @@ def narrow_selection(tests):
     >>> narrow_selection("kmem,timer")
     ''
     >>> narrow_selection("all")
-    'perfmon,pmu_soft,perfmon_torture,perfmon_sample,perfmon_group'
+    'perfmon,pmu_soft,perfmon_torture,perfmon_sample,perfmon_group,perfmon_mux'
     """
     if tests in ("", "all"):
         return ",".join(NARROW_SUITES)

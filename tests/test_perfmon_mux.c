@@ -1,0 +1,409 @@
+/*
+ * perfmon multiplexing with the software PMU: more raw events than
+ * counters take turns on the counters.
+ *
+ * Every test emits in steps, each on all of its channels with interrupts
+ * disabled, noting which events count on the CPU at that instant
+ * (perfmon_event_counting_here): a rotation reaches a CPU through an
+ * interrupt, so the answer holds for the whole step, and an event's count
+ * must equal exactly the units of the steps it counted in. Steps come
+ * every quarter tick (TSC), a sixteenth of the rate polled narrow
+ * counters count exactly, and each test runs through about
+ * TEST_PX_ROTATIONS rotations.
+ *
+ * Stated tolerances (the rest is exact):
+ * - with S counters and 2S raw events taking turns, each event's running
+ *   time is 1/2 of its enabled time +- 0.1 (a turn starts and ends with a
+ *   rotation, whose timing a loaded host shifts);
+ * - the scaled estimate (count * enabled / running) is within 25% of the
+ *   units emitted (a step falls on either side of a rotation);
+ * - the running times of all events add up to S times the elapsed time
+ *   within 2% (every schedule gives each counter to a raw event; the
+ *   events are attached and read one after the other).
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/macros.h>
+#include <kern/perfmon.h>
+#include <kern/pmu_soft.h>
+#include <kern/test.h>
+#include <kern/thread.h>
+#include <machine/cpu.h>
+
+#include "test_util.h"
+
+#define TEST_PX_ROTATIONS       20
+#define TEST_PX_STEPS_PER_TICK  4
+#define TEST_PX_MAX_EVENTS      (2 * PMU_SOFT_NR_PMCS + 2)
+
+/* Events on channels first_channel + i, and what each should count. */
+struct test_px_set {
+    unsigned int nr_events;
+    unsigned int first_channel;
+    struct perfmon_event events[TEST_PX_MAX_EVENTS];
+    uint64_t expected[TEST_PX_MAX_EVENTS];  /* units while counting */
+    uint64_t emitted;                       /* units per channel */
+    struct perfmon_value values[TEST_PX_MAX_EVENTS];
+};
+
+static struct test_px_set test_px_set;
+
+static struct perfmon_dev *
+test_px_soft_dev(void)
+{
+    struct perfmon_dev *dev = perfmon_get_dev(true);
+
+    TEST_ASSERT(dev != NULL);
+    return dev;
+}
+
+static void
+test_px_init(struct test_px_set *set, unsigned int nr_events,
+             unsigned int first_channel)
+{
+    TEST_ASSERT(nr_events <= TEST_PX_MAX_EVENTS);
+    TEST_ASSERT(first_channel + nr_events <= PMU_SOFT_NR_CHANNELS);
+    set->nr_events = nr_events;
+    set->first_channel = first_channel;
+    set->emitted = 0;
+
+    for (unsigned int i = 0; i < nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&set->events[i],
+                                          PMU_SOFT_EV_EMIT + first_channel
+                                          + i, PERFMON_EF_SW), 0);
+        set->expected[i] = 0;
+    }
+}
+
+/*
+ * Units per step and channel: a sixteenth of the rate polled counters
+ * count exactly, and of a wrap (interrupt mode: a wrap while a step has
+ * interrupts disabled is taken after it), at most 1000.
+ */
+static uint64_t
+test_px_step_units(void)
+{
+    uint64_t units = MIN(pmu_soft_max_rate() / 16, 1000);
+
+    if (pmu_soft_width() < 64) {
+        units = MIN(units, (1ULL << pmu_soft_width()) / 16);
+    }
+
+    return MAX(units, 1);
+}
+
+/* The calling thread's run time now, in TSC cycles. */
+static uint64_t
+test_px_run_time(void)
+{
+    unsigned long flags = cpu_intr_save();
+    uint64_t run = thread_run_time(thread_self(), cpu_get_tsc());
+
+    cpu_intr_restore(flags);
+    return run;
+}
+
+/*
+ * Emit for the given number of rotation intervals, one step per quarter
+ * tick. With migrate, the thread hops to the next CPU every interval.
+ */
+static void
+test_px_run(struct test_px_set *set, unsigned int nr_intervals, bool migrate)
+{
+    uint64_t units = test_px_step_units();
+    uint64_t step_tsc = clock_tsc_per_tick() / TEST_PX_STEPS_PER_TICK;
+    uint64_t steps = TEST_PX_STEPS_PER_TICK * perfmon_mux_ticks();
+    uint64_t next = cpu_get_tsc();
+
+    for (unsigned int k = 0; k < nr_intervals; k++) {
+        if (migrate) {
+            thread_set_affinity(thread_self(), 1ULL << (k % cpu_count()));
+        }
+
+        for (uint64_t s = 0; s < steps; s++) {
+            unsigned long flags;
+
+            while (cpu_get_tsc() < next) {
+                cpu_pause();
+            }
+
+            next += step_tsc;
+            flags = cpu_intr_save();
+
+            for (unsigned int i = 0; i < set->nr_events; i++) {
+                pmu_soft_emit_channel(set->first_channel + i, units);
+
+                if (perfmon_event_counting_here(&set->events[i])) {
+                    set->expected[i] += units;
+                }
+            }
+
+            cpu_intr_restore(flags);
+            set->emitted += units;
+        }
+    }
+}
+
+/* Read every event's value, then detach them. */
+static void
+test_px_finish(struct test_px_set *set)
+{
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_read_value(&set->events[i],
+                                                &set->values[i]), 0);
+    }
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+    }
+}
+
+static void
+test_px_assert_exact(const struct test_px_set *set)
+{
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(set->values[i].count, set->expected[i]);
+    }
+}
+
+/* Each event's share of its enabled time, in tenths, and its estimate. */
+static void
+test_px_assert_half_share(const struct test_px_set *set, unsigned int i)
+{
+    const struct perfmon_value *value = &set->values[i];
+    uint64_t scaled;
+
+    TEST_ASSERT_GE(value->time_running * 10, value->time_enabled * 4);
+    TEST_ASSERT_LE(value->time_running * 10, value->time_enabled * 6);
+    scaled = perfmon_scale(value->count, value->time_enabled,
+                           value->time_running);
+    TEST_ASSERT_GE(scaled * 4, set->emitted * 3);
+    TEST_ASSERT_LE(scaled * 4, set->emitted * 5);
+}
+
+/* Running times add up to slots times elapsed, within 2%. */
+static void
+test_px_assert_sum(const struct test_px_set *set, unsigned int nr_slots,
+                   uint64_t elapsed)
+{
+    uint64_t sum = 0;
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        sum += set->values[i].time_running;
+    }
+
+    TEST_ASSERT_GE(sum * 50, nr_slots * elapsed * 49);
+    TEST_ASSERT_LE(sum * 50, nr_slots * elapsed * 51);
+}
+
+static void
+test_px_pin_self(unsigned int cpu)
+{
+    TEST_ASSERT_EQ(thread_set_affinity(thread_self(), 1ULL << cpu), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests                                                               */
+/* ------------------------------------------------------------------ */
+
+/*
+ * S counters, 2S CPU events on distinct raw events: half of them count at
+ * any time, each about half of the time, exactly what was emitted while
+ * it counted; running times add up to S times the elapsed time.
+ */
+TEST_DEFINE(perfmon_mux, cpu_events_take_fair_turns)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int cpu = cpu_count() - 1;
+    uint64_t rotations;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, 2 * nr_slots, 0);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 2 * nr_slots);
+    rotations = perfmon_mux_nr_rotations(soft);
+    test_px_run(set, TEST_PX_ROTATIONS, false);
+    rotations = perfmon_mux_nr_rotations(soft) - rotations;
+    test_px_finish(set);
+
+    TEST_ASSERT_GE(rotations, TEST_PX_ROTATIONS / 2);
+    test_px_assert_exact(set);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        test_px_assert_half_share(set, i);
+    }
+
+    test_px_assert_sum(set, nr_slots, set->values[0].time_enabled);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * A pinned event among S more raw events than counters: it counts
+ * everything, its running time is its enabled time exactly; the others
+ * take turns on the other counters, exactly.
+ */
+TEST_DEFINE(perfmon_mux, pinned_event_never_loses_time)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int cpu = 0;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, nr_slots + 1, 0);
+    TEST_ASSERT_EQ(perfmon_event_init(&set->events[0], PMU_SOFT_EV_EMIT,
+                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
+
+    /* Attached last, it takes a counter from a multiplexed event. */
+    for (unsigned int i = set->nr_events; i-- > 0;) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
+    }
+
+    test_px_run(set, TEST_PX_ROTATIONS, false);
+    test_px_finish(set);
+    test_px_assert_exact(set);
+    TEST_ASSERT_EQ(set->values[0].count, set->emitted);
+    TEST_ASSERT_EQ(set->values[0].time_running, set->values[0].time_enabled);
+
+    for (unsigned int i = 1; i < set->nr_events; i++) {
+        TEST_ASSERT_LT(set->values[i].time_running,
+                       set->values[i].time_enabled);
+    }
+
+    test_px_assert_sum(set, nr_slots, set->values[0].time_enabled);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * 2S thread events on the test thread, which hops over the CPUs: on each
+ * CPU it counts on what that CPU's schedule gives it, exactly; each event
+ * runs about half of the thread's run time, and their running times add
+ * up to S times it.
+ */
+TEST_DEFINE(perfmon_mux, thread_events_take_turns_across_cpus)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    struct thread *self = thread_self();
+    unsigned int nr_slots = soft->nr_pmcs;
+    uint64_t run;
+
+    test_px_init(set, 2 * nr_slots, 2);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach(&set->events[i], self), 0);
+    }
+
+    run = test_px_run_time();
+    test_px_run(set, TEST_PX_ROTATIONS, true);
+    thread_set_affinity(self, THREAD_AFFINITY_ALL);
+    run = perfmon_tsc_to_ns(test_px_run_time() - run);
+    test_px_finish(set);
+    test_px_assert_exact(set);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_GE(set->values[i].time_running * 10, run * 4);
+        TEST_ASSERT_LE(set->values[i].time_running * 10, run * 6);
+    }
+
+    test_px_assert_sum(set, nr_slots, run);
+}
+
+/*
+ * Two groups that cannot hold counters together take turns as units:
+ * events emitted in lockstep read equal within each group, at every read,
+ * and each group runs about half of the time.
+ */
+TEST_DEFINE(perfmon_mux, groups_take_turns_as_units)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int size = soft->nr_pmcs / 2 + 1;
+    struct perfmon_group groups[2];
+    struct perfmon_group_value value;
+    unsigned int cpu = cpu_count() - 1;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, 2 * size, 0);
+
+    for (unsigned int g = 0; g < 2; g++) {
+        TEST_ASSERT_EQ(perfmon_group_init(&groups[g]), 0);
+
+        for (unsigned int i = 0; i < size; i++) {
+            TEST_ASSERT_EQ(perfmon_group_add(&groups[g],
+                                             &set->events[g * size + i]), 0);
+        }
+
+        TEST_ASSERT_EQ(perfmon_group_attach_cpu(&groups[g], cpu), 0);
+    }
+
+    for (unsigned int k = 0; k < TEST_PX_ROTATIONS; k++) {
+        test_px_run(set, 1, false);
+
+        for (unsigned int g = 0; g < 2; g++) {
+            TEST_ASSERT_EQ(perfmon_group_read(&groups[g], &value), 0);
+
+            for (unsigned int i = 0; i < size; i++) {
+                TEST_ASSERT_EQ(value.counts[i], value.counts[0]);
+                TEST_ASSERT_EQ(value.counts[i], set->expected[g * size + i]);
+            }
+        }
+    }
+
+    for (unsigned int g = 0; g < 2; g++) {
+        TEST_ASSERT_EQ(perfmon_group_read(&groups[g], &value), 0);
+        TEST_ASSERT_EQ(perfmon_group_detach(&groups[g]), 0);
+        TEST_ASSERT_GE(value.time_running * 10, value.time_enabled * 4);
+        TEST_ASSERT_LE(value.time_running * 10, value.time_enabled * 6);
+    }
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * Rotations happen only while a raw event waits: none with as many raw
+ * events as counters, and none once the extra one is detached.
+ */
+TEST_DEFINE(perfmon_mux, rotation_only_while_needed)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs;
+    uint64_t rotations;
+
+    test_px_init(set, nr_slots + 1, 0);
+
+    for (unsigned int i = 0; i < nr_slots; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], 0), 0);
+    }
+
+    rotations = perfmon_mux_nr_rotations(soft);
+    thread_delay(3 * perfmon_mux_ticks());
+    TEST_ASSERT_EQ(perfmon_mux_nr_rotations(soft), rotations);
+
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[nr_slots], 0), 0);
+    thread_delay(3 * perfmon_mux_ticks());
+    TEST_ASSERT_GT(perfmon_mux_nr_rotations(soft), rotations);
+    TEST_ASSERT_EQ(perfmon_event_detach(&set->events[nr_slots]), 0);
+
+    /* A rotation under way when it left may still complete. */
+    thread_delay(2 * perfmon_mux_ticks());
+    rotations = perfmon_mux_nr_rotations(soft);
+    thread_delay(3 * perfmon_mux_ticks());
+    TEST_ASSERT_EQ(perfmon_mux_nr_rotations(soft), rotations);
+
+    for (unsigned int i = 0; i < nr_slots; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+}
