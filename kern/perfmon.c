@@ -370,14 +370,19 @@ static inline __attribute__((always_inline)) uint64_t
 perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
                      const struct perfmon_intr_ctx *ctx, uint64_t period)
 {
+    struct perfmon_session_ring *ring;
     struct perfmon_record_sample *record;
     uint64_t now = cpu_get_tsc();
     unsigned int nr_frames = event->nr_frames;
 
     event->nr_samples++;
     syscnt_inc(&cpu->sc_samples);
-    record = perfmon_session_reserve(event->session, sizeof(*record)
-                                     + nr_frames * sizeof(record->frames[0]));
+
+    /* A valid size: set_sampling keeps nr_frames to PERFMON_MAX_FRAMES. */
+    ring = perfmon_session_ring_local(event->session);
+    record = perfmon_session_ring_reserve(ring, sizeof(*record)
+                                          + nr_frames
+                                            * sizeof(record->frames[0]));
 
     if (record == NULL) {
         return now;     /* counted as lost by the session */
@@ -398,7 +403,7 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
     record->period = period;
     record->tid = thread_id(thread_self());
     record->nr_frames = nr_frames;
-    perfmon_session_commit(event->session, record);   /* sets the size */
+    perfmon_session_ring_commit(ring, record);     /* sets the size */
     return now;
 }
 
