@@ -170,16 +170,16 @@ static inline void *
 perfmon_session_ring_reserve(struct perfmon_session_ring *ring, size_t size)
 {
     uint64_t head = ring->head;
+    uint64_t ring_size = ring->mask + 1;    /* loaded once, not twice */
     uint64_t offset = head & ring->mask;
 
     WRITE_ONCE(ring->produced, ring->produced + 1);
 
     /* Whatever is not a plain fit, the slow path sorts out. */
-    if (unlikely((ring->nr_pending != 0)
-                 || (offset + size > ring->mask + 1)
+    if (unlikely((ring->nr_pending != 0) || (offset + size > ring_size)
                  || (head + size
                      - __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE)
-                     > ring->mask + 1))) {
+                     > ring_size))) {
         return perfmon_session_reserve_slow(ring, size);
     }
 
