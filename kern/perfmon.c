@@ -232,7 +232,9 @@ perfmon_cpu_pmc_add_wrap(const struct perfmon_dev *dev,
 
 /*
  * The common case inline (no report, no decrease: the plain difference),
- * the rest above. Hot: every switch and poll comes here per slot.
+ * the rest above. Hot: every switch and poll comes here per slot. (The
+ * overflow path has its common case, a wrap reported as it happens,
+ * inline too: perfmon_cpu_pmc_overflow.)
  */
 static inline void
 perfmon_cpu_pmc_add(const struct perfmon_dev *dev,
@@ -242,11 +244,6 @@ perfmon_cpu_pmc_add(const struct perfmon_dev *dev,
     if (__builtin_expect(!reported && raw >= cpmc->prev, 1)) {
         cpmc->value += raw - cpmc->prev;
         cpmc->prev = raw;
-    } else if (reported && raw < cpmc->prev && !cpmc->wrap_seen) {
-        /* A wrap reported as it happens (the sampling overflow path). */
-        cpmc->value += (raw - cpmc->prev) & cpmc->mask;
-        cpmc->prev = raw;
-        syscnt_inc(&cpu_local_ptr(perfmon_cpu)->sc_overflows);
     } else {
         perfmon_cpu_pmc_add_wrap(dev, cpmc, raw, reported);
     }
@@ -792,6 +789,32 @@ perfmon_poll_timer(struct timer *timer)
     }
 }
 
+/*
+ * The overflow of a slot in use on this CPU: its slot found, the rest of
+ * perfmon_report_overflow. Out of line so that cpmc comes in a register
+ * of its own (inline, it was computed again from the indexes at each use).
+ */
+static __attribute__((noinline)) void
+perfmon_cpu_pmc_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                         struct perfmon_cpu_pmc *cpmc,
+                         const struct perfmon_intr_ctx *ctx)
+{
+    uint64_t raw = perfmon_cpu_pmc_read(dev, perfmon_dev_bank(dev), cpmc);
+
+    /* The common case: a wrap reported as it happens. */
+    if (__builtin_expect(raw < cpmc->prev && !cpmc->wrap_seen, 1)) {
+        cpmc->value += (raw - cpmc->prev) & cpmc->mask;
+        cpmc->prev = raw;
+        syscnt_inc(&cpu->sc_overflows);
+    } else {
+        perfmon_cpu_pmc_add(dev, cpmc, raw, true);
+    }
+
+    if (cpmc->sampler != NULL) {
+        perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, true);
+    }
+}
+
 void
 perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
                         const struct perfmon_intr_ctx *ctx)
@@ -803,16 +826,8 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_index,
     /* A counter stopped since it overflowed has nothing left to add. */
     if (pmc_index < dev->nr_pmcs
         && (cpu->used[dev->state.index] & (1U << pmc_index))) {
-        struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, pmc_index);
-
-        perfmon_cpu_pmc_add(dev, cpmc,
-                            perfmon_cpu_pmc_read(dev, perfmon_dev_bank(dev),
-                                                 cpmc),
-                            true);
-
-        if (cpmc->sampler != NULL) {
-            perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, true);
-        }
+        perfmon_cpu_pmc_overflow(cpu, dev,
+                                 perfmon_cpu_pmc(cpu, dev, pmc_index), ctx);
     }
 }
 
