@@ -274,7 +274,9 @@ perfmon_cpu_pmc_add_wrap(const struct perfmon_dev *dev,
 
 /*
  * The common case inline (no report, no decrease: the plain difference),
- * the rest above. Hot: every switch and poll comes here per slot.
+ * the rest above. Hot: every switch and poll comes here per slot. (The
+ * overflow path has its common case, a wrap reported as it happens,
+ * inline too: perfmon_cpu_pmc_overflow.)
  */
 static inline void
 perfmon_cpu_pmc_add(const struct perfmon_dev *dev,
@@ -284,11 +286,6 @@ perfmon_cpu_pmc_add(const struct perfmon_dev *dev,
     if (__builtin_expect(!reported && raw >= cpmc->prev, 1)) {
         cpmc->value += raw - cpmc->prev;
         cpmc->prev = raw;
-    } else if (reported && raw < cpmc->prev && !cpmc->wrap_seen) {
-        /* A wrap reported as it happens (the sampling overflow path). */
-        cpmc->value += (raw - cpmc->prev) & cpmc->mask;
-        cpmc->prev = raw;
-        syscnt_inc(&cpu_local_ptr(perfmon_cpu)->sc_overflows);
     } else {
         perfmon_cpu_pmc_add_wrap(dev, cpmc, raw, reported);
     }
@@ -413,14 +410,19 @@ static inline __attribute__((always_inline)) uint64_t
 perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
                      const struct perfmon_intr_ctx *ctx, uint64_t period)
 {
+    struct perfmon_session_ring *ring;
     struct perfmon_record_sample *record;
     uint64_t now = cpu_get_tsc();
     unsigned int nr_frames = event->nr_frames;
 
     event->nr_samples++;
     syscnt_inc(&cpu->sc_samples);
-    record = perfmon_session_reserve(event->session, sizeof(*record)
-                                     + nr_frames * sizeof(record->frames[0]));
+
+    /* A valid size: set_sampling keeps nr_frames to PERFMON_MAX_FRAMES. */
+    ring = perfmon_session_ring_local(event->session);
+    record = perfmon_session_ring_reserve(ring, sizeof(*record)
+                                          + nr_frames
+                                            * sizeof(record->frames[0]));
 
     if (record == NULL) {
         return now;     /* counted as lost by the session */
@@ -441,7 +443,7 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
     record->period = period;
     record->tid = thread_id(thread_self());
     record->nr_frames = nr_frames;
-    perfmon_session_commit(event->session, record);   /* sets the size */
+    perfmon_session_ring_commit(ring, record);     /* sets the size */
     return now;
 }
 
@@ -993,6 +995,32 @@ perfmon_poll_timer(struct timer *timer)
     }
 }
 
+/*
+ * The overflow of a slot in use on this CPU: its slot found, the rest of
+ * perfmon_report_overflow. Out of line so that cpmc comes in a register
+ * of its own (inline, it was computed again from the indexes at each use).
+ */
+static __attribute__((noinline)) void
+perfmon_cpu_pmc_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                         struct perfmon_cpu_pmc *cpmc,
+                         const struct perfmon_intr_ctx *ctx)
+{
+    uint64_t raw = perfmon_cpu_pmc_read(dev, perfmon_dev_bank(dev), cpmc);
+
+    /* The common case: a wrap reported as it happens. */
+    if (__builtin_expect(raw < cpmc->prev && !cpmc->wrap_seen, 1)) {
+        cpmc->value += (raw - cpmc->prev) & cpmc->mask;
+        cpmc->prev = raw;
+        syscnt_inc(&cpu->sc_overflows);
+    } else {
+        perfmon_cpu_pmc_add(dev, cpmc, raw, true);
+    }
+
+    if (cpmc->sampler != NULL) {
+        perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, true);
+    }
+}
+
 void
 perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
                         const struct perfmon_intr_ctx *ctx)
@@ -1015,16 +1043,8 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
 
     if (pmc_index < PERFMON_MAX_SLOTS
         && (cpu->used[dev->state.index] & (1U << pmc_index))) {
-        struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, pmc_index);
-
-        perfmon_cpu_pmc_add(dev, cpmc,
-                            perfmon_cpu_pmc_read(dev, perfmon_dev_bank(dev),
-                                                 cpmc),
-                            true);
-
-        if (cpmc->sampler != NULL) {
-            perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, true);
-        }
+        perfmon_cpu_pmc_overflow(cpu, dev,
+                                 perfmon_cpu_pmc(cpu, dev, pmc_index), ctx);
     }
 }
 

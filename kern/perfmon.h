@@ -401,15 +401,7 @@ int perfmon_event_get_samples(struct perfmon_event *event,
 /* Drivers                                                             */
 /* ------------------------------------------------------------------ */
 
-/*
- * Where an overflow interrupt (or a software event's count) interrupted
- * the kernel: instruction pointer and frame pointer (the base of the
- * frame of the function holding ip, for call chains; 0 if unknown).
- */
-struct perfmon_intr_ctx {
-    uintptr_t ip;
-    uintptr_t fp;
-};
+/* struct perfmon_intr_ctx: kern/perfmon_types.h. */
 
 /*
  * Operations of a PMU device. "Local" operations run on the CPU whose

@@ -47,43 +47,6 @@
 /* Header type of the filler before a record placed at the buffer start. */
 #define PERFMON_SESSION_PAD     0
 
-#define PERFMON_SESSION_LINE    64
-
-/*
- * One CPU's ring. The first line is written by the producer only (plus
- * what never changes after creation), the second by the consumer only.
- */
-struct perfmon_session_ring {
-    /* Producer (that CPU, interrupts disabled). */
-    uint64_t head;              /* bytes published, release order */
-    uint64_t nr_committed;      /* records published, LOST ones included */
-    uint64_t produced;          /* records offered to the ring */
-    uint64_t dropped;           /* records dropped since creation */
-    uint64_t nr_pending;        /* dropped since the last that fitted */
-    uint64_t next_head;         /* head once the reservation is committed */
-    uint16_t next_size;         /* size of the reserved record */
-    uint16_t next_nr;           /* records the reservation adds (1 or 2) */
-    uint32_t cpu;
-    char *buf;                  /* fixed after creation, as is mask */
-
-    /* Consumer (one thread). */
-    uint64_t tail __aligned(PERFMON_SESSION_LINE); /* release order */
-    uint64_t mask;              /* ring size - 1, fixed */
-    uint64_t nr_read;           /* records read, LOST ones included */
-    uint64_t lost;              /* sum of nr_lost of LOST records read */
-    uint64_t nr_lost_records;   /* LOST records read */
-    uint64_t throttled;         /* THROTTLE records read */
-} __aligned(PERFMON_SESSION_LINE);
-
-struct perfmon_session {
-    struct perfmon_session_ring *rings;
-    unsigned int nr_cpus;
-    unsigned int nr_refs;
-    size_t ring_size;
-    unsigned int wm_records;    /* 0: criterion unused */
-    size_t wm_bytes;            /* 0: criterion unused */
-};
-
 int
 perfmon_session_create(struct perfmon_session **sessionp, size_t ring_size)
 {
@@ -219,8 +182,12 @@ perfmon_session_drop(struct perfmon_session_ring *ring)
     WRITE_ONCE(ring->dropped, ring->dropped + 1);
 }
 
-/* A reservation that wraps or carries a LOST record. */
-static void * __attribute__((noinline))
+/*
+ * A reservation that wraps, carries a LOST record or does not fit (the
+ * fast path's fit check is the same as here, so it may come here with
+ * any reservation).
+ */
+void *
 perfmon_session_reserve_slow(struct perfmon_session_ring *ring, size_t size)
 {
     struct perfmon_record_lost *lost;
@@ -266,46 +233,19 @@ perfmon_session_reserve_slow(struct perfmon_session_ring *ring, size_t size)
 void *
 perfmon_session_reserve(struct perfmon_session *session, size_t size)
 {
-    struct perfmon_session_ring *ring = &session->rings[cpu_id()];
-    uint64_t head, offset;
-
     if (unlikely((size == 0) || (size > PERFMON_SESSION_RECORD_MAX)
                  || ((size & 7) != 0))) {
         return NULL;
     }
 
-    WRITE_ONCE(ring->produced, ring->produced + 1);
-    head = ring->head;
-    offset = head & ring->mask;
-
-    if (unlikely((ring->nr_pending != 0)
-                 || (offset + size > ring->mask + 1))) {
-        return perfmon_session_reserve_slow(ring, size);
-    }
-
-    if (unlikely(head + size - __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE)
-                 > ring->mask + 1)) {
-        perfmon_session_drop(ring);
-        return NULL;
-    }
-
-    ring->next_head = head + size;
-    ring->next_size = (uint16_t)size;
-    ring->next_nr = 1;
-    return ring->buf + offset;
+    return perfmon_session_ring_reserve(perfmon_session_ring_local(session),
+                                        size);
 }
 
 void
 perfmon_session_commit(struct perfmon_session *session, void *record)
 {
-    struct perfmon_session_ring *ring = &session->rings[cpu_id()];
-    struct perfmon_record_header *header = record;
-
-    /* The ring's framing relies on the size: it is the reserved one. */
-    header->size = ring->next_size;
-    __atomic_store_n(&ring->head, ring->next_head, __ATOMIC_RELEASE);
-    __atomic_store_n(&ring->nr_committed, ring->nr_committed + ring->next_nr,
-                     __ATOMIC_RELEASE);
+    perfmon_session_ring_commit(perfmon_session_ring_local(session), record);
 }
 
 /* ---- consumer ------------------------------------------------------ */

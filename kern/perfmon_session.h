@@ -30,7 +30,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/macros.h>
 #include <kern/perfmon_record.h>
+#include <machine/cpu.h>
 
 /* Ring sizes, bytes per CPU: a power of two in this range. */
 #define PERFMON_SESSION_RING_MIN    256
@@ -101,6 +103,103 @@ unsigned int perfmon_session_nr_refs(const struct perfmon_session *session);
 #define PERFMON_SESSION_RECORD_MAX  256
 void *perfmon_session_reserve(struct perfmon_session *session, size_t size);
 void perfmon_session_commit(struct perfmon_session *session, void *record);
+
+/*
+ * The same inline, for the sampling overflow path: the ring of this CPU,
+ * looked up once for both calls, and a reservation that needs no pad, no
+ * LOST record and no drop made with no call. size must be valid (the
+ * caller ensures it; it is not checked). Same context and rules as above;
+ * the structures below are public for these only.
+ *
+ *   ring = perfmon_session_ring_local(session);
+ *   record = perfmon_session_ring_reserve(ring, size);
+ *   ... fill the record, if not NULL ...
+ *   perfmon_session_ring_commit(ring, record);
+ */
+#define PERFMON_SESSION_LINE        64
+
+/*
+ * One CPU's ring. The first line is written by the producer only (plus
+ * what never changes after creation), the second by the consumer only.
+ */
+struct perfmon_session_ring {
+    /* Producer (that CPU, interrupts disabled). */
+    uint64_t head;              /* bytes published, release order */
+    uint64_t nr_committed;      /* records published, LOST ones included */
+    uint64_t produced;          /* records offered to the ring */
+    uint64_t dropped;           /* records dropped since creation */
+    uint64_t nr_pending;        /* dropped since the last that fitted */
+    uint64_t next_head;         /* head once the reservation is committed */
+    uint16_t next_size;         /* size of the reserved record */
+    uint16_t next_nr;           /* records the reservation adds (1 or 2) */
+    uint32_t cpu;
+    char *buf;                  /* fixed after creation, as is mask */
+
+    /* Consumer (one thread). */
+    uint64_t tail __aligned(PERFMON_SESSION_LINE); /* release order */
+    uint64_t mask;              /* ring size - 1, fixed */
+    uint64_t nr_read;           /* records read, LOST ones included */
+    uint64_t lost;              /* sum of nr_lost of LOST records read */
+    uint64_t nr_lost_records;   /* LOST records read */
+    uint64_t throttled;         /* THROTTLE records read */
+} __aligned(PERFMON_SESSION_LINE);
+
+struct perfmon_session {
+    struct perfmon_session_ring *rings;
+    unsigned int nr_cpus;
+    unsigned int nr_refs;
+    size_t ring_size;
+    unsigned int wm_records;    /* 0: criterion unused */
+    size_t wm_bytes;            /* 0: criterion unused */
+};
+
+/*
+ * The rest of a reservation: a pad, a LOST record or a drop. Local,
+ * interrupts disabled.
+ */
+void *perfmon_session_reserve_slow(struct perfmon_session_ring *ring,
+                                   size_t size);
+
+static inline struct perfmon_session_ring *
+perfmon_session_ring_local(struct perfmon_session *session)
+{
+    return &session->rings[cpu_id()];
+}
+
+static inline void *
+perfmon_session_ring_reserve(struct perfmon_session_ring *ring, size_t size)
+{
+    uint64_t head = ring->head;
+    uint64_t ring_size = ring->mask + 1;    /* loaded once, not twice */
+    uint64_t offset = head & ring->mask;
+
+    WRITE_ONCE(ring->produced, ring->produced + 1);
+
+    /* Whatever is not a plain fit, the slow path sorts out. */
+    if (unlikely((ring->nr_pending != 0) || (offset + size > ring_size)
+                 || (head + size
+                     - __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE)
+                     > ring_size))) {
+        return perfmon_session_reserve_slow(ring, size);
+    }
+
+    ring->next_head = head + size;
+    ring->next_size = (uint16_t)size;
+    ring->next_nr = 1;
+    return ring->buf + offset;
+}
+
+static inline void
+perfmon_session_ring_commit(struct perfmon_session_ring *ring, void *record)
+{
+    struct perfmon_record_header *header = record;
+
+    /* The ring's framing relies on the size: it is the reserved one. */
+    header->size = ring->next_size;
+    __atomic_store_n(&ring->head, ring->next_head, __ATOMIC_RELEASE);
+    __atomic_store_n(&ring->nr_committed, ring->nr_committed + ring->next_nr,
+                     __ATOMIC_RELEASE);
+}
 
 /*
  * Consumer: copy the oldest record of a CPU's ring into buf and remove

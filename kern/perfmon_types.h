@@ -1,7 +1,7 @@
 /*
  * perfmon state embedded in other structures (struct thread), split from
  * kern/perfmon.h because kern/thread.h needs it and perfmon.h needs
- * struct thread.
+ * struct thread; and the plain types that code below perfmon hands it.
  */
 #ifndef KERN_PERFMON_TYPES_H
 #define KERN_PERFMON_TYPES_H
@@ -44,5 +44,16 @@ struct perfmon_td {
 };
 
 #define PERFMON_CPU_NONE (~0U)
+
+/*
+ * Where an overflow interrupt (or a software event's count) interrupted
+ * the kernel: instruction pointer and frame pointer (the base of the
+ * frame of the function holding ip, for call chains; 0 if unknown). Here
+ * so that the software PMU's counter bank hands it over as it is.
+ */
+struct perfmon_intr_ctx {
+    uintptr_t ip;
+    uintptr_t fp;
+};
 
 #endif /* KERN_PERFMON_TYPES_H */

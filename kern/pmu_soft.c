@@ -158,14 +158,14 @@ pmu_soft_set_report_fn(pmu_soft_report_fn_t fn)
  */
 static inline void
 pmu_soft_where(unsigned int event, uintptr_t caller_ip, uintptr_t caller_fp,
-               uintptr_t *ipp, uintptr_t *fpp)
+               struct perfmon_intr_ctx *ctx)
 {
-    if (event == PMU_SOFT_EV_TICK && cpu_intr_ctx(ipp, fpp)) {
+    if (event == PMU_SOFT_EV_TICK && cpu_intr_ctx(&ctx->ip, &ctx->fp)) {
         return;
     }
 
-    *ipp = caller_ip;
-    *fpp = caller_fp;
+    ctx->ip = caller_ip;
+    ctx->fp = caller_fp;
 }
 
 /* Not inlined: a sample's instruction pointer is this call's return. */
@@ -214,14 +214,13 @@ pmu_soft_count(unsigned int event, uint64_t n)
     }
 
     if (sync != 0) {
-        uintptr_t ip, fp;
+        struct perfmon_intr_ctx ctx;
 
         pmu_soft_where(event, (uintptr_t)__builtin_return_address(0),
-                       *(const uintptr_t *)__builtin_frame_address(0),
-                       &ip, &fp);
+                       *(const uintptr_t *)__builtin_frame_address(0), &ctx);
 
         FOR_EACH_BIT(id, sync) {
-            pmu_soft_report_fn(id, ip, fp);
+            pmu_soft_report_fn(id, &ctx);
         }
     }
 

@@ -2,9 +2,9 @@
  * Software PMU: counters of kernel events, and a perfmon device over them.
  * It makes thread and CPU counts exactly predictable, so the perfmon core
  * is tested exactly on machines without a hardware PMU. Two parts: the
- * counter bank (pmu_soft.c: this header, no perfmon dependency), which the
- * kernel's hooks in clock, thread and xcall count into, and the perfmon
- * device (pmu_soft_dev.c).
+ * counter bank (pmu_soft.c: this header; of perfmon only the plain types
+ * of kern/perfmon_types.h), which the kernel's hooks in clock, thread and
+ * xcall count into, and the perfmon device (pmu_soft_dev.c).
  *
  * Events (ids for perfmon_event_init with PERFMON_EF_SW):
  *   PMU_SOFT_EV_CSWITCH    context switches (counted for the thread that
@@ -54,6 +54,7 @@
 
 #include <kern/init.h>
 #include <kern/percpu.h>
+#include <kern/perfmon_types.h>
 
 #define PMU_SOFT_EV_CSWITCH     0
 #define PMU_SOFT_EV_MIGRATION   1
@@ -180,9 +181,12 @@ void pmu_soft_counter_stop(unsigned int id);
  */
 uint64_t pmu_soft_counter_preset(unsigned int id, uint64_t n);
 
-/* Called with interrupts disabled on the counter's CPU. */
-typedef void (*pmu_soft_report_fn_t)(unsigned int id, uintptr_t ip,
-                                     uintptr_t fp);
+/*
+ * Called with interrupts disabled on the counter's CPU, with where the
+ * units were counted (ctx, on pmu_soft_count's stack, never NULL).
+ */
+typedef void (*pmu_soft_report_fn_t)(unsigned int id,
+                                     const struct perfmon_intr_ctx *ctx);
 
 /* Set the report function of preset counters. Boot only. */
 void pmu_soft_set_report_fn(pmu_soft_report_fn_t fn);

@@ -90,13 +90,14 @@ pmu_soft_preset(unsigned int pmc_id, uint64_t n)
     return pmu_soft_counter_preset(pmc_id, n);
 }
 
-/* A preset counter wrapped (pmu_soft_count, interrupts disabled). */
+/*
+ * A preset counter wrapped (pmu_soft_count, interrupts disabled): ctx is
+ * passed on as it is, so this is a jump.
+ */
 static void
-pmu_soft_report(unsigned int id, uintptr_t ip, uintptr_t fp)
+pmu_soft_report(unsigned int id, const struct perfmon_intr_ctx *ctx)
 {
-    struct perfmon_intr_ctx ctx = { .ip = ip, .fp = fp };
-
-    perfmon_report_overflow(&pmu_soft_dev, id, &ctx);
+    perfmon_report_overflow(&pmu_soft_dev, id, ctx);
 }
 
 static const struct perfmon_dev_ops pmu_soft_ops = {

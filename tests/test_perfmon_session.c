@@ -33,15 +33,19 @@ test_ps_word(unsigned int cpu, uint64_t seq, unsigned int i)
 
 /*
  * Offer record seq of size bytes to this CPU's ring. Return whether it
- * fitted. Interrupts disabled.
+ * fitted. Odd records go through the inline producer of the overflow
+ * path, even ones through the functions, so that every test covers both.
+ * Interrupts disabled.
  */
 static bool
 test_ps_produce(struct perfmon_session *session, uint64_t seq, size_t size)
 {
+    struct perfmon_session_ring *ring = perfmon_session_ring_local(session);
     struct perfmon_record_test *record;
     uint64_t *words;
 
-    record = perfmon_session_reserve(session, size);
+    record = (seq & 1) ? perfmon_session_ring_reserve(ring, size)
+                       : perfmon_session_reserve(session, size);
 
     if (record == NULL) {
         return false;
@@ -57,7 +61,12 @@ test_ps_produce(struct perfmon_session *session, uint64_t seq, size_t size)
         words[i] = test_ps_word(cpu_id(), seq, i);
     }
 
-    perfmon_session_commit(session, record);
+    if (seq & 1) {
+        perfmon_session_ring_commit(ring, record);
+    } else {
+        perfmon_session_commit(session, record);
+    }
+
     return true;
 }
 
