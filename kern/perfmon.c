@@ -599,7 +599,6 @@ perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, reload);
 }
 
-
 /*
  * Take the samples due on a sampling slot just brought up to date outside
  * the overflow interrupt, at the caller. Out of line, so that the callers'
@@ -814,11 +813,13 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * gain one start, as a counter may pass from one slot to another; a slot
  * without a counter reads as one that never moves. The times without a
  * counter are accounted, for the CPU's slots and for td, the thread loaded
- * here (NULL when none). Local, interrupts disabled.
+ * here (NULL when none), at *nowp (a context switch's: the scheduler's
+ * TSC, which the thread's run time and the switch's accounting use), or
+ * now. Local, interrupts disabled.
  */
 static __attribute__((noinline)) void
 perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                        struct perfmon_td *td)
+                        struct perfmon_td *td, const uint64_t *nowp)
 {
     const struct perfmon_dev_state *state = &dev->state;
     unsigned int d = state->index;
@@ -868,7 +869,7 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         }
     }
 
-    now = cpu_get_tsc();
+    now = (nowp != NULL) ? *nowp : cpu_get_tsc();
     stopping = lose & cpu->used[d];
     pending = perfmon_dev_consume(cpu, dev, stopping);
 
@@ -943,11 +944,11 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  */
 static inline void
 perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                        struct perfmon_td *td)
+                        struct perfmon_td *td, const uint64_t *nowp)
 {
     if (cpu->sched_seq[dev->state.index]
         != __atomic_load_n(&dev->state.sched_seq, __ATOMIC_ACQUIRE)) {
-        perfmon_cpu_sched_apply(cpu, dev, td);
+        perfmon_cpu_sched_apply(cpu, dev, td, nowp);
     }
 }
 
@@ -1107,25 +1108,44 @@ perfmon_nr_overflows(unsigned int cpu)
  * groups (links, transitively) form units, which hold counters all
  * together or none (a group's counts cover the same time). A unit with a
  * pinned slot (a pinned event's, or a sampling one) holds them always;
- * the others take turns when they do not all fit, round robin from
- * mux_next at each rotation. Written under the device lock, interrupts
- * disabled, inside perfmon_sched_begin/end, which the CPUs' copies
- * (perfmon_cpu_sched_apply) read as a sequence count.
+ * the others take turns when they do not all fit, at each rotation. It
+ * is written under the device lock, interrupts disabled; the CPUs' copies
+ * (perfmon_cpu_sched_apply) read it as a sequence count, which moves only
+ * when a slot gains or loses a counter (perfmon_sched_write), so that an
+ * attach that changes nothing costs no CPU a new copy. Nothing inside a
+ * write may take a lock that a CPU may hold while it reads: a CPU in a
+ * context switch holds its run queue lock.
  */
 
+/* Slot index is about to gain or lose its counter. */
 static void
-perfmon_sched_begin(struct perfmon_dev_state *state)
+perfmon_sched_write(struct perfmon_dev_state *state, unsigned int index)
 {
-    __atomic_store_n(&state->sched_seq, state->sched_seq + 1,
-                     __ATOMIC_RELAXED);
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (state->sched_changed == 0) {
+        __atomic_store_n(&state->sched_seq, state->sched_seq + 1,
+                         __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    }
+
+    state->sched_changed |= 1U << index;
 }
 
-static void
+/*
+ * End the writes of one schedule change, if any, and return the slots
+ * that gained or lost a counter (including any that did both).
+ */
+static uint32_t
 perfmon_sched_end(struct perfmon_dev_state *state)
 {
-    __atomic_store_n(&state->sched_seq, state->sched_seq + 1,
-                     __ATOMIC_RELEASE);
+    uint32_t changed = state->sched_changed;
+
+    if (changed != 0) {
+        __atomic_store_n(&state->sched_seq, state->sched_seq + 1,
+                         __ATOMIC_RELEASE);
+        state->sched_changed = 0;
+    }
+
+    return changed;
 }
 
 static bool
@@ -1164,6 +1184,7 @@ perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit)
         struct perfmon_pmc *pmc = &dev->state.pmcs[i];
 
         if (pmc->sched) {
+            perfmon_sched_write(&dev->state, i);
             dev->ops->free(pmc->pmc_id);
             WRITE_ONCE(pmc->sched, false);
         }
@@ -1190,6 +1211,7 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
         }
 
         assert(width >= 1 && width <= 64 && pmc_id < 64);
+        perfmon_sched_write(&dev->state, i);
         WRITE_ONCE(pmc->pmc_id, pmc_id);
         pmc->width = width;
         WRITE_ONCE(pmc->mask, bitops_width_mask(width));
@@ -1201,23 +1223,62 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
 }
 
 /*
+ * The time slots have held counters, brought up to now: what orders the
+ * turns. A rotation thread that runs late (a loaded machine) makes some
+ * turns longer than others; the units that have held counters the least
+ * go first, so the shares even out anyway.
+ */
+static void
+perfmon_mux_account(struct perfmon_dev_state *state)
+{
+    uint64_t now = cpu_get_tsc();
+
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+        if (state->pmcs[i].sched) {
+            state->pmcs[i].sched_time += now - state->sched_stamp;
+        }
+    }
+
+    state->sched_stamp = now;
+}
+
+/* A new slot starts level with the least served one: no catching up. */
+static uint64_t
+perfmon_mux_least_time(const struct perfmon_dev_state *state)
+{
+    uint64_t least = UINT64_MAX;
+
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+        if (state->pmcs[i].nr_refs != 0) {
+            least = MIN(least, state->pmcs[i].sched_time);
+        }
+    }
+
+    return (least == UINT64_MAX) ? 0 : least;
+}
+
+/*
  * Compute dev's schedule again. Units not whole (a group just linked them)
  * give up their counters; with rotate, so do all units that may, when
  * some unit waits. Pinned units then take counters, from the last
- * multiplexed units if they must; then the others, in order from
- * mux_next, each if it fits; the first unit left waiting comes first at
- * the next rotation. Return EAGAIN, the schedule left for the
- * caller to compute again once it has undone what it added, when a pinned
- * unit finds no room; else 0, and whether a unit waits in *waitingp.
- * Device lock held, interrupts disabled, inside perfmon_sched_begin/end.
+ * multiplexed units if they must; then the others, those that have held
+ * counters the least first (ties: in order from mux_next), each if it
+ * fits; the first unit left waiting comes first among equals at the next
+ * rotation. Return EAGAIN, the schedule left for the caller to compute
+ * again once it has undone what it added, when a pinned unit finds no
+ * room; else 0, and whether a unit waits in mux_waiting. Device lock
+ * held, interrupts disabled.
  */
 static int
-perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate, bool *waitingp)
+perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
 {
     struct perfmon_dev_state *state = &dev->state;
     uint32_t units[PERFMON_MAX_SLOTS], used = 0, seen = 0, sched = 0;
     unsigned int firsts[PERFMON_MAX_SLOTS], nr_units = 0, k;
     bool pinned[PERFMON_MAX_SLOTS], waiting = false, skipped = false;
+    uint64_t times[PERFMON_MAX_SLOTS];
+
+    perfmon_mux_account(state);
 
     for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
         used |= (state->pmcs[i].nr_refs != 0) ? 1U << i : 0;
@@ -1227,6 +1288,7 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate, bool *waitingp)
     for (k = 0; k < PERFMON_MAX_SLOTS; k++) {
         unsigned int i = (state->mux_next + k) % PERFMON_MAX_SLOTS;
         uint32_t unit;
+        unsigned int n;
 
         if (!(used & ~seen & (1U << i))) {
             continue;
@@ -1235,15 +1297,32 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate, bool *waitingp)
         unit = perfmon_mux_unit(state, i);
         assert((unit & ~used) == 0);
         seen |= unit;
-        firsts[nr_units] = i;
-        pinned[nr_units] = false;
+
+        /* Insert, by the time its least served slot held a counter. */
+        n = nr_units++;
+        times[n] = UINT64_MAX;
+        pinned[n] = false;
 
         FOR_EACH_BIT(j, unit) {
-            pinned[nr_units] |= perfmon_pmc_pinned(&state->pmcs[j]);
+            pinned[n] |= perfmon_pmc_pinned(&state->pmcs[j]);
+            times[n] = MIN(times[n], state->pmcs[j].sched_time);
         }
 
+        for (; n > 0 && times[n - 1] > times[n]; n--) {
+            uint64_t time = times[n];
+            bool pin = pinned[n];
+
+            times[n] = times[n - 1];
+            pinned[n] = pinned[n - 1];
+            units[n] = units[n - 1];
+            firsts[n] = firsts[n - 1];
+            times[n - 1] = time;
+            pinned[n - 1] = pin;
+        }
+
+        units[n] = unit;
+        firsts[n] = i;
         waiting |= (unit & ~sched) != 0;
-        units[nr_units++] = unit;
     }
 
     for (k = 0; k < nr_units; k++) {
@@ -1297,47 +1376,120 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate, bool *waitingp)
         waiting = true;
     }
 
-    *waitingp = waiting;
+    state->mux_waiting = waiting;
     return 0;
 }
 
 /*
- * Some slot waits for a counter: have the rotation thread rotate. Any
- * context with interrupts disabled.
+ * After a schedule change, with the device lock released: when a unit
+ * waits for counters, have the rotation thread rotate. Not under the
+ * device lock, let alone inside a schedule write: the wakeup takes a run
+ * queue lock, which a CPU may hold in a context switch while it waits
+ * for the write to end. Thread context.
  */
 static void
-perfmon_mux_want(void)
+perfmon_mux_kick(struct perfmon_dev *dev)
 {
-    spinlock_lock(&perfmon_mux_lock);
+    unsigned long flags;
+
+    if (!READ_ONCE(dev->state.mux_waiting)) {
+        return;
+    }
+
+    spinlock_lock_intr_save(&perfmon_mux_lock, &flags);
 
     if (!perfmon_mux_wanted && perfmon_mux_thread != NULL) {
         perfmon_mux_wanted = true;
         thread_wakeup(perfmon_mux_thread);
     }
 
-    spinlock_unlock(&perfmon_mux_lock);
+    spinlock_unlock_intr_restore(&perfmon_mux_lock, flags);
 }
 
 /* Schedule again after a change that cannot fail (nothing got pinned). */
 static void
 perfmon_mux_reschedule(struct perfmon_dev *dev)
 {
-    bool waiting;
     int error;
 
-    error = perfmon_mux_schedule(dev, false, &waiting);
+    error = perfmon_mux_schedule(dev, false);
     assert(!error);
+}
 
-    if (waiting) {
-        perfmon_mux_want();
+/* The rotation's cross-CPU call: each CPU follows the new schedule. */
+static void
+perfmon_mux_follow(void *arg)
+{
+    struct perfmon_dev *dev = arg;
+
+    perfmon_cpu_sched_check(cpu_local_ptr(perfmon_cpu), dev,
+                            perfmon_cpu_loaded_td(), NULL);
+}
+
+/*
+ * After a schedule change, with the device lock released: when slots that
+ * CPUs may be using gained or lost counters (changed, less a slot no CPU
+ * uses yet or any more), bring every CPU to the new schedule, so that a
+ * CPU with no switch or attach to come does not count on the old one
+ * (a raw event left waiting while a counter is free); when a unit waits,
+ * have the rotation thread rotate. Thread context.
+ */
+static void
+perfmon_mux_publish(struct perfmon_dev *dev, uint32_t changed)
+{
+    if (changed != 0) {
+        xcall_broadcast(perfmon_mux_follow, dev);
     }
+
+    perfmon_mux_kick(dev);
+}
+
+/*
+ * Whether a waiting unit could hold counters at all while the pinned
+ * units hold theirs: no more slots than the counters they leave. Not
+ * tried with the driver, which would move the counters of the units
+ * that hold them: a unit that passes but that the driver's constraints
+ * never let in (say two events that only one fixed counter counts) waits
+ * at the head of each rotation, without holding the others back. Device
+ * lock held, interrupts disabled.
+ */
+static bool
+perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit)
+{
+    const struct perfmon_dev_state *state = &dev->state;
+    unsigned int pinned = 0;
+
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+        if (state->pmcs[i].sched && !(unit & (1U << i))) {
+            uint32_t other = perfmon_mux_unit(state, i);
+            bool pin = false;
+
+            FOR_EACH_BIT(j, other) {
+                pin |= perfmon_pmc_pinned(&state->pmcs[j]);
+            }
+
+            pinned += pin;
+        }
+    }
+
+    return bitops_popcount(unit) + pinned <= dev->nr_pmcs;
+}
+
+/* Whether slot index's unit holds counters, or could. Lock held. */
+static bool
+perfmon_mux_can_run(struct perfmon_dev *dev, unsigned int index)
+{
+    uint32_t unit = perfmon_mux_unit(&dev->state, index);
+
+    return dev->state.pmcs[index].sched || perfmon_mux_fits(dev, unit);
 }
 
 /*
  * Find the slot counting config, or give it a free one, and schedule it.
  * A sampling event (sampler) takes a free slot of its own: its counter is
  * preset for its period, which no other event shares; like a pinned
- * event's, its slot must hold a counter at once.
+ * event's, its slot must hold a counter at once. EAGAIN: no slot, or no
+ * counter it could ever hold while the pinned slots hold theirs.
  */
 static int
 perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
@@ -1348,7 +1500,8 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     unsigned int index = PERFMON_MAX_SLOTS;
     struct perfmon_pmc *pmc;
     unsigned long flags;
-    bool waiting;
+    uint32_t changed;
+    bool new;
     int error;
 
     spinlock_lock_intr_save(&state->lock, &flags);
@@ -1373,18 +1526,23 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     }
 
     pmc = &state->pmcs[index];
-    perfmon_sched_begin(state);
+    new = (pmc->nr_refs == 0);
 
-    if (pmc->nr_refs == 0) {
+    if (new) {
         assert(!pmc->sched);
         pmc->config = config;
         pmc->sampler = sampler;
         pmc->nr_pinned = 0;
+        pmc->sched_time = perfmon_mux_least_time(state);
     }
 
     pmc->nr_refs++;
     pmc->nr_pinned += pin;
-    error = perfmon_mux_schedule(dev, false, &waiting);
+    error = perfmon_mux_schedule(dev, false);
+
+    if (!error && !perfmon_mux_can_run(dev, index)) {
+        error = EAGAIN;
+    }
 
     if (error) {
         pmc->nr_refs--;
@@ -1396,12 +1554,13 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
         }
 
         perfmon_mux_reschedule(dev);
-    } else if (waiting) {
-        perfmon_mux_want();
     }
 
-    perfmon_sched_end(state);
+    changed = perfmon_sched_end(state);
     spinlock_unlock_intr_restore(&state->lock, flags);
+
+    /* No CPU uses a new slot yet: each checks before it does. */
+    perfmon_mux_publish(dev, new ? changed & ~(1U << index) : changed);
 
     if (!error) {
         *indexp = index;
@@ -1416,20 +1575,25 @@ perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin)
     struct perfmon_dev_state *state = &dev->state;
     struct perfmon_pmc *pmc = &state->pmcs[index];
     unsigned long flags;
+    uint32_t changed;
+    bool last;
 
     spinlock_lock_intr_save(&state->lock, &flags);
     assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin);
-    perfmon_sched_begin(state);
     pmc->nr_pinned -= pin;
+    last = (--pmc->nr_refs == 0);
 
-    if (--pmc->nr_refs == 0) {
+    if (last) {
         perfmon_mux_drop(dev, 1U << index);
         pmc->sampler = NULL;
     }
 
     perfmon_mux_reschedule(dev);
-    perfmon_sched_end(state);
+    changed = perfmon_sched_end(state);
     spinlock_unlock_intr_restore(&state->lock, flags);
+
+    /* No CPU uses a slot released by its last event. */
+    perfmon_mux_publish(dev, last ? changed & ~(1U << index) : changed);
 }
 
 static void
@@ -1449,8 +1613,9 @@ perfmon_mux_links_add(struct perfmon_dev_state *state,
 /*
  * Link (delta 1) or unlink (delta -1) the slots of a group's events, so
  * that they hold counters together, and schedule again. Return EAGAIN
- * when linked slots with a pinned one cannot all hold counters (the link
- * is then undone), else 0. Thread context.
+ * when the linked slots cannot all hold counters at once while the
+ * pinned slots hold theirs (the link is then undone), else 0. Thread
+ * context.
  */
 static int
 perfmon_mux_link(struct perfmon_dev *dev, const unsigned int *indexes,
@@ -1458,35 +1623,27 @@ perfmon_mux_link(struct perfmon_dev *dev, const unsigned int *indexes,
 {
     struct perfmon_dev_state *state = &dev->state;
     unsigned long flags;
-    bool waiting;
+    uint32_t changed;
     int error;
 
     spinlock_lock_intr_save(&state->lock, &flags);
-    perfmon_sched_begin(state);
     perfmon_mux_links_add(state, indexes, nr_indexes, delta);
-    error = perfmon_mux_schedule(dev, false, &waiting);
+    error = perfmon_mux_schedule(dev, false);
+
+    if (!error && delta > 0 && !perfmon_mux_can_run(dev, indexes[0])) {
+        error = EAGAIN;
+    }
 
     if (error) {
         assert(delta > 0);
         perfmon_mux_links_add(state, indexes, nr_indexes, -delta);
         perfmon_mux_reschedule(dev);
-    } else if (waiting) {
-        perfmon_mux_want();
     }
 
-    perfmon_sched_end(state);
+    changed = perfmon_sched_end(state);
     spinlock_unlock_intr_restore(&state->lock, flags);
+    perfmon_mux_publish(dev, changed);
     return error;
-}
-
-/* The rotation's cross-CPU call: each CPU follows the new schedule. */
-static void
-perfmon_mux_follow(void *arg)
-{
-    struct perfmon_dev *dev = arg;
-
-    perfmon_cpu_sched_check(cpu_local_ptr(perfmon_cpu), dev,
-                            perfmon_cpu_loaded_td());
 }
 
 bool
@@ -1494,7 +1651,8 @@ perfmon_mux_rotate(struct perfmon_dev *dev)
 {
     struct perfmon_dev_state *state = &dev->state;
     unsigned long flags;
-    bool waiting, rotated = false;
+    uint32_t changed = 0;
+    bool rotated = false;
     int error;
 
     spinlock_lock_intr_save(&state->lock, &flags);
@@ -1508,23 +1666,14 @@ perfmon_mux_rotate(struct perfmon_dev *dev)
     }
 
     if (rotated) {
-        perfmon_sched_begin(state);
-        error = perfmon_mux_schedule(dev, true, &waiting);
+        error = perfmon_mux_schedule(dev, true);
         assert(!error);
         state->nr_rotations++;
-        perfmon_sched_end(state);
-
-        if (waiting) {
-            perfmon_mux_want();
-        }
+        changed = perfmon_sched_end(state);
     }
 
     spinlock_unlock_intr_restore(&state->lock, flags);
-
-    if (rotated) {
-        xcall_broadcast(perfmon_mux_follow, dev);
-    }
-
+    perfmon_mux_publish(dev, changed);
     return rotated;
 }
 
@@ -1746,7 +1895,7 @@ perfmon_td_load(struct perfmon_td *td)
     assert(td->loaded_cpu == PERFMON_CPU_NONE);
 
     for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
-        perfmon_cpu_sched_check(cpu, perfmon_devs[d], NULL);
+        perfmon_cpu_sched_check(cpu, perfmon_devs[d], NULL, NULL);
         perfmon_td_off_begin(cpu, d, td->used[d], cpu_get_tsc());
     }
 
@@ -1871,8 +2020,12 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
             struct perfmon_dev *dev = perfmon_devs[d];
             bool batch = dev->ops->batch_begin != NULL;
 
-            /* After next's lock: its slots' schedule changes are seen. */
-            perfmon_cpu_sched_check(cpu, dev, prev);
+            /*
+             * After next's lock: its slots' schedule changes are seen.
+             * At the scheduler's TSC, as the times without a counter.
+             * Before the batch: the switch reads what this starts.
+             */
+            perfmon_cpu_sched_check(cpu, dev, prev, &now);
 
             if (__builtin_expect(cpu->unsched[d]
                                  & (prev->used[d] | next->used[d]), 0)) {
@@ -1987,7 +2140,7 @@ perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
         struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
         if (loaded) {
-            perfmon_cpu_sched_check(cpu, op->dev, op->td);
+            perfmon_cpu_sched_check(cpu, op->dev, op->td, NULL);
             perfmon_td_off_begin(cpu, op->dev->state.index, 1U << op->index,
                                  cpu_get_tsc());
         }
@@ -2055,7 +2208,7 @@ perfmon_cpu_op_attach(void *arg)
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     struct perfmon_cpu_pmc *cpmc;
 
-    perfmon_cpu_sched_check(cpu, event->dev, perfmon_cpu_loaded_td());
+    perfmon_cpu_sched_check(cpu, event->dev, perfmon_cpu_loaded_td(), NULL);
     cpmc = perfmon_cpu_pmc_get(cpu, event->dev, event->pmc_index);
     perfmon_cpu_pmc_update(cpu, event->dev, event->pmc_index);
     event->start = cpmc->value;
@@ -2651,7 +2804,8 @@ perfmon_event_times_at(const struct perfmon_event *event,
             running = snap->run - event->enabled_run;
         }
 
-        off -= event->enabled_off;
+        /* Never below its value then, TSCs of two CPUs apart. */
+        off = (off > event->enabled_off) ? off - event->enabled_off : 0;
         running = (running > off) ? running - off : 0;
 
         if (running > enabled) {

@@ -508,6 +508,7 @@ struct perfmon_pmc {
     uint64_t mask;              /* 2^width - 1 */
     uint64_t config;
     struct perfmon_event *sampler;  /* the slot's only event, sampling */
+    uint64_t sched_time;        /* TSC time scheduled, for fair turns */
 };
 
 /* perfmon's state of a device: private to kern/perfmon.c. */
@@ -515,12 +516,21 @@ struct perfmon_dev_state {
     unsigned int index;
     uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
     struct spinlock lock;       /* the global tier: slots, the schedule */
-    unsigned int sched_seq;     /* schedule version, odd while written */
+    uint32_t sched_changed;     /* slots changed by the current write */
     unsigned int mux_next;      /* multiplexing: the slot whose unit
                                    comes first at the next rotation */
+    bool mux_waiting;           /* a unit waits for counters */
+    uint64_t sched_stamp;       /* TSC of the last schedule change */
     uint64_t nr_rotations;
     struct perfmon_pmc pmcs[PERFMON_MAX_SLOTS];
     uint16_t links[PERFMON_MAX_SLOTS][PERFMON_MAX_SLOTS];
+
+    /*
+     * Schedule version, odd while written: read by every context switch
+     * that involves the device, on a line of its own, away from the
+     * lock's traffic.
+     */
+    unsigned int sched_seq __attribute__((aligned(64)));
                                 /* attached groups holding both slots */
 };
 

@@ -235,6 +235,53 @@ bench_poll(unsigned int nr_slots)
     return bench_median(bench_samples, BENCH_SAMPLES);
 }
 
+/* ---- multiplexing ------------------------------------------------ */
+
+/* An empty cross-CPU call to every CPU: what a rotation sends. */
+static uint64_t
+bench_broadcast(void)
+{
+    for (unsigned int s = 0; s < BENCH_SAMPLES; s++) {
+        uint64_t t0 = cpu_get_tsc();
+
+        xcall_broadcast(bench_nop, NULL);
+        bench_samples[s] = cpu_get_tsc() - t0;
+    }
+
+    return bench_median(bench_samples, BENCH_SAMPLES);
+}
+
+/*
+ * One rotation of the software PMU with nr_events CPU events on distinct
+ * raw events on this CPU: the new schedule, then every CPU following it
+ * (this one stops the counters of the events leaving and starts those of
+ * the events coming).
+ */
+static uint64_t
+bench_rotate(unsigned int nr_events)
+{
+    static struct perfmon_event events[2 * PMU_SOFT_NR_PMCS];
+    struct perfmon_dev *soft = perfmon_get_dev(true);
+
+    TEST_ASSERT(nr_events <= ARRAY_SIZE(events));
+
+    for (unsigned int i = 0; i < nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&events[i], PMU_SOFT_EV_EMIT + i,
+                                          PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[i], cpu_id()), 0);
+    }
+
+    for (unsigned int s = 0; s < BENCH_SAMPLES; s++) {
+        uint64_t t0 = cpu_get_tsc();
+
+        perfmon_mux_rotate(soft);
+        bench_samples[s] = cpu_get_tsc() - t0;
+    }
+
+    bench_detach_events(events, nr_events);
+    return bench_median(bench_samples, BENCH_SAMPLES);
+}
+
 /* ---- groups ------------------------------------------------------ */
 
 #define BENCH_GROUP_EVENTS  4
@@ -549,6 +596,12 @@ TEST_DEFINE_MANUAL(bench, perfmon)
               bench_group_read(CPU_MAX, false), false);
     bench_row("group of 4", "group read, own thread",
               bench_group_read(CPU_MAX, true), false);
+
+    bench_row("rotation", "empty xcall to every CPU", bench_broadcast(),
+              true);
+    bench_row("rotation", "8 events on 8 counters", bench_rotate(8), false);
+    bench_row("rotation", "16 events on 8 counters", bench_rotate(16),
+              false);
 
     bench_row("poll firing", "0 slots in use", bench_poll(0), true);
     bench_row("poll firing", "1 slot in use", bench_poll(1), false);

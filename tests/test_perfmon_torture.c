@@ -5,7 +5,10 @@
  * each target counts its own units on its own events, exactly, under all
  * that churn on the same slots; a worker's event on a target's channel
  * reads what the target published between attach and read, within one
- * burst at each end; any count never goes back. Workers also disable
+ * burst at each end; any count never goes back. There are more raw
+ * events than counters, so they take turns (multiplexing): the events
+ * checked exactly are pinned (PERFMON_EF_PINNED), the kernel events and
+ * silent channels (nobody emits there: they read 0, exactly) rotate. Workers also disable
  * (the count then stays exactly where it was), enable (it counts on from
  * there) and reset (zero, counting from then) their events, and targets
  * count their channels in a group, read at once. An attach is refused
@@ -39,15 +42,35 @@
 #define TORTURE_OWN_CHANNEL     3       /* only targets' own events */
 #define TORTURE_BURST_MAX       50
 
+#define TORTURE_SILENT          10      /* first of the silent channels */
+
 static const unsigned int torture_event_ids[] = {
     PMU_SOFT_EV_EMIT, PMU_SOFT_EV_EMIT + 1, PMU_SOFT_EV_EMIT + 2,
     PMU_SOFT_EV_CSWITCH, PMU_SOFT_EV_MIGRATION, PMU_SOFT_EV_TICK,
     PMU_SOFT_EV_XCALL,
+    PMU_SOFT_EV_EMIT + TORTURE_SILENT, PMU_SOFT_EV_EMIT + TORTURE_SILENT + 1,
+    PMU_SOFT_EV_EMIT + TORTURE_SILENT + 2,
+    PMU_SOFT_EV_EMIT + TORTURE_SILENT + 3,
+    PMU_SOFT_EV_EMIT + TORTURE_SILENT + 4,
+    PMU_SOFT_EV_EMIT + TORTURE_SILENT + 5,
 };
 
-/* The workers' events and the targets' private channel fit the slots. */
-_Static_assert(ARRAY_SIZE(torture_event_ids) + 1 <= PMU_SOFT_NR_PMCS,
+/*
+ * The pinned raw events (the emit channels and the targets' private one)
+ * always find counters: no EAGAIN. The others outnumber what is left.
+ */
+_Static_assert(TORTURE_CHANNELS + 1 <= PMU_SOFT_NR_PMCS,
                "the torture expects no EAGAIN");
+_Static_assert(ARRAY_SIZE(torture_event_ids) + 1 > PMU_SOFT_NR_PMCS,
+               "the torture multiplexes");
+
+/* A channel of the targets: its events are pinned, and checked exactly. */
+static bool
+torture_id_emitted(unsigned int id)
+{
+    return id >= PMU_SOFT_EV_EMIT
+           && id < PMU_SOFT_EV_EMIT + TORTURE_OWN_CHANNEL + 1;
+}
 
 struct torture_target {
     struct thread *thread;      /* reference held until the end */
@@ -104,7 +127,8 @@ torture_target_main(void *arg)
 
     for (unsigned int ch = 0; ch <= TORTURE_CHANNELS; ch++) {
         TEST_ASSERT_EQ(perfmon_event_init(&own[ch], PMU_SOFT_EV_EMIT + ch,
-                                          PERFMON_EF_SW), 0);
+                                          PERFMON_EF_SW | PERFMON_EF_PINNED),
+                       0);
 
         if (ch < TORTURE_CHANNELS) {
             TEST_ASSERT_EQ(perfmon_group_add(&group, &own[ch]), 0);
@@ -211,6 +235,10 @@ torture_read(struct torture_worker *w, unsigned int k, bool detach)
         torture_check_bracket(w, k, before, value, after);
     }
 
+    if (event->id >= PMU_SOFT_EV_EMIT + TORTURE_SILENT) {
+        TEST_ASSERT_EQ(value, 0);
+    }
+
     TEST_ASSERT_GE(value, w->last[k]);     /* counts never go back */
     w->last[k] = value;
 }
@@ -298,7 +326,10 @@ torture_op(struct torture_worker *w)
         unsigned int id = torture_event_ids[(r >> 8)
                                             % ARRAY_SIZE(torture_event_ids)];
 
-        TEST_ASSERT_EQ(perfmon_event_init(event, id, PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(perfmon_event_init(event, id,
+                                          PERFMON_EF_SW
+                                          | (torture_id_emitted(id)
+                                             ? PERFMON_EF_PINNED : 0)), 0);
 
         w->targets[k] = NULL;
 
@@ -308,7 +339,7 @@ torture_op(struct torture_worker *w)
         } else {
             struct torture_target *t;
             unsigned int ch = id - PMU_SOFT_EV_EMIT;
-            bool emits = id >= PMU_SOFT_EV_EMIT;
+            bool emits = torture_id_emitted(id);
 
             t = &torture_targets[(r >> 20) % torture_nr_targets];
             w->attach_lo[k] = emits ? READ_ONCE(t->emitted[ch]) : 0;
@@ -325,7 +356,7 @@ torture_op(struct torture_worker *w)
             w->targets[k] = emits ? t : NULL;
         }
 
-        /* 7 raw events never fill the 8 slots: no EAGAIN either. */
+        /* Pinned raw events always fit, the others wait: no EAGAIN. */
         TEST_ASSERT_EQ(error, 0);
         w->last[k] = 0;
         w->base[k] = 0;
