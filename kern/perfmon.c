@@ -1089,6 +1089,11 @@ bool
 perfmon_event_counting_here(const struct perfmon_event *event)
 {
     assert(!cpu_intr_enabled());
+
+    if (!perfmon_event_attached(event)) {
+        return false;
+    }
+
     return perfmon_cpu_pmc(cpu_local_ptr(perfmon_cpu), event->dev,
                            event->pmc_index)->sched;
 }

@@ -657,9 +657,10 @@ void perfmon_poll_local(struct perfmon_dev *dev);
 
 /*
  * Multiplexing. Whether an attached event's raw event holds a counter on
- * the calling CPU now (whether its count advances here): local, with
- * interrupts disabled, which keeps the answer true until they are
- * enabled (a rotation reaches a CPU through an interrupt).
+ * the calling CPU now (whether its count advances here; false for an
+ * event that is not attached): local, with interrupts disabled, which
+ * keeps the answer true until they are enabled (a rotation reaches a CPU
+ * through an interrupt).
  */
 bool perfmon_event_counting_here(const struct perfmon_event *event);
 

@@ -107,8 +107,9 @@ test_px_run_time(void)
 }
 
 /*
- * Emit for the given number of rotation intervals, one step per quarter
- * tick. With migrate, the thread hops to the next CPU every interval.
+ * Emit for the given number of rotation intervals (by the TSC), one step
+ * per quarter tick. With migrate, the thread hops to the next CPU every
+ * interval.
  */
 static void
 test_px_run(struct test_px_set *set, unsigned int nr_intervals, bool migrate)
@@ -144,6 +145,22 @@ test_px_run(struct test_px_set *set, unsigned int nr_intervals, bool migrate)
             cpu_intr_restore(flags);
             set->emitted += units;
         }
+    }
+}
+
+/*
+ * Emit until the software PMU has rotated TEST_PX_ROTATIONS times: the
+ * rotation thread counts ticks, which a loaded host delays against the
+ * TSC that paces the steps.
+ */
+static void
+test_px_run_rotations(struct test_px_set *set, bool migrate)
+{
+    struct perfmon_dev *soft = perfmon_get_dev(true);
+    uint64_t start = perfmon_mux_nr_rotations(soft);
+
+    while (perfmon_mux_nr_rotations(soft) - start < TEST_PX_ROTATIONS) {
+        test_px_run(set, 1, migrate);
     }
 }
 
@@ -220,7 +237,6 @@ TEST_DEFINE(perfmon_mux, cpu_events_take_fair_turns)
     struct test_px_set *set = &test_px_set;
     unsigned int nr_slots = soft->nr_pmcs;
     unsigned int cpu = cpu_count() - 1;
-    uint64_t rotations;
 
     test_px_pin_self(cpu);
     test_px_init(set, 2 * nr_slots, 0);
@@ -230,12 +246,8 @@ TEST_DEFINE(perfmon_mux, cpu_events_take_fair_turns)
     }
 
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 2 * nr_slots);
-    rotations = perfmon_mux_nr_rotations(soft);
-    test_px_run(set, TEST_PX_ROTATIONS, false);
-    rotations = perfmon_mux_nr_rotations(soft) - rotations;
+    test_px_run_rotations(set, false);
     test_px_finish(set);
-
-    TEST_ASSERT_GE(rotations, TEST_PX_ROTATIONS / 2);
     test_px_assert_exact(set);
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
@@ -268,7 +280,7 @@ TEST_DEFINE(perfmon_mux, pinned_event_never_loses_time)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
     }
 
-    test_px_run(set, TEST_PX_ROTATIONS, false);
+    test_px_run_rotations(set, false);
     test_px_finish(set);
     test_px_assert_exact(set);
     TEST_ASSERT_EQ(set->values[0].count, set->emitted);
@@ -304,7 +316,7 @@ TEST_DEFINE(perfmon_mux, thread_events_take_turns_across_cpus)
     }
 
     run = test_px_run_time();
-    test_px_run(set, TEST_PX_ROTATIONS, true);
+    test_px_run_rotations(set, true);
     thread_set_affinity(self, THREAD_AFFINITY_ALL);
     run = perfmon_tsc_to_ns(test_px_run_time() - run);
     test_px_finish(set);
@@ -331,6 +343,7 @@ TEST_DEFINE(perfmon_mux, groups_take_turns_as_units)
     struct perfmon_group groups[2];
     struct perfmon_group_value value;
     unsigned int cpu = cpu_count() - 1;
+    uint64_t rotations;
 
     test_px_pin_self(cpu);
     test_px_init(set, 2 * size, 0);
@@ -346,7 +359,9 @@ TEST_DEFINE(perfmon_mux, groups_take_turns_as_units)
         TEST_ASSERT_EQ(perfmon_group_attach_cpu(&groups[g], cpu), 0);
     }
 
-    for (unsigned int k = 0; k < TEST_PX_ROTATIONS; k++) {
+    rotations = perfmon_mux_nr_rotations(soft);
+
+    while (perfmon_mux_nr_rotations(soft) - rotations < TEST_PX_ROTATIONS) {
         test_px_run(set, 1, false);
 
         for (unsigned int g = 0; g < 2; g++) {
@@ -406,4 +421,194 @@ TEST_DEFINE(perfmon_mux, rotation_only_while_needed)
     }
 
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Found by review                                                     */
+/* ------------------------------------------------------------------ */
+
+/*
+ * S + 1 CPU events take turns; one that counts is detached, so the S
+ * left fit on the S counters and no rotation comes any more. The CPU,
+ * which has no switch or attach to come, must count all of them at once:
+ * a schedule change reaches every CPU.
+ */
+TEST_DEFINE(perfmon_mux, detach_frees_a_counter_for_a_waiting_event)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int cpu = cpu_count() - 1;
+    unsigned int gone = nr_slots + 1, idle = 0;
+    unsigned long flags;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, nr_slots + 1, 0);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
+    }
+
+    thread_delay(3 * perfmon_mux_ticks());
+    flags = cpu_intr_save();
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        if (perfmon_event_counting_here(&set->events[i])) {
+            gone = i;
+            break;
+        }
+    }
+
+    cpu_intr_restore(flags);
+    TEST_ASSERT(gone <= nr_slots);
+    TEST_ASSERT_EQ(perfmon_event_detach(&set->events[gone]), 0);
+
+    /* Any rotation under way is over; no other comes. */
+    thread_delay(3 * perfmon_mux_ticks());
+    flags = cpu_intr_save();
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        if (i != gone && !perfmon_event_counting_here(&set->events[i])) {
+            idle++;
+        }
+    }
+
+    cpu_intr_restore(flags);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        if (i != gone) {
+            TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+        }
+    }
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    TEST_ASSERT_EQ(idle, 0);
+}
+
+/*
+ * A unit that could never hold its counters (a group of S events beside a
+ * pinned event) is refused (EAGAIN), changing nothing, and the single
+ * events beside the pinned one all get turns.
+ */
+TEST_DEFINE(perfmon_mux, unit_that_could_never_run_is_refused)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int cpu = cpu_count() - 1;
+    struct perfmon_group group;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, 1 + 2 * nr_slots, 0);
+    TEST_ASSERT_EQ(perfmon_event_init(&set->events[0], PMU_SOFT_EV_EMIT,
+                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[0], cpu), 0);
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+
+    for (unsigned int i = 1; i <= nr_slots; i++) {
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &set->events[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, cpu), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT(!perfmon_event_attached(&set->events[1]));
+
+    for (unsigned int i = nr_slots + 1; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
+    }
+
+    test_px_run_rotations(set, false);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        if (perfmon_event_attached(&set->events[i])) {
+            TEST_ASSERT_EQ(perfmon_event_read_value(&set->events[i],
+                                                    &set->values[i]), 0);
+            TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+        }
+    }
+
+    TEST_ASSERT_EQ(set->values[0].count, set->emitted);
+
+    for (unsigned int i = nr_slots + 1; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(set->values[i].count, set->expected[i]);
+        TEST_ASSERT_GT(set->values[i].time_running, 0);
+        TEST_ASSERT_LT(set->values[i].time_running,
+                       set->values[i].time_enabled);
+    }
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+struct test_px_spinner {
+    volatile bool started;
+    volatile bool go;
+};
+
+static void
+test_px_spinner_main(void *arg)
+{
+    struct test_px_spinner *s = arg;
+
+    s->started = true;
+
+    while (!s->go) {
+        cpu_pause();
+    }
+}
+
+/*
+ * A thread event counts on its counter while its thread spins on CPU 1;
+ * pinned events attached on CPU 0 then take every counter, which CPU 1
+ * follows at once or at the switch away from the thread. The thread ran
+ * two ticks with its counter: its event's running time shows it (a loss
+ * applied at the switch once made it wrap to 0).
+ */
+TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs;
+    struct test_px_spinner spinner = { .started = false, .go = false };
+    struct perfmon_event event;
+    struct perfmon_value value;
+    struct thread *thread;
+
+    test_require_cpus(2);
+    test_px_pin_self(0);
+    test_px_init(set, nr_slots, 1);
+
+    for (unsigned int i = 0; i < nr_slots; i++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&set->events[i],
+                                          PMU_SOFT_EV_EMIT + 1 + i,
+                                          PERFMON_EF_SW | PERFMON_EF_PINNED),
+                       0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_EMIT,
+                                      PERFMON_EF_SW), 0);
+    thread = test_thread_start("px-spin", 1ULL << 1, test_px_spinner_main,
+                               &spinner);
+    TEST_ASSERT_EQ(perfmon_event_attach(&event, thread), 0);
+
+    while (!spinner.started) {
+        thread_delay(1);
+    }
+
+    thread_delay(2);
+
+    for (unsigned int i = 0; i < nr_slots; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], 0), 0);
+    }
+
+    spinner.go = true;
+    thread_join(thread);
+    TEST_ASSERT_EQ(perfmon_event_read_value(&event, &value), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+
+    for (unsigned int i = 0; i < nr_slots; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+    }
+
+    TEST_ASSERT_GT(value.time_running, 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
