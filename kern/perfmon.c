@@ -25,7 +25,11 @@
  *   with interrupts disabled, inside a sequence count (sched_seq); each
  *   CPU keeps a copy in its per-CPU tier and follows the schedule as a
  *   whole, at points where it knows no other update of its tier is under
- *   way (perfmon_cpu_sched_check).
+ *   way (perfmon_cpu_sched_check). A CPU may wait for a schedule write to
+ *   end while it holds its run queue lock (a context switch), so nothing
+ *   inside a write takes a run queue lock: the rotation thread is woken
+ *   (perfmon_mux_lock, then the run queue) after the device lock is
+ *   released.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -139,7 +143,7 @@ struct perfmon_cpu_pmc {
     uint64_t off_total;
     uint64_t off_since;
     uint64_t off_mark;
-};
+} __attribute__((aligned(64)));    /* 128 bytes: indexed by a shift */
 
 /*
  * Sampling limits of a CPU: samples counted per tick-long window of TSC
@@ -298,7 +302,7 @@ perfmon_cpu_pmc_add(const struct perfmon_dev *dev,
  * after, so that a wrap between the two shows as a decrease (wrap_seen)
  * rather than being counted twice; one call serves a batch of slots.
  */
-static uint64_t
+static inline uint64_t
 perfmon_dev_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                     uint32_t mask)
 {
@@ -749,18 +753,28 @@ perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
                    clock_get_time() + dev->state.poll_ticks);
 }
 
+static void perfmon_cpu_sched_check(struct perfmon_cpu *cpu,
+                                    struct perfmon_dev *dev,
+                                    struct perfmon_td *td);
+
 /*
  * Take a reference on a slot of this CPU, starting its counter if it holds
- * one here (the caller has followed the schedule: perfmon_cpu_sched_check).
+ * one here. A slot taken into use follows the schedule first: it may be a
+ * slot freed and taken again for another raw event since this CPU last
+ * used it, whose counter this CPU's copy still names (and that counter
+ * may not even count the new raw event). td: the thread loaded here, or
+ * being loaded, or NULL.
  */
 static struct perfmon_cpu_pmc *
 perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                    unsigned int index)
+                    unsigned int index, struct perfmon_td *td)
 {
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
 
     if (cpmc->nr_refs == 0) {
         const struct perfmon_pmc *pmc = &dev->state.pmcs[index];
+
+        perfmon_cpu_sched_check(cpu, dev, td);
 
         if (cpmc->sched) {
             cpmc->prev = dev->ops->start(cpmc->pmc_id, pmc->config)
@@ -813,27 +827,28 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * gain one start, as a counter may pass from one slot to another; a slot
  * without a counter reads as one that never moves. The times without a
  * counter are accounted, for the CPU's slots and for td, the thread loaded
- * here (NULL when none), at *nowp (a context switch's: the scheduler's
- * TSC, which the thread's run time and the switch's accounting use), or
- * now. Local, interrupts disabled.
+ * here (NULL when none), at TSC now (a context switch's: the scheduler's,
+ * which the thread's run time and the switch's accounting use). Local,
+ * interrupts disabled.
  */
 static __attribute__((noinline)) void
 perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                        struct perfmon_td *td, const uint64_t *nowp)
+                        struct perfmon_td *td, uint64_t now)
 {
     const struct perfmon_dev_state *state = &dev->state;
     unsigned int d = state->index;
     struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[d];
-    bool sched[PERFMON_MAX_SLOTS];
+    uint32_t here = ~cpu->unsched[d], sched, lose, gain, stopping;
     unsigned int ids[PERFMON_MAX_SLOTS];
     uint64_t masks[PERFMON_MAX_SLOTS];
-    uint32_t lose = 0, gain = 0, stopping;
-    uint64_t now, pending;
+    uint64_t pending;
     unsigned int seq;
 
     /*
-     * A consistent copy. A writer holds the device lock with interrupts
-     * disabled, so it is never interrupted by this reader on its CPU.
+     * A consistent copy of what matters here: the slots that hold counters
+     * in the schedule or on this CPU. A writer holds the device lock with
+     * interrupts disabled, so it is never interrupted by this reader on
+     * its CPU.
      */
     for (;;) {
         seq = __atomic_load_n(&state->sched_seq, __ATOMIC_ACQUIRE);
@@ -843,8 +858,9 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
             continue;
         }
 
-        for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-            sched[i] = READ_ONCE(state->pmcs[i].sched);
+        sched = READ_ONCE(state->sched_mask);
+
+        FOR_EACH_BIT(i, sched) {
             ids[i] = READ_ONCE(state->pmcs[i].pmc_id);
             masks[i] = READ_ONCE(state->pmcs[i].mask);
         }
@@ -856,20 +872,16 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         }
     }
 
-    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        const struct perfmon_cpu_pmc *cpmc = &cpmcs[i];
-        bool moved = cpmc->pmc_id != ids[i] || cpmc->mask != masks[i];
+    lose = here & ~sched;
+    gain = sched & ~here;
 
-        if (cpmc->sched && (!sched[i] || moved)) {
+    FOR_EACH_BIT(i, sched & here) {
+        if (cpmcs[i].pmc_id != ids[i] || cpmcs[i].mask != masks[i]) {
             lose |= 1U << i;
-        }
-
-        if (sched[i] && (!cpmc->sched || moved)) {
             gain |= 1U << i;
         }
     }
 
-    now = (nowp != NULL) ? *nowp : cpu_get_tsc();
     stopping = lose & cpu->used[d];
     pending = perfmon_dev_consume(cpu, dev, stopping);
 
@@ -908,7 +920,7 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
             cpmc->off_total += now - cpmc->off_since;
 
             if (td != NULL && (td->used[d] & (1U << i))) {
-                td->pmcs[d][i].off += now - cpmc->off_mark;
+                td->off[d][i] += now - cpmc->off_mark;
             }
 
             cpu->unsched[d] &= ~(1U << i);
@@ -942,13 +954,20 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * acquisition) and by the rotation's cross-CPU call. td: the thread
  * loaded here, or NULL. Local, interrupts disabled.
  */
+static inline bool
+perfmon_cpu_sched_stale(const struct perfmon_cpu *cpu,
+                        const struct perfmon_dev *dev)
+{
+    return cpu->sched_seq[dev->state.index]
+           != __atomic_load_n(&dev->state.sched_seq, __ATOMIC_ACQUIRE);
+}
+
 static inline void
 perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                        struct perfmon_td *td, const uint64_t *nowp)
+                        struct perfmon_td *td)
 {
-    if (cpu->sched_seq[dev->state.index]
-        != __atomic_load_n(&dev->state.sched_seq, __ATOMIC_ACQUIRE)) {
-        perfmon_cpu_sched_apply(cpu, dev, td, nowp);
+    if (perfmon_cpu_sched_stale(cpu, dev)) {
+        perfmon_cpu_sched_apply(cpu, dev, td, cpu_get_tsc());
     }
 }
 
@@ -1167,15 +1186,10 @@ perfmon_mux_unit(const struct perfmon_dev_state *state, unsigned int index)
 
     while (todo != 0) {
         unsigned int i = __builtin_ctz(todo);
+        uint32_t more = state->link_masks[i] & ~unit;
 
-        todo &= todo - 1;
-
-        for (unsigned int j = 0; j < PERFMON_MAX_SLOTS; j++) {
-            if (state->links[i][j] != 0 && !(unit & (1U << j))) {
-                unit |= 1U << j;
-                todo |= 1U << j;
-            }
-        }
+        todo = (todo & (todo - 1)) | more;
+        unit |= more;
     }
 
     return unit;
@@ -1192,6 +1206,8 @@ perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit)
             perfmon_sched_write(&dev->state, i);
             dev->ops->free(pmc->pmc_id);
             WRITE_ONCE(pmc->sched, false);
+            WRITE_ONCE(dev->state.sched_mask,
+                       dev->state.sched_mask & ~(1U << i));
         }
     }
 }
@@ -1221,6 +1237,7 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
         pmc->width = width;
         WRITE_ONCE(pmc->mask, bitops_width_mask(width));
         WRITE_ONCE(pmc->sched, true);
+        WRITE_ONCE(dev->state.sched_mask, dev->state.sched_mask | (1U << i));
         taken |= 1U << i;
     }
 
@@ -1238,10 +1255,8 @@ perfmon_mux_account(struct perfmon_dev_state *state)
 {
     uint64_t now = cpu_get_tsc();
 
-    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        if (state->pmcs[i].sched) {
-            state->pmcs[i].sched_time += now - state->sched_stamp;
-        }
+    FOR_EACH_BIT(i, state->sched_mask) {
+        state->pmcs[i].sched_time += now - state->sched_stamp;
     }
 
     state->sched_stamp = now;
@@ -1253,10 +1268,8 @@ perfmon_mux_least_time(const struct perfmon_dev_state *state)
 {
     uint64_t least = UINT64_MAX;
 
-    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        if (state->pmcs[i].nr_refs != 0) {
-            least = MIN(least, state->pmcs[i].sched_time);
-        }
+    FOR_EACH_BIT(i, state->used_mask) {
+        least = MIN(least, state->pmcs[i].sched_time);
     }
 
     return (least == UINT64_MAX) ? 0 : least;
@@ -1284,18 +1297,18 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
     uint64_t times[PERFMON_MAX_SLOTS];
 
     perfmon_mux_account(state);
+    used = state->used_mask;
+    sched = state->sched_mask;
 
-    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        used |= (state->pmcs[i].nr_refs != 0) ? 1U << i : 0;
-        sched |= state->pmcs[i].sched ? 1U << i : 0;
-    }
-
-    for (k = 0; k < PERFMON_MAX_SLOTS; k++) {
-        unsigned int i = (state->mux_next + k) % PERFMON_MAX_SLOTS;
+    /* The used slots in round-robin order: from mux_next, rotated. */
+    FOR_EACH_BIT(b, (used >> state->mux_next)
+                    | (used << ((PERFMON_MAX_SLOTS - state->mux_next)
+                                % PERFMON_MAX_SLOTS))) {
+        unsigned int i = (b + state->mux_next) % PERFMON_MAX_SLOTS;
         uint32_t unit;
         unsigned int n;
 
-        if (!(used & ~seen & (1U << i))) {
+        if (seen & (1U << i)) {
             continue;
         }
 
@@ -1428,7 +1441,7 @@ perfmon_mux_follow(void *arg)
     struct perfmon_dev *dev = arg;
 
     perfmon_cpu_sched_check(cpu_local_ptr(perfmon_cpu), dev,
-                            perfmon_cpu_loaded_td(), NULL);
+                            perfmon_cpu_loaded_td());
 }
 
 /*
@@ -1464,17 +1477,15 @@ perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit)
     const struct perfmon_dev_state *state = &dev->state;
     unsigned int pinned = 0;
 
-    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        if (state->pmcs[i].sched && !(unit & (1U << i))) {
-            uint32_t other = perfmon_mux_unit(state, i);
-            bool pin = false;
+    FOR_EACH_BIT(i, state->sched_mask & ~unit) {
+        uint32_t other = perfmon_mux_unit(state, i);
+        bool pin = false;
 
-            FOR_EACH_BIT(j, other) {
-                pin |= perfmon_pmc_pinned(&state->pmcs[j]);
-            }
-
-            pinned += pin;
+        FOR_EACH_BIT(j, other) {
+            pin |= perfmon_pmc_pinned(&state->pmcs[j]);
         }
+
+        pinned += pin;
     }
 
     return bitops_popcount(unit) + pinned <= dev->nr_pmcs;
@@ -1535,10 +1546,11 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
 
     if (new) {
         assert(!pmc->sched);
+        pmc->sched_time = perfmon_mux_least_time(state);
+        state->used_mask |= 1U << index;
         pmc->config = config;
         pmc->sampler = sampler;
         pmc->nr_pinned = 0;
-        pmc->sched_time = perfmon_mux_least_time(state);
     }
 
     pmc->nr_refs++;
@@ -1555,6 +1567,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
 
         if (pmc->nr_refs == 0) {
             perfmon_mux_drop(dev, 1U << index);
+            state->used_mask &= ~(1U << index);
             pmc->sampler = NULL;
         }
 
@@ -1590,6 +1603,7 @@ perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin)
 
     if (last) {
         perfmon_mux_drop(dev, 1U << index);
+        state->used_mask &= ~(1U << index);
         pmc->sampler = NULL;
     }
 
@@ -1607,9 +1621,19 @@ perfmon_mux_links_add(struct perfmon_dev_state *state,
                       int delta)
 {
     for (unsigned int a = 0; a < nr_indexes; a++) {
+        unsigned int i = indexes[a];
+
         for (unsigned int b = 0; b < nr_indexes; b++) {
-            if (indexes[a] != indexes[b]) {
-                state->links[indexes[a]][indexes[b]] += delta;
+            unsigned int j = indexes[b];
+
+            if (i != j) {
+                state->links[i][j] += delta;
+
+                if (state->links[i][j] != 0) {
+                    state->link_masks[i] |= 1U << j;
+                } else {
+                    state->link_masks[i] &= ~(1U << j);
+                }
             }
         }
     }
@@ -1663,12 +1687,7 @@ perfmon_mux_rotate(struct perfmon_dev *dev)
     spinlock_lock_intr_save(&state->lock, &flags);
 
     /* Nothing waits: the schedule stays as it is. */
-    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        if (state->pmcs[i].nr_refs != 0 && !state->pmcs[i].sched) {
-            rotated = true;
-            break;
-        }
-    }
+    rotated = (state->used_mask & ~state->sched_mask) != 0;
 
     if (rotated) {
         error = perfmon_mux_schedule(dev, true);
@@ -1786,7 +1805,7 @@ perfmon_td_init(struct perfmon_td *td)
             td->pmcs[d][i].cpu_start = 0;
             td->pmcs[d][i].value = 0;
             td->pmcs[d][i].sample_left = 0;
-            td->pmcs[d][i].off = 0;
+            td->off[d][i] = 0;
         }
     }
 }
@@ -1809,7 +1828,7 @@ perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     struct perfmon_dev *dev, unsigned int index)
 {
     struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state.index][index];
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_get(cpu, dev, index);
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_get(cpu, dev, index, td);
 
     if (cpmc->nr_refs > 1) {
         perfmon_cpu_pmc_update(cpu, dev, index);
@@ -1874,17 +1893,29 @@ perfmon_td_off_begin(struct perfmon_cpu *cpu, unsigned int d, uint32_t used,
 }
 
 /*
- * On a switch touching slots without a counter here (off), at the
- * scheduler's TSC, so that the times match the threads' run times: prev
- * takes the time it ran without them, next's starts.
+ * A switch touching slots without a counter here. First the CPU follows
+ * the schedule if it changed: after next's lock, so that the change that
+ * gave next's new slots their counters is seen (a slot this CPU has not
+ * seen yet is one without a counter here, which is how the switch comes
+ * here; changes to slots in use reach every CPU by a cross-CPU call, and
+ * until then the CPU counts consistently on its copy). Before the batch:
+ * the switch reads what this starts. Then, at the scheduler's TSC, so
+ * that the times match the threads' run times, prev takes the time it ran
+ * without them, next's starts.
  */
 static __attribute__((noinline)) void
-perfmon_td_switch_off(struct perfmon_cpu *cpu, unsigned int d,
+perfmon_td_switch_off(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                       struct perfmon_td *prev, struct perfmon_td *next,
                       uint64_t now)
 {
+    unsigned int d = dev->state.index;
+
+    if (perfmon_cpu_sched_stale(cpu, dev)) {
+        perfmon_cpu_sched_apply(cpu, dev, prev, now);
+    }
+
     FOR_EACH_BIT(index, cpu->unsched[d] & prev->used[d]) {
-        prev->pmcs[d][index].off += now - cpu->pmcs[d][index].off_mark;
+        prev->off[d][index] += now - cpu->pmcs[d][index].off_mark;
     }
 
     perfmon_td_off_begin(cpu, d, next->used[d], now);
@@ -1900,7 +1931,7 @@ perfmon_td_load(struct perfmon_td *td)
     assert(td->loaded_cpu == PERFMON_CPU_NONE);
 
     for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
-        perfmon_cpu_sched_check(cpu, perfmon_devs[d], NULL, NULL);
+        perfmon_cpu_sched_check(cpu, perfmon_devs[d], NULL);
         perfmon_td_off_begin(cpu, d, td->used[d], cpu_get_tsc());
     }
 
@@ -2025,16 +2056,10 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
             struct perfmon_dev *dev = perfmon_devs[d];
             bool batch = dev->ops->batch_begin != NULL;
 
-            /*
-             * After next's lock: its slots' schedule changes are seen.
-             * At the scheduler's TSC, as the times without a counter.
-             * Before the batch: the switch reads what this starts.
-             */
-            perfmon_cpu_sched_check(cpu, dev, prev, &now);
-
+            /* Multiplexing: slots without a counter here. */
             if (__builtin_expect(cpu->unsched[d]
                                  & (prev->used[d] | next->used[d]), 0)) {
-                perfmon_td_switch_off(cpu, d, prev, next, now);
+                perfmon_td_switch_off(cpu, dev, prev, next, now);
             }
 
             /* One write of the driver's global enable per switch. */
@@ -2145,7 +2170,7 @@ perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
         struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
         if (loaded) {
-            perfmon_cpu_sched_check(cpu, op->dev, op->td, NULL);
+            perfmon_cpu_sched_check(cpu, op->dev, op->td);
             perfmon_td_off_begin(cpu, op->dev->state.index, 1U << op->index,
                                  cpu_get_tsc());
         }
@@ -2213,8 +2238,9 @@ perfmon_cpu_op_attach(void *arg)
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     struct perfmon_cpu_pmc *cpmc;
 
-    perfmon_cpu_sched_check(cpu, event->dev, perfmon_cpu_loaded_td(), NULL);
-    cpmc = perfmon_cpu_pmc_get(cpu, event->dev, event->pmc_index);
+    perfmon_cpu_sched_check(cpu, event->dev, perfmon_cpu_loaded_td());
+    cpmc = perfmon_cpu_pmc_get(cpu, event->dev, event->pmc_index,
+                               perfmon_cpu_loaded_td());
     perfmon_cpu_pmc_update(cpu, event->dev, event->pmc_index);
     event->start = cpmc->value;
 
@@ -2680,7 +2706,7 @@ perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
         unsigned int d = event->dev->state.index;
         const struct perfmon_cpu_pmc *cpmc;
 
-        snap->offs[i] = op->td->pmcs[d][event->pmc_index].off;
+        snap->offs[i] = op->td->off[d][event->pmc_index];
         cpmc = perfmon_cpu_pmc(cpu_local_ptr(perfmon_cpu), event->dev,
                                event->pmc_index);
 
@@ -3654,7 +3680,11 @@ perfmon_register(struct perfmon_dev *dev)
     for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
         dev->state.pmcs[i].nr_refs = 0;
         dev->state.pmcs[i].sched = false;
+        dev->state.link_masks[i] = 0;
     }
+
+    dev->state.used_mask = 0;
+    dev->state.sched_mask = 0;
 
     dev->state.poll_ticks = poll_ticks;
 

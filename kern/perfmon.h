@@ -137,15 +137,14 @@ int perfmon_event_init(struct perfmon_event *event, uint64_t id,
  * another CPU. Return 0, EINVAL (event not initialized or already
  * attached, NULL or exited thread, raw code the driver rejects), ENODEV
  * (no device counts this event), EAGAIN (every one of the device's
- * PERFMON_MAX_SLOTS slots holds another raw event; a pinned or sampling
- * event: no counter can be given to it, pinned slots holding them all).
- * Thread context.
+ * PERFMON_MAX_SLOTS slots holds another raw event, or the event could
+ * never hold a counter while the pinned events hold theirs; a pinned or
+ * sampling event: no counter can be given to it now). Thread context.
  *
  * Multiplexing: an event attaches even when the device's counters are all
  * taken. Its raw event then waits for its turn: every perfmon.mux_ticks
- * ticks (default PERFMON_MUX_TICKS) the raw events that hold no counter
- * take the counters of those that do, round robin, a group's events
- * together. An event counts only while its raw event holds a counter;
+ * ticks (default 2) the raw events that held counters the least take
+ * them, a group's events together. An event counts only while its raw event holds a counter;
  * struct perfmon_value's time_running says for how long, and
  * perfmon_scale() estimates the full count. An event initialized with
  * PERFMON_EF_PINNED (or a sampling event) never gives up its counter: its
@@ -517,6 +516,8 @@ struct perfmon_dev_state {
     uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
     struct spinlock lock;       /* the global tier: slots, the schedule */
     uint32_t sched_changed;     /* slots changed by the current write */
+    uint32_t used_mask;         /* slots with references */
+    uint32_t sched_mask;        /* slots holding counters (the schedule) */
     unsigned int mux_next;      /* multiplexing: the slot whose unit
                                    comes first at the next rotation */
     bool mux_waiting;           /* a unit waits for counters */
@@ -524,6 +525,7 @@ struct perfmon_dev_state {
     uint64_t nr_rotations;
     struct perfmon_pmc pmcs[PERFMON_MAX_SLOTS];
     uint16_t links[PERFMON_MAX_SLOTS][PERFMON_MAX_SLOTS];
+    uint32_t link_masks[PERFMON_MAX_SLOTS];     /* links[i][j] != 0 */
 
     /*
      * Schedule version, odd while written: read by every context switch

@@ -45,7 +45,7 @@
 #include <machine/cpu.h>
 #include <machine/uart.h>
 
-#define PERFMON_SHELL_MAX_EVENTS 8U
+#define PERFMON_SHELL_MAX_EVENTS 16U
 #define PERFMON_SHELL_MAX_MS     60000ULL
 #define PERFMON_SHELL_MAX_ROUNDS 1000000ULL
 #define PERFMON_SHELL_NAME_SIZE  32

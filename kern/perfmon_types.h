@@ -26,9 +26,6 @@ struct perfmon_td_pmc {
     uint64_t value;         /* the thread's total, up to the last unload */
     uint64_t sample_left;   /* sampling: events to the next sample, kept
                                while the thread is off-CPU */
-    uint64_t off;           /* TSC time the thread ran with the slot
-                               holding no counter (multiplexed out), up
-                               to the last switch or rotation */
 };
 
 /*
@@ -41,6 +38,13 @@ struct perfmon_td {
     unsigned int loaded_cpu;            /* PERFMON_CPU_NONE when off-CPU */
     uint32_t used[PERFMON_MAX_DEVS];    /* bit i: slot i has references */
     struct perfmon_td_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
+
+    /*
+     * Per slot, the TSC time the thread ran with the slot holding no
+     * counter (multiplexed out), up to the last switch or rotation: apart
+     * from pmcs, which the switch's per-slot loop indexes by a shift.
+     */
+    uint64_t off[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
 };
 
 #define PERFMON_CPU_NONE (~0U)
