@@ -615,6 +615,14 @@ def check_plan(args):
          r" Performance counter stats for 'cpu 0':\n\n"
          r"\s+(29|[3-9]\d|\d{3,})\s+tick" + rate + "\n"
          r"\s+0\s+emit" + rate + "\n" + count + r"cs" + rate, None),
+        # Twelve raw events on the eight software counters take turns:
+        # each runs part of the time, and the count is scaled.
+        (prompt, "perf stat cpu 0 emit,emit1,emit2,emit3,emit4,emit5,"
+                 "emit6,emit7,emit8,emit9,emit10,tick 500\r"),
+        (r"^ Performance counter stats for 'cpu 0':\n\n(?:\s+0\s+emit\d*"
+         r"\s+#\s+0\.000 /sec  \((?!100\.00)\d+\.\d{2}%\)\n){11}"
+         + count + r"tick\s+#\s+\d+\.\d{3} /sec  \((?!100\.00)\d+\.\d{2}%\)$",
+         None),
         (prompt, "perf stat -x cpu 0 tick 10\r"),
         (r"^usage: perf stat \[-g\] \[-v\]", None),
         (prompt, "perf stat -g cpu 0 tick,raw:0xffffffff 10\r"),
