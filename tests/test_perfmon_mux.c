@@ -13,8 +13,10 @@
  *
  * Stated tolerances (the rest is exact):
  * - with S counters and 2S raw events taking turns, each event's running
- *   time is 1/2 of its enabled time +- 0.1 (a turn starts and ends with a
- *   rotation, whose timing a loaded host shifts);
+ *   time is 1/2 of its enabled time +- 0.15 (a turn starts and ends with a
+ *   rotation, whose timing a loaded host shifts: turns go to the raw events
+ *   that have held counters the least, so the shares differ by about one
+ *   turn at most, of 30);
  * - the scaled estimate (count * enabled / running) is within 25% of the
  *   units emitted (a step falls on either side of a rotation);
  * - the running times of all events add up to S times the elapsed time
@@ -35,7 +37,7 @@
 
 #include "test_util.h"
 
-#define TEST_PX_ROTATIONS       20
+#define TEST_PX_ROTATIONS       30
 #define TEST_PX_STEPS_PER_TICK  4
 #define TEST_PX_MAX_EVENTS      (2 * PMU_SOFT_NR_PMCS + 2)
 
@@ -64,6 +66,13 @@ static void
 test_px_init(struct test_px_set *set, unsigned int nr_events,
              unsigned int first_channel)
 {
+    /* What a failed test left attached would fail the next ones too. */
+    for (unsigned int i = 0; i < TEST_PX_MAX_EVENTS; i++) {
+        if (perfmon_event_attached(&set->events[i])) {
+            perfmon_event_detach(&set->events[i]);
+        }
+    }
+
     TEST_ASSERT(nr_events <= TEST_PX_MAX_EVENTS);
     TEST_ASSERT(first_channel + nr_events <= PMU_SOFT_NR_CHANNELS);
     set->nr_events = nr_events;
@@ -131,7 +140,12 @@ test_px_run(struct test_px_set *set, unsigned int nr_intervals, bool migrate)
                 cpu_pause();
             }
 
-            next += step_tsc;
+            /*
+             * No catching up after the thread was held off (a host that
+             * stalls the virtual CPU): a burst of steps would all fall in
+             * one turn and skew the estimates.
+             */
+            next = MAX(next, cpu_get_tsc()) + step_tsc;
             flags = cpu_intr_save();
 
             for (unsigned int i = 0; i < set->nr_events; i++) {
@@ -193,8 +207,8 @@ test_px_assert_half_share(const struct test_px_set *set, unsigned int i)
     const struct perfmon_value *value = &set->values[i];
     uint64_t scaled;
 
-    TEST_ASSERT_GE(value->time_running * 10, value->time_enabled * 4);
-    TEST_ASSERT_LE(value->time_running * 10, value->time_enabled * 6);
+    TEST_ASSERT_GE(value->time_running * 20, value->time_enabled * 7);
+    TEST_ASSERT_LE(value->time_running * 20, value->time_enabled * 13);
     scaled = perfmon_scale(value->count, value->time_enabled,
                            value->time_running);
     TEST_ASSERT_GE(scaled * 4, set->emitted * 3);
@@ -325,8 +339,8 @@ TEST_DEFINE(perfmon_mux, thread_events_take_turns_across_cpus)
     test_px_assert_exact(set);
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
-        TEST_ASSERT_GE(set->values[i].time_running * 10, run * 4);
-        TEST_ASSERT_LE(set->values[i].time_running * 10, run * 6);
+        TEST_ASSERT_GE(set->values[i].time_running * 20, run * 7);
+        TEST_ASSERT_LE(set->values[i].time_running * 20, run * 13);
     }
 
     test_px_assert_sum(set, nr_slots, run);
@@ -379,8 +393,8 @@ TEST_DEFINE(perfmon_mux, groups_take_turns_as_units)
     for (unsigned int g = 0; g < 2; g++) {
         TEST_ASSERT_EQ(perfmon_group_read(&groups[g], &value), 0);
         TEST_ASSERT_EQ(perfmon_group_detach(&groups[g]), 0);
-        TEST_ASSERT_GE(value.time_running * 10, value.time_enabled * 4);
-        TEST_ASSERT_LE(value.time_running * 10, value.time_enabled * 6);
+        TEST_ASSERT_GE(value.time_running * 20, value.time_enabled * 7);
+        TEST_ASSERT_LE(value.time_running * 20, value.time_enabled * 13);
     }
 
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
