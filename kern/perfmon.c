@@ -1501,6 +1501,31 @@ perfmon_mux_can_run(struct perfmon_dev *dev, unsigned int index)
 }
 
 /*
+ * Drop a reference on slot index (pin: a pinning one), freeing the slot
+ * with the last, and schedule again. Return whether it was the last.
+ * Device lock held, interrupts disabled.
+ */
+static bool
+perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin)
+{
+    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_pmc *pmc = &state->pmcs[index];
+    bool last;
+
+    pmc->nr_pinned -= pin;
+    last = (--pmc->nr_refs == 0);
+
+    if (last) {
+        perfmon_mux_drop(dev, 1U << index);
+        state->used_mask &= ~(1U << index);
+        pmc->sampler = NULL;
+    }
+
+    perfmon_mux_reschedule(dev);
+    return last;
+}
+
+/*
  * Find the slot counting config, or give it a free one, and schedule it.
  * A sampling event (sampler) takes a free slot of its own: its counter is
  * preset for its period, which no other event shares; like a pinned
@@ -1562,16 +1587,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     }
 
     if (error) {
-        pmc->nr_refs--;
-        pmc->nr_pinned -= pin;
-
-        if (pmc->nr_refs == 0) {
-            perfmon_mux_drop(dev, 1U << index);
-            state->used_mask &= ~(1U << index);
-            pmc->sampler = NULL;
-        }
-
-        perfmon_mux_reschedule(dev);
+        perfmon_pmc_unref(dev, index, pin);
     }
 
     changed = perfmon_sched_end(state);
@@ -1598,16 +1614,7 @@ perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin)
 
     spinlock_lock_intr_save(&state->lock, &flags);
     assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin);
-    pmc->nr_pinned -= pin;
-    last = (--pmc->nr_refs == 0);
-
-    if (last) {
-        perfmon_mux_drop(dev, 1U << index);
-        state->used_mask &= ~(1U << index);
-        pmc->sampler = NULL;
-    }
-
-    perfmon_mux_reschedule(dev);
+    last = perfmon_pmc_unref(dev, index, pin);
     changed = perfmon_sched_end(state);
     spinlock_unlock_intr_restore(&state->lock, flags);
 

@@ -249,29 +249,23 @@ TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
         TEST_ASSERT_EQ(perfmon_event_attach(&blockers[i], self), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
-    test_pg_init(&events[0], ids[nr_pmcs - 1]);
-    test_pg_init(&events[1], ids[nr_pmcs]);
-    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[0]), 0);
-    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), 0);
-    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_pmcs - 1);
-    TEST_ASSERT_EQ(self->refs, refs + nr_pmcs - 1);
-    TEST_ASSERT(!perfmon_event_attached(&events[0]));
+    /* Pinned (the second time), it gets EAGAIN all the same. */
+    for (unsigned int pin = 0; pin < 2; pin++) {
+        TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+        TEST_ASSERT_EQ(perfmon_event_init(&events[0], ids[nr_pmcs - 1],
+                                          PERFMON_EF_SW
+                                          | (pin ? PERFMON_EF_PINNED : 0)),
+                       0);
+        test_pg_init(&events[1], ids[nr_pmcs]);
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[0]), 0);
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), 0);
+        TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EAGAIN);
+        TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_pmcs - 1);
+        TEST_ASSERT_EQ(self->refs, refs + nr_pmcs - 1);
+        TEST_ASSERT(!perfmon_event_attached(&events[0]));
+    }
 
-    /* Pinned, the group gets EAGAIN and releases what it had taken. */
-    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
-    TEST_ASSERT_EQ(perfmon_event_init(&events[0], ids[nr_pmcs - 1],
-                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
-    test_pg_init(&events[1], ids[nr_pmcs]);
-    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[0]), 0);
-    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), 0);
-    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_pmcs - 1);
-    TEST_ASSERT_EQ(self->refs, refs + nr_pmcs - 1);
-    TEST_ASSERT(!perfmon_event_attached(&events[0]));
     TEST_ASSERT_EQ(perfmon_group_read(&group, &value), EINVAL);
 
     /* Room again: the same group attaches, on counters. */
