@@ -16,7 +16,8 @@
  *   time is 1/2 of its enabled time +- 0.15 (a turn starts and ends with a
  *   rotation, whose timing a loaded host shifts: turns go to the raw events
  *   that have held counters the least, so the shares differ by about one
- *   turn at most, of 30);
+ *   turn at most, of 30); +- 0.3 beyond 4 CPUs, where the host runs more
+ *   virtual CPUs than it has cores;
  * - the scaled estimate (count * enabled / running) is within 25% of the
  *   units emitted (a step falls on either side of a rotation);
  * - the running times of all events add up to S times the elapsed time
@@ -200,15 +201,28 @@ test_px_assert_exact(const struct test_px_set *set)
     }
 }
 
-/* Each event's share of its enabled time, in tenths, and its estimate. */
+/*
+ * A half share: 1/2 +- 0.15 of the time; +- 0.3 beyond 4 CPUs, where the
+ * host runs more virtual CPUs than it has cores and the cross-CPU calls
+ * of a rotation reach a CPU when the host runs it.
+ */
+static void
+test_px_assert_share(uint64_t running, uint64_t total)
+{
+    uint64_t lo = (cpu_count() <= 4) ? 7 : 4;
+
+    TEST_ASSERT_GE(running * 20, total * lo);
+    TEST_ASSERT_LE(running * 20, total * (20 - lo));
+}
+
+/* Each event's share of its enabled time, and its estimate. */
 static void
 test_px_assert_half_share(const struct test_px_set *set, unsigned int i)
 {
     const struct perfmon_value *value = &set->values[i];
     uint64_t scaled;
 
-    TEST_ASSERT_GE(value->time_running * 20, value->time_enabled * 7);
-    TEST_ASSERT_LE(value->time_running * 20, value->time_enabled * 13);
+    test_px_assert_share(value->time_running, value->time_enabled);
     scaled = perfmon_scale(value->count, value->time_enabled,
                            value->time_running);
     TEST_ASSERT_GE(scaled * 4, set->emitted * 3);
@@ -339,8 +353,7 @@ TEST_DEFINE(perfmon_mux, thread_events_take_turns_across_cpus)
     test_px_assert_exact(set);
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
-        TEST_ASSERT_GE(set->values[i].time_running * 20, run * 7);
-        TEST_ASSERT_LE(set->values[i].time_running * 20, run * 13);
+        test_px_assert_share(set->values[i].time_running, run);
     }
 
     test_px_assert_sum(set, nr_slots, run);
@@ -393,8 +406,7 @@ TEST_DEFINE(perfmon_mux, groups_take_turns_as_units)
     for (unsigned int g = 0; g < 2; g++) {
         TEST_ASSERT_EQ(perfmon_group_read(&groups[g], &value), 0);
         TEST_ASSERT_EQ(perfmon_group_detach(&groups[g]), 0);
-        TEST_ASSERT_GE(value.time_running * 20, value.time_enabled * 7);
-        TEST_ASSERT_LE(value.time_running * 20, value.time_enabled * 13);
+        test_px_assert_share(value.time_running, value.time_enabled);
     }
 
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
