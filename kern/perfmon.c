@@ -132,7 +132,9 @@ struct perfmon_cpu_pmc {
 
     /*
      * Multiplexing. sched: the slot holds counter pmc_id on this CPU (the
-     * CPU's copy of the schedule). A slot without a counter reads as a
+     * CPU's copy of the schedule; its complement is also a bit of the
+     * CPU's unsched mask, kept for the context switch's single test,
+     * while paths that hold only the slot test this). A slot without a counter reads as a
      * counter that never moves (mask and id_bit 0, so every read gives
      * 0 and no overflow is consumed for it): the hot paths need no test.
      * Its time without a counter is off_total plus, while it has none,
@@ -1199,16 +1201,10 @@ perfmon_mux_unit(const struct perfmon_dev_state *state, unsigned int index)
 static void
 perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit)
 {
-    FOR_EACH_BIT(i, unit) {
-        struct perfmon_pmc *pmc = &dev->state.pmcs[i];
-
-        if (pmc->sched) {
-            perfmon_sched_write(&dev->state, i);
-            dev->ops->free(pmc->pmc_id);
-            WRITE_ONCE(pmc->sched, false);
-            WRITE_ONCE(dev->state.sched_mask,
-                       dev->state.sched_mask & ~(1U << i));
-        }
+    FOR_EACH_BIT(i, unit & dev->state.sched_mask) {
+        perfmon_sched_write(&dev->state, i);
+        dev->ops->free(dev->state.pmcs[i].pmc_id);
+        WRITE_ONCE(dev->state.sched_mask, dev->state.sched_mask & ~(1U << i));
     }
 }
 
@@ -1218,13 +1214,9 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
 {
     uint32_t taken = 0;
 
-    FOR_EACH_BIT(i, unit) {
+    FOR_EACH_BIT(i, unit & ~dev->state.sched_mask) {
         struct perfmon_pmc *pmc = &dev->state.pmcs[i];
         unsigned int pmc_id, width;
-
-        if (pmc->sched) {
-            continue;
-        }
 
         if (dev->ops->alloc(&pmc_id, &width, pmc->config) != 0) {
             perfmon_mux_drop(dev, taken);
@@ -1236,7 +1228,6 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
         WRITE_ONCE(pmc->pmc_id, pmc_id);
         pmc->width = width;
         WRITE_ONCE(pmc->mask, bitops_width_mask(width));
-        WRITE_ONCE(pmc->sched, true);
         WRITE_ONCE(dev->state.sched_mask, dev->state.sched_mask | (1U << i));
         taken |= 1U << i;
     }
@@ -1357,16 +1348,9 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
         while (pinned[k] && !perfmon_mux_take(dev, units[k])) {
             /* Room from the multiplexed unit that would run last. */
             for (victim = nr_units; victim-- > 0;) {
-                if (!pinned[victim]) {
-                    bool holds = false;
-
-                    FOR_EACH_BIT(j, units[victim]) {
-                        holds |= state->pmcs[j].sched;
-                    }
-
-                    if (holds) {
-                        break;
-                    }
+                if (!pinned[victim]
+                    && (units[victim] & state->sched_mask) != 0) {
+                    break;
                 }
             }
 
@@ -1497,7 +1481,8 @@ perfmon_mux_can_run(struct perfmon_dev *dev, unsigned int index)
 {
     uint32_t unit = perfmon_mux_unit(&dev->state, index);
 
-    return dev->state.pmcs[index].sched || perfmon_mux_fits(dev, unit);
+    return (dev->state.sched_mask & (1U << index))
+           || perfmon_mux_fits(dev, unit);
 }
 
 /*
@@ -1570,7 +1555,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     new = (pmc->nr_refs == 0);
 
     if (new) {
-        assert(!pmc->sched);
+        assert(!(state->sched_mask & (1U << index)));
         pmc->sched_time = perfmon_mux_least_time(state);
         state->used_mask |= 1U << index;
         pmc->config = config;
@@ -1762,7 +1747,8 @@ perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
 
     pmc = &dev->state.pmcs[index];
 
-    if (READ_ONCE(pmc->nr_refs) == 0 || !READ_ONCE(pmc->sched)) {
+    if (READ_ONCE(pmc->nr_refs) == 0
+        || !(READ_ONCE(dev->state.sched_mask) & (1U << index))) {
         return false;
     }
 
@@ -3686,7 +3672,6 @@ perfmon_register(struct perfmon_dev *dev)
 
     for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
         dev->state.pmcs[i].nr_refs = 0;
-        dev->state.pmcs[i].sched = false;
         dev->state.link_masks[i] = 0;
     }
 

@@ -495,13 +495,13 @@ struct perfmon_dev_ops {
 };
 
 /*
- * A slot: a raw event and, while it is scheduled, the counter it holds
- * on every CPU (the CPUs follow the schedule when they next look at it).
+ * A slot: a raw event and, while it is scheduled (its bit in the device's
+ * sched_mask), the counter it holds on every CPU (the CPUs follow the
+ * schedule when they next look at it).
  */
 struct perfmon_pmc {
     unsigned int nr_refs;
     unsigned int nr_pinned;     /* references that pin it */
-    bool sched;                 /* holds pmc_id */
     unsigned int pmc_id;
     unsigned int width;
     uint64_t mask;              /* 2^width - 1 */
