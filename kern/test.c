@@ -28,14 +28,22 @@
 extern const struct test *const test_table_start[];
 extern const struct test *const test_table_end[];
 
+struct test_undo {
+    void (*fn)(void *arg);
+    void *arg;
+};
+
 struct test_ctx {
     const struct test *test;
     struct thread *thread;
     struct jmp_buf jmp;
     unsigned int preempt_level;
+    unsigned long flags;            /* interrupts as the test started */
     volatile bool failed;
     bool skipped;
     const char *skip_reason;
+    struct test_undo undo[TEST_MAX_UNDO];
+    unsigned int nr_undo;
 };
 
 static struct test_ctx test_ctx;
@@ -171,10 +179,50 @@ test_diag(const char *fmt, ...)
     printf("# %s\n", buf);
 }
 
+int
+test_undo_on_failure(void (*fn)(void *arg), void *arg)
+{
+    if (fn == NULL || test_ctx.test == NULL
+        || thread_self() != test_ctx.thread) {
+        return EINVAL;
+    }
+
+    if (test_ctx.nr_undo == ARRAY_SIZE(test_ctx.undo)) {
+        return ENOMEM;
+    }
+
+    test_ctx.undo[test_ctx.nr_undo].fn = fn;
+    test_ctx.undo[test_ctx.nr_undo].arg = arg;
+    test_ctx.nr_undo++;
+    return 0;
+}
+
+/*
+ * Run the failed test's undo actions, still on its stack. Not when it
+ * holds a lock or disabled preemption: the run stops there anyway. An
+ * action that fails comes back here, past itself.
+ */
+static void
+test_undo(void)
+{
+    if (thread_preempt_level() != test_ctx.preempt_level) {
+        return;
+    }
+
+    cpu_intr_restore(test_ctx.flags);
+
+    while (test_ctx.nr_undo > 0) {
+        struct test_undo *undo = &test_ctx.undo[--test_ctx.nr_undo];
+
+        undo->fn(undo->arg);
+    }
+}
+
 static __noreturn void
 test_unwind(void)
 {
     if (thread_self() == test_ctx.thread) {
+        test_undo();
         jmp_restore(&test_ctx.jmp, 1);
     }
 
@@ -394,8 +442,10 @@ test_run_one(const struct test *test, unsigned int index)
     test_ctx.test = test;
     test_ctx.thread = thread_self();
     test_ctx.preempt_level = thread_preempt_level();
+    test_ctx.flags = flags;
     test_ctx.failed = false;
     test_ctx.skipped = false;
+    test_ctx.nr_undo = 0;
 
     if (jmp_save(&test_ctx.jmp) == 0) {
         test->fn();

@@ -61,6 +61,21 @@ void test_skip(const char *reason) __noreturn;
 int test_helper_start(struct thread **threadp, const struct thread_attr *attr,
                       void (*fn)(void *arg), void *arg);
 
+/*
+ * Have fn(arg) called if the running test fails or skips, before its
+ * stack unwinds: to undo what it set up that would outlive it (an event
+ * left attached would fail the tests after it, and point into a dead
+ * stack). arg must live as long as the test function runs. The actions
+ * run last registered first, on the test's thread, with interrupts and
+ * preemption as the test started (not at all when it ended holding a
+ * lock: the run stops there). A test that ends normally drops them, and
+ * has undone everything itself. Return EINVAL for a NULL fn or a call
+ * from another thread than the test's, ENOMEM beyond TEST_MAX_UNDO
+ * actions. Thread context, the running test's thread.
+ */
+#define TEST_MAX_UNDO 32
+int test_undo_on_failure(void (*fn)(void *arg), void *arg);
+
 /* Print a KTAP diagnostic line ("# ..."). Any context. */
 void test_diag(const char *fmt, ...) __format_printf(1, 2);
 

@@ -560,6 +560,7 @@ TEST_DEFINE(perfmon_group, cpu_event_times_follow_the_clock)
 
     thread_set_affinity(thread_self(), 1ULL << 0);
     test_pg_init(&event, PMU_SOFT_EV_TICK);
+    test_detach_on_failure(&event);
 
     TEST_PG_SPAN(&attach, error = perfmon_event_attach_cpu(&event, c));
     TEST_ASSERT_EQ(error, 0);
@@ -652,6 +653,7 @@ TEST_DEFINE(perfmon_group, thread_event_running_is_its_run_time)
     TEST_ASSERT_GT(thread_self()->priority, THREAD_PRIO_MIN);
     thread_set_affinity(thread_self(), 1ULL << c);
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+    test_group_detach_on_failure(&group);
     test_pg_init(&events[0], PMU_SOFT_EV_EMIT);
     test_pg_init(&events[1], PMU_SOFT_EV_CSWITCH);
 

@@ -3,6 +3,8 @@
  * runner reports a failure, a panic and a hang (they are manual tests,
  * never part of test=all).
  */
+#include <kern/errno.h>
+#include <kern/macros.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
@@ -59,4 +61,41 @@ TEST_DEFINE_MANUAL(selftest, failure_with_running_helper)
 TEST_DEFINE_MANUAL(selftest, after_an_aborted_run)
 {
     TEST_ASSERT(true);
+}
+
+struct test_selftest_undo {
+    unsigned int nr;
+    const unsigned int *order;      /* the last action run, on the stack */
+};
+
+static void
+test_selftest_undo(void *arg)
+{
+    struct test_selftest_undo *undo = arg;
+
+    test_diag("undo %u: interrupts %s, after %u", undo->nr,
+              cpu_intr_enabled() ? "on" : "off", *undo->order);
+}
+
+/*
+ * Fails with interrupts disabled after registering two undo actions on
+ * its stack: they run last first, with interrupts on, the stack intact
+ * (the runner checks their lines).
+ */
+TEST_DEFINE_MANUAL(selftest, failure_runs_its_undo_actions)
+{
+    unsigned int last = 0;
+    struct test_selftest_undo undo[2] = {
+        { .nr = 1, .order = &last }, { .nr = 2, .order = &last },
+    };
+
+    TEST_ASSERT_EQ(test_undo_on_failure(NULL, NULL), EINVAL);
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(undo); i++) {
+        TEST_ASSERT_EQ(test_undo_on_failure(test_selftest_undo, &undo[i]), 0);
+    }
+
+    last = 7;
+    cpu_intr_disable();
+    TEST_ASSERT_EQ(last, 0);
 }

@@ -7,6 +7,7 @@
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/macros.h>
+#include <kern/perfmon.h>
 #include <kern/pmu_soft.h>
 #include <kern/test.h>
 #include <kern/thread.h>
@@ -124,4 +125,33 @@ test_require_cpus(unsigned int n)
     if (cpu_count() < n) {
         test_skip("needs more CPUs");
     }
+}
+
+static void
+test_detach_undo(void *arg)
+{
+    struct perfmon_event *event = arg;
+
+    if (perfmon_event_attached(event)) {
+        perfmon_event_detach(event);
+    }
+}
+
+void
+test_detach_on_failure(struct perfmon_event *event)
+{
+    TEST_ASSERT_EQ(test_undo_on_failure(test_detach_undo, event), 0);
+}
+
+/* A group not attached (any more) refuses the detach: nothing to undo. */
+static void
+test_group_detach_undo(void *arg)
+{
+    perfmon_group_detach(arg);
+}
+
+void
+test_group_detach_on_failure(struct perfmon_group *group)
+{
+    TEST_ASSERT_EQ(test_undo_on_failure(test_group_detach_undo, group), 0);
 }

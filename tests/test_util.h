@@ -16,6 +16,17 @@
 struct thread *test_thread_start(const char *name, uint64_t affinity,
                                  void (*fn)(void *arg), void *arg);
 
+struct perfmon_event;
+struct perfmon_group;
+
+/*
+ * Detach event (group) if the test fails before it does: what a failed
+ * test leaves attached fails the tests after it. The object must live as
+ * long as the test function runs (test_undo_on_failure).
+ */
+void test_detach_on_failure(struct perfmon_event *event);
+void test_group_detach_on_failure(struct perfmon_group *group);
+
 /* Busy-wait (no sleep, no yield) until the clock passes ticks from now. */
 void test_spin_ticks(uint64_t ticks);
 

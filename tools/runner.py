@@ -718,6 +718,18 @@ def check_plan(args):
                               r"^# aborting the run: the test failed with a "
                               r"helper thread still running$"],
                       absent=[r"^(not )?ok 2 ", r"^panic"]))
+    # A failed test's undo actions run last first, before its stack
+    # unwinds, with interrupts back on; the next test runs.
+    boots.append(Boot("harness-undo",
+                      "test=selftest.failure_runs_its_undo_actions,spinlock",
+                      1, timeout=60, expect="fail",
+                      output=[r"^# FAIL tests/test_selftest\.c:\d+: last == "
+                              r"0: 7 \(0x7\) vs 0 \(0x0\)\n"
+                              r"# undo 2: interrupts on, after 7\n"
+                              r"# undo 1: interrupts on, after 7\n"
+                              r"not ok 1 selftest\.failure_runs_its_undo_"
+                              r"actions$",
+                              r"^ok 2 spinlock\."]))
     boots.append(Boot("harness-hang", "test=selftest.hang", 1, timeout=20,
                       expect="timeout", output=[r"^# hanging on purpose$"]))
     # A selection by suite, glob and name runs exactly those tests; a
