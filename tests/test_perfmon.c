@@ -501,10 +501,25 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
         others[i].go = true;
     }
 
+    /*
+     * Sleeping between reads lets the target run here; while it is on
+     * another CPU, reads come every eighth of a tick without sleeping, so
+     * that some catch it running there (with sleeps alone, none did once
+     * in a few dozen boots).
+     */
     while (READ_ONCE(target.emitted) < target.total) {
         test_pm_read_bracketed(&target_ev, &target);
         nr_reads++;
-        thread_delay(1);
+
+        if (thread_cpu(target.thread) == cpu_id()) {
+            thread_delay(1);
+        } else {
+            uint64_t end = cpu_get_tsc() + clock_tsc_per_tick() / 8;
+
+            while (cpu_get_tsc() < end) {
+                cpu_pause();
+            }
+        }
     }
 
     /* Each read of a counting event adds its own call. */
