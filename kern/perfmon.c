@@ -1180,6 +1180,17 @@ perfmon_pmc_pinned(const struct perfmon_pmc *pmc)
     return pmc->nr_pinned != 0 || pmc->sampler != NULL;
 }
 
+/*
+ * Whether a slot wants a counter: some event on it is enabled (or pins
+ * it). A slot whose events are all disabled would count for no one: it
+ * holds a counter only where no other unit waits for one.
+ */
+static bool
+perfmon_pmc_wanted(const struct perfmon_pmc *pmc)
+{
+    return pmc->nr_enabled != 0 || perfmon_pmc_pinned(pmc);
+}
+
 /* The slots linked to slot index by groups, transitively, itself too. */
 static uint32_t
 perfmon_mux_unit(const struct perfmon_dev_state *state, unsigned int index)
@@ -1253,14 +1264,20 @@ perfmon_mux_account(struct perfmon_dev_state *state)
     state->sched_stamp = now;
 }
 
-/* A new slot starts level with the least served one: no catching up. */
+/*
+ * A new slot, or one whose events are enabled again, starts level with
+ * the least served slot that wants a counter: no catching up on the
+ * others for the time it was not there.
+ */
 static uint64_t
 perfmon_mux_least_time(const struct perfmon_dev_state *state)
 {
     uint64_t least = UINT64_MAX;
 
     FOR_EACH_BIT(i, state->used_mask) {
-        least = MIN(least, state->pmcs[i].sched_time);
+        if (perfmon_pmc_wanted(&state->pmcs[i])) {
+            least = MIN(least, state->pmcs[i].sched_time);
+        }
     }
 
     return (least == UINT64_MAX) ? 0 : least;
@@ -1268,15 +1285,17 @@ perfmon_mux_least_time(const struct perfmon_dev_state *state)
 
 /*
  * Compute dev's schedule again. Units not whole (a group just linked them)
- * give up their counters; with rotate, so do all units that may, when
- * some unit waits. Pinned units then take counters, from the last
- * multiplexed units if they must; then the others, those that have held
- * counters the least first (ties: in order from mux_next), each if it
- * fits; the first unit left waiting comes first among equals at the next
- * rotation. Return EAGAIN, the schedule left for the caller to compute
- * again once it has undone what it added, when a pinned unit finds no
- * room; else 0, and whether a unit waits in mux_waiting. Device lock
- * held, interrupts disabled.
+ * give up their counters; when some wanted unit waits, so do idle units
+ * (all their events disabled) and, with rotate, all units that may.
+ * Pinned units then take counters, from the last multiplexed units if
+ * they must; then the other wanted units, those that have held counters
+ * the least first (ties: in order from mux_next), each if it fits; then
+ * idle units, where room is left. The first wanted unit left waiting
+ * comes first among equals at the next rotation. Return EAGAIN, the
+ * schedule left for the caller to compute again once it has undone what
+ * it added, when a pinned unit finds no room; else 0, and whether a
+ * wanted unit waits in mux_waiting. Device lock held, interrupts
+ * disabled.
  */
 static int
 perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
@@ -1285,6 +1304,7 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
     uint32_t units[PERFMON_MAX_SLOTS], used = 0, seen = 0, sched = 0;
     unsigned int firsts[PERFMON_MAX_SLOTS], nr_units = 0, k;
     bool pinned[PERFMON_MAX_SLOTS], waiting = false, skipped = false;
+    bool idle[PERFMON_MAX_SLOTS];
     uint64_t times[PERFMON_MAX_SLOTS];
 
     perfmon_mux_account(state);
@@ -1307,37 +1327,46 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
         assert((unit & ~used) == 0);
         seen |= unit;
 
-        /* Insert, by the time its least served slot held a counter. */
+        /*
+         * Insert, by the time its least served slot held a counter, idle
+         * units after the wanted ones.
+         */
         n = nr_units++;
         times[n] = UINT64_MAX;
         pinned[n] = false;
+        idle[n] = true;
 
         FOR_EACH_BIT(j, unit) {
             pinned[n] |= perfmon_pmc_pinned(&state->pmcs[j]);
+            idle[n] &= !perfmon_pmc_wanted(&state->pmcs[j]);
             times[n] = MIN(times[n], state->pmcs[j].sched_time);
         }
 
-        for (; n > 0 && times[n - 1] > times[n]; n--) {
+        for (; n > 0 && (idle[n - 1] > idle[n]
+                         || (idle[n - 1] == idle[n]
+                             && times[n - 1] > times[n])); n--) {
             uint64_t time = times[n];
-            bool pin = pinned[n];
+            bool pin = pinned[n], id = idle[n];
 
             times[n] = times[n - 1];
             pinned[n] = pinned[n - 1];
+            idle[n] = idle[n - 1];
             units[n] = units[n - 1];
             firsts[n] = firsts[n - 1];
             times[n - 1] = time;
             pinned[n - 1] = pin;
+            idle[n - 1] = id;
         }
 
         units[n] = unit;
         firsts[n] = i;
-        waiting |= (unit & ~sched) != 0;
+        waiting |= !idle[n] && (unit & ~sched) != 0;
     }
 
     for (k = 0; k < nr_units; k++) {
         bool whole = (units[k] & ~sched) == 0;
 
-        if (!pinned[k] && (!whole || (rotate && waiting))) {
+        if (!pinned[k] && (!whole || (waiting && (rotate || idle[k])))) {
             perfmon_mux_drop(dev, units[k]);
         }
     }
@@ -1365,7 +1394,7 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
     waiting = false;
 
     for (k = 0; k < nr_units; k++) {
-        if (pinned[k] || perfmon_mux_take(dev, units[k])) {
+        if (pinned[k] || perfmon_mux_take(dev, units[k]) || idle[k]) {
             continue;
         }
 
@@ -1486,18 +1515,20 @@ perfmon_mux_can_run(struct perfmon_dev *dev, unsigned int index)
 }
 
 /*
- * Drop a reference on slot index (pin: a pinning one), freeing the slot
- * with the last, and schedule again. Return whether it was the last.
- * Device lock held, interrupts disabled.
+ * Drop a reference on slot index (pin: a pinning one; enabled: an
+ * enabled event's), freeing the slot with the last, and schedule again.
+ * Return whether it was the last. Device lock held, interrupts disabled.
  */
 static bool
-perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin)
+perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
+                  bool enabled)
 {
     struct perfmon_dev_state *state = &dev->state;
     struct perfmon_pmc *pmc = &state->pmcs[index];
     bool last;
 
     pmc->nr_pinned -= pin;
+    pmc->nr_enabled -= enabled;
     last = (--pmc->nr_refs == 0);
 
     if (last) {
@@ -1561,10 +1592,12 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
         pmc->config = config;
         pmc->sampler = sampler;
         pmc->nr_pinned = 0;
+        pmc->nr_enabled = 0;
     }
 
     pmc->nr_refs++;
     pmc->nr_pinned += pin;
+    pmc->nr_enabled++;          /* events attach enabled */
     error = perfmon_mux_schedule(dev, false);
 
     if (!error && !perfmon_mux_can_run(dev, index)) {
@@ -1572,7 +1605,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     }
 
     if (error) {
-        perfmon_pmc_unref(dev, index, pin);
+        perfmon_pmc_unref(dev, index, pin, true);
     }
 
     changed = perfmon_sched_end(state);
@@ -1589,7 +1622,8 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
 }
 
 static void
-perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin)
+perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
+                    bool enabled)
 {
     struct perfmon_dev_state *state = &dev->state;
     struct perfmon_pmc *pmc = &state->pmcs[index];
@@ -1598,8 +1632,9 @@ perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin)
     bool last;
 
     spinlock_lock_intr_save(&state->lock, &flags);
-    assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin);
-    last = perfmon_pmc_unref(dev, index, pin);
+    assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin
+           && pmc->nr_enabled >= (unsigned int)enabled);
+    last = perfmon_pmc_unref(dev, index, pin, enabled);
     changed = perfmon_sched_end(state);
     spinlock_unlock_intr_restore(&state->lock, flags);
 
@@ -1667,6 +1702,55 @@ perfmon_mux_link(struct perfmon_dev *dev, const unsigned int *indexes,
     return error;
 }
 
+/*
+ * Count (delta 1) or no longer count (delta -1) references of enabled
+ * events on the slots of indexes, and schedule again where a slot starts
+ * or stops wanting a counter: a slot enabled again starts level with the
+ * least served (perfmon_mux_least_time). Thread context.
+ */
+static void
+perfmon_mux_enabled_add(struct perfmon_dev *dev, const unsigned int *indexes,
+                        unsigned int nr_indexes, int delta)
+{
+    struct perfmon_dev_state *state = &dev->state;
+    unsigned long flags;
+    uint32_t changed = 0;
+    bool toggled = false;
+    uint64_t least;
+
+    if (nr_indexes == 0) {
+        return;
+    }
+
+    spinlock_lock_intr_save(&state->lock, &flags);
+    perfmon_mux_account(state);
+    least = perfmon_mux_least_time(state);  /* before any is enabled */
+
+    for (unsigned int i = 0; i < nr_indexes; i++) {
+        struct perfmon_pmc *pmc = &state->pmcs[indexes[i]];
+        bool wanted = perfmon_pmc_wanted(pmc);
+
+        assert(delta > 0 || pmc->nr_enabled != 0);
+        pmc->nr_enabled += delta;
+
+        if (wanted != perfmon_pmc_wanted(pmc)) {
+            toggled = true;
+
+            if (!wanted) {
+                pmc->sched_time = MAX(pmc->sched_time, least);
+            }
+        }
+    }
+
+    if (toggled) {
+        perfmon_mux_reschedule(dev);
+        changed = perfmon_sched_end(state);
+    }
+
+    spinlock_unlock_intr_restore(&state->lock, flags);
+    perfmon_mux_publish(dev, changed);
+}
+
 bool
 perfmon_mux_rotate(struct perfmon_dev *dev)
 {
@@ -1678,8 +1762,8 @@ perfmon_mux_rotate(struct perfmon_dev *dev)
 
     spinlock_lock_intr_save(&state->lock, &flags);
 
-    /* Nothing waits: the schedule stays as it is. */
-    rotated = (state->used_mask & ~state->sched_mask) != 0;
+    /* No wanted unit waits: the schedule stays as it is. */
+    rotated = state->mux_waiting;
 
     if (rotated) {
         error = perfmon_mux_schedule(dev, true);
@@ -2949,7 +3033,8 @@ perfmon_events_detach(struct perfmon_event *const *events,
         }
 
         perfmon_pmc_release(event->dev, event->pmc_index,
-                            (event->flags & PERFMON_EF_PINNED) != 0);
+                            (event->flags & PERFMON_EF_PINNED) != 0,
+                            !event->disabled);
 
         if (event->period != 0) {
             perfmon_session_unref(event->session);
@@ -3087,6 +3172,7 @@ perfmon_event_enable(struct perfmon_event *event)
 
     if (event->disabled) {
         perfmon_event_change(event, perfmon_event_apply_enable);
+        perfmon_mux_enabled_add(event->dev, &event->pmc_index, 1, 1);
     }
 
     return 0;
@@ -3101,6 +3187,7 @@ perfmon_event_disable(struct perfmon_event *event)
 
     if (!event->disabled) {
         perfmon_event_change(event, perfmon_event_apply_disable);
+        perfmon_mux_enabled_add(event->dev, &event->pmc_index, 1, -1);
     }
 
     return 0;
@@ -3272,7 +3359,7 @@ error:
     while (i-- > 0) {
         perfmon_pmc_release(dev, indexes[i],
                             (group->events[i]->flags & PERFMON_EF_PINNED)
-                            != 0);
+                            != 0, true);
     }
 
     return error;
@@ -3410,13 +3497,19 @@ perfmon_group_read(struct perfmon_group *group,
     return 0;
 }
 
-/* Apply a change to every event of an attached group at one snapshot. */
+/*
+ * Apply a change to every event of an attached group at one snapshot;
+ * delta: the change enables (1) or disables (-1) events, or neither (0),
+ * for the slots of the events it toggles.
+ */
 static int
 perfmon_group_change(struct perfmon_group *group,
                      void (*apply)(struct perfmon_event *event,
                                    const struct perfmon_snap *snap,
-                                   unsigned int i))
+                                   unsigned int i),
+                     int delta)
 {
+    unsigned int indexes[PERFMON_GROUP_MAX], nr_indexes = 0;
     struct perfmon_snap snap;
 
     if (!perfmon_group_attached(group)) {
@@ -3427,28 +3520,37 @@ perfmon_group_change(struct perfmon_group *group,
                       PERFMON_SNAP_READ);
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
-        apply(group->events[i], &snap, i);
+        struct perfmon_event *event = group->events[i];
+        bool disabled = event->disabled;
+
+        apply(event, &snap, i);
+
+        if (delta != 0 && disabled != event->disabled) {
+            indexes[nr_indexes++] = event->pmc_index;
+        }
     }
 
+    perfmon_mux_enabled_add(group->events[0]->dev, indexes, nr_indexes,
+                            delta);
     return 0;
 }
 
 int
 perfmon_group_enable(struct perfmon_group *group)
 {
-    return perfmon_group_change(group, perfmon_event_apply_enable);
+    return perfmon_group_change(group, perfmon_event_apply_enable, 1);
 }
 
 int
 perfmon_group_disable(struct perfmon_group *group)
 {
-    return perfmon_group_change(group, perfmon_event_apply_disable);
+    return perfmon_group_change(group, perfmon_event_apply_disable, -1);
 }
 
 int
 perfmon_group_reset(struct perfmon_group *group)
 {
-    return perfmon_group_change(group, perfmon_event_apply_reset);
+    return perfmon_group_change(group, perfmon_event_apply_reset, 0);
 }
 
 /* ------------------------------------------------------------------ */

@@ -191,11 +191,13 @@ int perfmon_event_read_value(struct perfmon_event *event,
                              struct perfmon_value *valuep);
 
 /*
- * Enable, disable and reset an attached event. A disabled event keeps its
- * counter (so enable cannot fail for want of one, and costs one read, as
- * disable and reset do): its count is frozen (units counted while it is
- * disabled are not counted) and its times stop; enable counts on from
- * the frozen count. Reset sets the count to zero, enabled or not, and
+ * Enable, disable and reset an attached event. Each costs one read of
+ * the event; enable cannot fail for want of a counter. A disabled event's
+ * count is frozen (units counted while it is disabled are not counted)
+ * and its times stop; enable counts on from the frozen count. A raw
+ * event whose events are all disabled takes no multiplexing turns: it
+ * gives its counter up to a raw event that waits for one (disable then
+ * also reschedules, as enable does when it makes one wait). Reset sets the count to zero, enabled or not, and
  * leaves the times. A new attach starts enabled; enable of an enabled
  * event and disable of a disabled one do nothing and return 0, as
  * Linux's ioctls do. Sampling events cannot be disabled or enabled
@@ -502,6 +504,7 @@ struct perfmon_dev_ops {
 struct perfmon_pmc {
     unsigned int nr_refs;
     unsigned int nr_pinned;     /* references that pin it */
+    unsigned int nr_enabled;    /* references by enabled events */
     unsigned int pmc_id;
     unsigned int width;
     uint64_t mask;              /* 2^width - 1 */

@@ -60,11 +60,13 @@ struct test_px_set {
     unsigned int first_channel;
     struct perfmon_event events[TEST_PX_MAX_EVENTS];
     struct perfmon_group groups[2];
+    unsigned int nr_groups;                 /* test_px_finish detaches */
     struct perfmon_event extra;
     uint64_t expected[TEST_PX_MAX_EVENTS];  /* units while counting */
     uint64_t emitted;                       /* units per channel */
     struct perfmon_value values[TEST_PX_MAX_EVENTS];
     bool counting[TEST_PX_MAX_EVENTS];      /* at the last step */
+    bool disabled[TEST_PX_MAX_EVENTS];      /* counts nothing */
     uint64_t turn_start[TEST_PX_MAX_EVENTS]; /* the step before its turn */
     uint64_t init_tsc;                      /* before the attaches */
     uint64_t first_step;
@@ -110,6 +112,7 @@ test_px_init(struct test_px_set *set, unsigned int nr_events,
     TEST_ASSERT(nr_events <= TEST_PX_MAX_EVENTS);
     TEST_ASSERT(first_channel + nr_events <= PMU_SOFT_NR_CHANNELS);
     set->nr_events = nr_events;
+    set->nr_groups = 0;
     set->first_channel = first_channel;
     set->emitted = 0;
 
@@ -119,6 +122,7 @@ test_px_init(struct test_px_set *set, unsigned int nr_events,
                                           + i, PERFMON_EF_SW), 0);
         set->expected[i] = 0;
         set->counting[i] = false;
+        set->disabled[i] = false;
     }
 
     set->longest_turn = 0;
@@ -217,7 +221,7 @@ test_px_run(struct test_px_set *set, unsigned int nr_intervals, bool migrate)
                 pmu_soft_emit_channel(set->first_channel + i, units);
                 counting = perfmon_event_counting_here(&set->events[i]);
 
-                if (counting) {
+                if (counting && !set->disabled[i]) {
                     set->expected[i] += units;
                 }
 
@@ -260,7 +264,7 @@ test_px_end_turns(struct test_px_set *set, uint64_t now)
     }
 }
 
-/* Read every event's value, then detach them. */
+/* Read every event's value, then detach them (the groups, then the rest). */
 static void
 test_px_finish(struct test_px_set *set)
 {
@@ -274,8 +278,14 @@ test_px_finish(struct test_px_set *set)
     set->read_span = cpu_get_tsc() - start;
     test_px_end_turns(set, cpu_get_tsc());
 
+    for (unsigned int g = 0; g < set->nr_groups; g++) {
+        TEST_ASSERT_EQ(perfmon_group_detach(&set->groups[g]), 0);
+    }
+
     for (unsigned int i = 0; i < set->nr_events; i++) {
-        TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+        if (set->nr_groups == 0 || perfmon_event_attached(&set->events[i])) {
+            TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+        }
     }
 }
 
@@ -613,6 +623,135 @@ TEST_DEFINE(perfmon_mux, rotation_only_while_needed)
     }
 
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+}
+
+/*
+ * Disable (enable) the events of the last unit of a test of
+ * test_px_disabled_units: the last event, or the second group.
+ */
+typedef int (*test_px_toggle_fn)(struct test_px_set *set, bool enable,
+                                 unsigned int first);
+
+static int
+test_px_toggle_event(struct test_px_set *set, bool enable, unsigned int first)
+{
+    struct perfmon_event *event = &set->events[first];
+
+    return enable ? perfmon_event_enable(event) : perfmon_event_disable(event);
+}
+
+static int
+test_px_toggle_group(struct test_px_set *set, bool enable, unsigned int first)
+{
+    (void)first;
+    return enable ? perfmon_group_enable(&set->groups[1])
+                  : perfmon_group_disable(&set->groups[1]);
+}
+
+/*
+ * Units take turns; the last one is disabled (toggle, its events from
+ * first on): the others hold counters at once, all of them, at every
+ * step, and rotations stop; the disabled events count nothing. Enabled
+ * again, they take turns again. Counts exact throughout.
+ */
+static void
+test_px_disabled_units(struct test_px_set *set, unsigned int first,
+                       test_px_toggle_fn toggle)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    uint64_t rotations, emitted, before[TEST_PX_MAX_EVENTS];
+    unsigned long flags;
+
+    test_px_run_rotations(set, false);
+    TEST_ASSERT_EQ(toggle(set, false, first), 0);
+
+    for (unsigned int i = first; i < set->nr_events; i++) {
+        set->disabled[i] = true;
+    }
+
+    flags = cpu_intr_save();
+
+    for (unsigned int i = 0; i < first; i++) {
+        TEST_ASSERT(perfmon_event_counting_here(&set->events[i]));
+    }
+
+    cpu_intr_restore(flags);
+    TEST_ASSERT(test_px_await_rotations(soft, false));
+    rotations = perfmon_mux_nr_rotations(soft);
+    emitted = set->emitted;
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        before[i] = set->expected[i];
+    }
+
+    test_px_run(set, 4, false);
+    TEST_ASSERT_EQ(perfmon_mux_nr_rotations(soft), rotations);
+
+    for (unsigned int i = 0; i < first; i++) {
+        TEST_ASSERT_EQ(set->expected[i] - before[i], set->emitted - emitted);
+    }
+
+    TEST_ASSERT_EQ(toggle(set, true, first), 0);
+
+    for (unsigned int i = first; i < set->nr_events; i++) {
+        set->disabled[i] = false;
+    }
+
+    test_px_run_rotations(set, false);
+    test_px_finish(set);
+    test_px_assert_exact(set);
+
+    for (unsigned int i = first; i < set->nr_events; i++) {
+        TEST_ASSERT_GT(set->expected[i], before[i]);
+        TEST_ASSERT_LT(set->values[i].time_running,
+                       set->values[i].time_enabled);
+    }
+}
+
+/* S + 1 CPU events; the last one disabled gives up its turns. */
+TEST_DEFINE(perfmon_mux, disabled_event_gives_up_its_turns)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int cpu = cpu_count() - 1;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, nr_slots + 1, 0);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
+    }
+
+    test_px_disabled_units(set, nr_slots, test_px_toggle_event);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* Two groups of S/2 + 1; the second one disabled gives up its turns. */
+TEST_DEFINE(perfmon_mux, disabled_group_gives_up_its_turns)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int size = soft->nr_pmcs / 2 + 1;
+    unsigned int cpu = cpu_count() - 1;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, 2 * size, 0);
+
+    for (unsigned int g = 0; g < 2; g++) {
+        TEST_ASSERT_EQ(perfmon_group_init(&set->groups[g]), 0);
+
+        for (unsigned int i = 0; i < size; i++) {
+            TEST_ASSERT_EQ(perfmon_group_add(&set->groups[g],
+                                             &set->events[g * size + i]), 0);
+        }
+
+        TEST_ASSERT_EQ(perfmon_group_attach_cpu(&set->groups[g], cpu), 0);
+        set->nr_groups++;
+    }
+
+    test_px_disabled_units(set, size, test_px_toggle_group);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
 /* ------------------------------------------------------------------ */
