@@ -1265,37 +1265,88 @@ perfmon_mux_account(struct perfmon_dev_state *state)
 }
 
 /*
- * A new slot, or one whose events are enabled again, starts level with
- * the least served slot that wants a counter: no catching up on the
- * others for the time it was not there.
+ * The times of the slots that want a counter, least and most served;
+ * false when none does.
  */
-static uint64_t
-perfmon_mux_least_time(const struct perfmon_dev_state *state)
+static bool
+perfmon_mux_range(const struct perfmon_dev_state *state, uint64_t *leastp,
+                  uint64_t *mostp)
 {
-    uint64_t least = UINT64_MAX;
+    uint64_t least = UINT64_MAX, most = 0;
 
     FOR_EACH_BIT(i, state->used_mask) {
         if (perfmon_pmc_wanted(&state->pmcs[i])) {
             least = MIN(least, state->pmcs[i].sched_time);
+            most = MAX(most, state->pmcs[i].sched_time);
         }
     }
 
-    return (least == UINT64_MAX) ? 0 : least;
+    *leastp = least;
+    *mostp = most;
+    return least != UINT64_MAX;
+}
+
+/*
+ * The time a slot that comes to want a counter starts from (own: its
+ * time, 0 for a new slot), taken before it wants one: within the times of
+ * the slots that want one. Not below the least served, no catching up on
+ * them for the time it did not want one; not above the most served, what
+ * it held alone or while it counted for no one (an idle slot keeps a
+ * counter nobody else wants) puts it behind none of them. None: its own.
+ */
+static uint64_t
+perfmon_mux_level(uint64_t own, bool any, uint64_t least, uint64_t most)
+{
+    return any ? MIN(MAX(own, least), most) : own;
+}
+
+/*
+ * Give the slots of units[k] counters, all or none, and return whether it
+ * did. A unit that wants counters takes them from idle units (after it in
+ * units, the last first) if it must; only then do idle units lose theirs,
+ * so that a unit given free counters moves no other. Device lock held.
+ */
+static bool
+perfmon_mux_take_room(struct perfmon_dev *dev, const uint32_t *units,
+                      const bool *idle, unsigned int nr_units, unsigned int k)
+{
+    while (!perfmon_mux_take(dev, units[k])) {
+        unsigned int victim;
+
+        if (idle[k]) {
+            return false;
+        }
+
+        for (victim = nr_units; victim-- > k + 1;) {
+            if (idle[victim]
+                && (units[victim] & dev->state.sched_mask) != 0) {
+                break;
+            }
+        }
+
+        if (victim <= k) {
+            return false;
+        }
+
+        perfmon_mux_drop(dev, units[victim]);
+    }
+
+    return true;
 }
 
 /*
  * Compute dev's schedule again. Units not whole (a group just linked them)
- * give up their counters; when some wanted unit waits, so do idle units
- * (all their events disabled) and, with rotate, all units that may.
- * Pinned units then take counters, from the last multiplexed units if
- * they must; then the other wanted units, those that have held counters
- * the least first (ties: in order from mux_next), each if it fits; then
- * idle units, where room is left. The first wanted unit left waiting
- * comes first among equals at the next rotation. Return EAGAIN, the
- * schedule left for the caller to compute again once it has undone what
- * it added, when a pinned unit finds no room; else 0, and whether a
- * wanted unit waits in mux_waiting. Device lock held, interrupts
- * disabled.
+ * give up their counters; with rotate, so do all units that may, when
+ * some wanted unit waits. Pinned units then take counters, from the last
+ * multiplexed units if they must; then the other wanted units, those
+ * that have held counters the least first (ties: in order from
+ * mux_next), each if it fits, from idle units (all their events
+ * disabled) if it must; then idle units, where room is left. The first
+ * wanted unit left waiting comes first among equals at the next
+ * rotation. Return EAGAIN, the schedule left for the caller to compute
+ * again once it has undone what it added, when a pinned unit finds no
+ * room; else 0, and whether a wanted unit waits in mux_waiting. Device
+ * lock held, interrupts disabled.
  */
 static int
 perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
@@ -1366,7 +1417,7 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
     for (k = 0; k < nr_units; k++) {
         bool whole = (units[k] & ~sched) == 0;
 
-        if (!pinned[k] && (!whole || (waiting && (rotate || idle[k])))) {
+        if (!pinned[k] && (!whole || (rotate && waiting))) {
             perfmon_mux_drop(dev, units[k]);
         }
     }
@@ -1394,7 +1445,8 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
     waiting = false;
 
     for (k = 0; k < nr_units; k++) {
-        if (pinned[k] || perfmon_mux_take(dev, units[k]) || idle[k]) {
+        if (pinned[k] || perfmon_mux_take_room(dev, units, idle, nr_units, k)
+            || idle[k]) {
             continue;
         }
 
@@ -1585,9 +1637,18 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
     pmc = &state->pmcs[index];
     new = (pmc->nr_refs == 0);
 
+    if (new || !perfmon_pmc_wanted(pmc)) {
+        uint64_t least, most;
+        bool any;
+
+        perfmon_mux_account(state);
+        any = perfmon_mux_range(state, &least, &most);
+        pmc->sched_time = perfmon_mux_level(new ? 0 : pmc->sched_time, any,
+                                            least, most);
+    }
+
     if (new) {
         assert(!(state->sched_mask & (1U << index)));
-        pmc->sched_time = perfmon_mux_least_time(state);
         state->used_mask |= 1U << index;
         pmc->config = config;
         pmc->sampler = sampler;
@@ -1706,7 +1767,7 @@ perfmon_mux_link(struct perfmon_dev *dev, const unsigned int *indexes,
  * Count (delta 1) or no longer count (delta -1) references of enabled
  * events on the slots of indexes, and schedule again where a slot starts
  * or stops wanting a counter: a slot enabled again starts level with the
- * least served (perfmon_mux_least_time). Thread context.
+ * others (perfmon_mux_level). Thread context.
  */
 static void
 perfmon_mux_enabled_add(struct perfmon_dev *dev, const unsigned int *indexes,
@@ -1715,8 +1776,8 @@ perfmon_mux_enabled_add(struct perfmon_dev *dev, const unsigned int *indexes,
     struct perfmon_dev_state *state = &dev->state;
     unsigned long flags;
     uint32_t changed = 0;
-    bool toggled = false;
-    uint64_t least;
+    bool toggled = false, any;
+    uint64_t least, most;
 
     if (nr_indexes == 0) {
         return;
@@ -1724,7 +1785,7 @@ perfmon_mux_enabled_add(struct perfmon_dev *dev, const unsigned int *indexes,
 
     spinlock_lock_intr_save(&state->lock, &flags);
     perfmon_mux_account(state);
-    least = perfmon_mux_least_time(state);  /* before any is enabled */
+    any = perfmon_mux_range(state, &least, &most);  /* before any toggles */
 
     for (unsigned int i = 0; i < nr_indexes; i++) {
         struct perfmon_pmc *pmc = &state->pmcs[indexes[i]];
@@ -1737,7 +1798,8 @@ perfmon_mux_enabled_add(struct perfmon_dev *dev, const unsigned int *indexes,
             toggled = true;
 
             if (!wanted) {
-                pmc->sched_time = MAX(pmc->sched_time, least);
+                pmc->sched_time = perfmon_mux_level(pmc->sched_time, any,
+                                                    least, most);
             }
         }
     }

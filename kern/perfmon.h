@@ -197,16 +197,17 @@ int perfmon_event_read_value(struct perfmon_event *event,
  * and its times stop; enable counts on from the frozen count. A raw
  * event whose events are all disabled takes no multiplexing turns: it
  * gives its counter up to a raw event that waits for one (disable then
- * also reschedules, as enable does when it makes one wait). Reset sets the count to zero, enabled or not, and
- * leaves the times. A new attach starts enabled; enable of an enabled
- * event and disable of a disabled one do nothing and return 0, as
- * Linux's ioctls do. Sampling events cannot be disabled or enabled
- * (their sampling is armed on the counting CPU by the overflow path;
- * perfmon_event_refresh limits their samples instead) but can be reset
- * (their count only). Group members are enabled and disabled with their
- * group (perfmon_group_enable), reset alone or with it. Return 0, or
- * EINVAL (event not attached; enable and disable: a sampling event or a
- * group member), having changed nothing. Thread context.
+ * also reschedules, as enable does when it makes one wait). Reset sets
+ * the count to zero, enabled or not, and leaves the times. A new attach
+ * starts enabled; enable of an enabled event and disable of a disabled
+ * one do nothing and return 0, as Linux's ioctls do. Sampling events
+ * cannot be disabled or enabled (their sampling is armed on the counting
+ * CPU by the overflow path; perfmon_event_refresh limits their samples
+ * instead) but can be reset (their count only). Group members are
+ * enabled and disabled with their group (perfmon_group_enable), reset
+ * alone or with it. Return 0, or EINVAL (event not attached; enable and
+ * disable: a sampling event or a group member), having changed nothing.
+ * Thread context.
  */
 int perfmon_event_enable(struct perfmon_event *event);
 int perfmon_event_disable(struct perfmon_event *event);

@@ -943,3 +943,143 @@ TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
     TEST_ASSERT_GT(value.time_running, 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
+
+/*
+ * An event holds its counter alone for a second, then is disabled; S new
+ * raw events attach, and it is enabled again: it must start level with
+ * the least served of them and get a turn within a few rotations. (It
+ * kept the second it had served alone, while the new slots started from
+ * the least served slot that wants a counter, none: it waited until
+ * they had caught up on it, a second of turns with no running time.)
+ */
+TEST_DEFINE(perfmon_mux, enabled_again_starts_level_with_new_slots)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int cpu = cpu_count() - 1;
+    struct perfmon_event *event = &set->events[0];
+    bool counted = false;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, nr_slots + 1, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(event, cpu), 0);
+    thread_delay(CLOCK_HZ);
+    TEST_ASSERT_EQ(perfmon_event_disable(event), 0);
+
+    for (unsigned int i = 1; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_enable(event), 0);
+
+    /* Rotations at once: the new slots gain almost nothing meanwhile. */
+    for (unsigned int k = 0; k < 2 * set->nr_events && !counted; k++) {
+        unsigned long flags;
+
+        perfmon_mux_rotate(soft);
+        flags = cpu_intr_save();
+        counted = perfmon_event_counting_here(event);
+        cpu_intr_restore(flags);
+    }
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+    }
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    TEST_ASSERT(counted);
+}
+
+/*
+ * S + 1 CPU events; the last one is disabled and waits without a counter
+ * for a second while the S others hold theirs. A new event attached on
+ * its raw event makes the slot want a counter again: level with the
+ * least served, as an enable would, it must wait its turn like the
+ * others within TEST_PX_ROTATIONS rotations. (Attach did not level it:
+ * a second behind, it held its counter for the next 8 seconds.)
+ */
+TEST_DEFINE(perfmon_mux, attach_to_disabled_slot_does_not_catch_up)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int cpu = cpu_count() - 1;
+    struct perfmon_event *last = &set->events[nr_slots];
+    bool waited = false;
+    unsigned long flags;
+    uint64_t start;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, nr_slots + 1, 0);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_disable(last), 0);
+    thread_delay(CLOCK_HZ);
+    TEST_ASSERT_EQ(perfmon_event_init(&set->extra, PMU_SOFT_EV_EMIT
+                                      + nr_slots, PERFMON_EF_SW), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->extra, cpu), 0);
+    start = perfmon_mux_nr_rotations(soft);
+
+    for (unsigned int k = 0; k < TEST_PX_PATIENCE * perfmon_mux_ticks()
+                             && !waited; k++) {
+        if (perfmon_mux_nr_rotations(soft) - start >= TEST_PX_ROTATIONS) {
+            break;
+        }
+
+        thread_delay(1);
+
+        /* After the first rotation, which may not have come yet. */
+        if (perfmon_mux_nr_rotations(soft) != start) {
+            flags = cpu_intr_save();
+            waited = !perfmon_event_counting_here(&set->extra);
+            cpu_intr_restore(flags);
+        }
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_detach(&set->extra), 0);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+    }
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    TEST_ASSERT(waited);
+}
+
+/*
+ * A disabled event keeps its counter while nothing waits; a new raw
+ * event attached beside it, with free counters left, takes one of those:
+ * the disabled event's counter must not move (every move is a cross-CPU
+ * call to every CPU, which an attach given a free counter does not need).
+ */
+TEST_DEFINE(perfmon_mux, attach_beside_disabled_event_moves_nothing)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int cpu = cpu_count() - 1;
+    unsigned int before, after, width;
+    bool held_before, held_after;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, 2, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[0], cpu), 0);
+    TEST_ASSERT_EQ(perfmon_event_disable(&set->events[0]), 0);
+    held_before = perfmon_dev_pmc(soft, set->events[0].pmc_index, &before,
+                                  &width);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[1], cpu), 0);
+    held_after = perfmon_dev_pmc(soft, set->events[0].pmc_index, &after,
+                                 &width);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+    }
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    TEST_ASSERT(held_before);
+    TEST_ASSERT(held_after);
+    TEST_ASSERT_EQ(after, before);
+}
