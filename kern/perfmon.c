@@ -1311,22 +1311,18 @@ perfmon_mux_take_room(struct perfmon_dev *dev, const uint32_t *units,
                       const bool *idle, unsigned int nr_units, unsigned int k)
 {
     while (!perfmon_mux_take(dev, units[k])) {
-        unsigned int victim;
+        unsigned int victim = nr_units;
 
         if (idle[k]) {
             return false;
         }
 
-        for (victim = nr_units; victim-- > k + 1;) {
-            if (idle[victim]
-                && (units[victim] & dev->state.sched_mask) != 0) {
-                break;
+        /* Idle units come last in units: look no further than them. */
+        do {
+            if (victim-- <= k + 1 || !idle[victim]) {
+                return false;
             }
-        }
-
-        if (victim <= k) {
-            return false;
-        }
+        } while ((units[victim] & dev->state.sched_mask) == 0);
 
         perfmon_mux_drop(dev, units[victim]);
     }

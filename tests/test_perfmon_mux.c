@@ -945,12 +945,13 @@ TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
 }
 
 /*
- * An event holds its counter alone for a second, then is disabled; S new
- * raw events attach, and it is enabled again: it must start level with
- * the least served of them and get a turn within a few rotations. (It
- * kept the second it had served alone, while the new slots started from
- * the least served slot that wants a counter, none: it waited until
- * they had caught up on it, a second of turns with no running time.)
+ * An event holds its counter alone a quarter second, then is disabled;
+ * S new raw events attach, and it is enabled again: it must start level
+ * with the least served of them and get a turn within a few rotations.
+ * (It kept the time it had served alone, while the new slots started
+ * from the least served slot that wants a counter, none: it waited until
+ * they had caught up on it, a quarter second of turns with no running
+ * time.)
  */
 TEST_DEFINE(perfmon_mux, enabled_again_starts_level_with_new_slots)
 {
@@ -964,7 +965,7 @@ TEST_DEFINE(perfmon_mux, enabled_again_starts_level_with_new_slots)
     test_px_pin_self(cpu);
     test_px_init(set, nr_slots + 1, 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(event, cpu), 0);
-    thread_delay(CLOCK_HZ);
+    thread_delay(CLOCK_HZ / 4);
     TEST_ASSERT_EQ(perfmon_event_disable(event), 0);
 
     for (unsigned int i = 1; i < set->nr_events; i++) {
@@ -993,11 +994,12 @@ TEST_DEFINE(perfmon_mux, enabled_again_starts_level_with_new_slots)
 
 /*
  * S + 1 CPU events; the last one is disabled and waits without a counter
- * for a second while the S others hold theirs. A new event attached on
- * its raw event makes the slot want a counter again: level with the
- * least served, as an enable would, it must wait its turn like the
- * others within TEST_PX_ROTATIONS rotations. (Attach did not level it:
- * a second behind, it held its counter for the next 8 seconds.)
+ * for a quarter second while the S others hold theirs. A new event
+ * attached on its raw event makes the slot want a counter again: level
+ * with the least served, as an enable would, it must wait its turn like
+ * the others within TEST_PX_ROTATIONS rotations. (Attach did not level
+ * it: that far behind, it held its counter for the next 2 seconds, about
+ * 100 rotations.)
  */
 TEST_DEFINE(perfmon_mux, attach_to_disabled_slot_does_not_catch_up)
 {
@@ -1018,7 +1020,7 @@ TEST_DEFINE(perfmon_mux, attach_to_disabled_slot_does_not_catch_up)
     }
 
     TEST_ASSERT_EQ(perfmon_event_disable(last), 0);
-    thread_delay(CLOCK_HZ);
+    thread_delay(CLOCK_HZ / 4);
     TEST_ASSERT_EQ(perfmon_event_init(&set->extra, PMU_SOFT_EV_EMIT
                                       + nr_slots, PERFMON_EF_SW), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->extra, cpu), 0);
