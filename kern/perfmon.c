@@ -132,14 +132,14 @@ struct perfmon_cpu_pmc {
 
     /*
      * Multiplexing. sched: the slot holds counter pmc_id on this CPU (the
-     * CPU's copy of the schedule; its complement is also a bit of the
-     * CPU's unsched mask, kept for the context switch's single test,
-     * while paths that hold only the slot test this). A slot without a counter reads as a
-     * counter that never moves (mask and id_bit 0, so every read gives
-     * 0 and no overflow is consumed for it): the hot paths need no test.
-     * Its time without a counter is off_total plus, while it has none,
-     * the time since off_since (CPU events), and the loaded thread's part
-     * since off_mark (its load or the slot's loss, whichever came last).
+     * CPU's copy of the schedule; its complement is also a bit of the CPU's
+     * unsched mask, kept for the context switch's single test, while paths
+     * that hold only the slot test this). A slot without a counter reads as
+     * a counter that never moves (mask and id_bit 0, so every read gives 0
+     * and no overflow is consumed for it): the hot paths need no test. Its
+     * time without a counter is off_total plus, while it has none, the time
+     * since off_since (CPU events), and the loaded thread's part since
+     * off_mark (its load or the slot's loss, whichever came last).
      */
     bool sched;
     uint64_t off_total;
@@ -2299,7 +2299,8 @@ perfmon_td_run(struct perfmon_td_op *op)
 static void
 perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->state.index][op->index];
+    struct perfmon_td_pmc *tpmc =
+        &op->td->pmcs[op->dev->state.index][op->index];
 
     if (tpmc->nr_refs == 0) {
         struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
@@ -2331,7 +2332,8 @@ perfmon_td_op_read(struct perfmon_td_op *op, bool loaded)
 static void
 perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->state.index][op->index];
+    struct perfmon_td_pmc *tpmc =
+        &op->td->pmcs[op->dev->state.index][op->index];
 
     op->value = perfmon_td_pmc_value(op->td, op->dev, op->index, loaded);
     assert(tpmc->nr_refs != 0);
@@ -3687,7 +3689,8 @@ perfmon_cpu_pmc_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 static void
 perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc = &op->td->pmcs[op->dev->state.index][op->index];
+    struct perfmon_td_pmc *tpmc =
+        &op->td->pmcs[op->dev->state.index][op->index];
 
     if (loaded) {
         perfmon_cpu_pmc_refresh(cpu_local_ptr(perfmon_cpu), op->dev,

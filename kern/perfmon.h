@@ -143,9 +143,9 @@ int perfmon_event_init(struct perfmon_event *event, uint64_t id,
  *
  * Multiplexing: an event attaches even when the device's counters are all
  * taken. Its raw event then waits for its turn: every perfmon.mux_ticks
- * ticks (default 2) the raw events that held counters the least take
- * them, a group's events together. An event counts only while its raw event holds a counter;
- * struct perfmon_value's time_running says for how long, and
+ * ticks (default 2) the raw events that held counters the least take them,
+ * a group's events together. An event counts only while its raw event holds
+ * a counter; struct perfmon_value's time_running says for how long, and
  * perfmon_scale() estimates the full count. An event initialized with
  * PERFMON_EF_PINNED (or a sampling event) never gives up its counter: its
  * attach takes one at once, from a multiplexed raw event if it must, or

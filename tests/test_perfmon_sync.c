@@ -349,9 +349,9 @@ TEST_DEFINE(perfmon, wraps_beyond_the_limits_are_counted_as_lost)
 /*
  * Polling at the rate the software PMU promises: a thread and a CPU event
  * driven at exactly pmu_soft_max_rate() units per tick (after each tick
- * interrupt of the CPU, clock_nr_intrs) for many poll periods, by a thread that never
- * sleeps or yields (only the poll timer and preemption sync the counter),
- * stay exact.
+ * interrupt of the CPU, clock_nr_intrs) for many poll periods, by a thread
+ * that never sleeps or yields (only the poll timer and preemption sync the
+ * counter), stay exact.
  */
 TEST_DEFINE(perfmon, poll_exact_at_the_promised_rate)
 {

@@ -4,19 +4,19 @@
  * target threads emit, migrate and exit. Counts are checked as they go:
  * each target counts its own units on its own events, exactly, under all
  * that churn on the same slots; a worker's event on a target's channel
- * reads what the target published between attach and read, within one
- * burst at each end; any count never goes back. There are more raw
- * events than counters, so they take turns (multiplexing): the events
- * checked exactly are pinned (PERFMON_EF_PINNED), the kernel events and
- * silent channels (nobody emits there: they read 0, exactly) rotate. Workers also disable
+ * reads what the target published between attach and read, within one burst
+ * at each end; any count never goes back. There are more raw events than
+ * counters, so they take turns (multiplexing): the events checked exactly
+ * are pinned (PERFMON_EF_PINNED), the kernel events and silent channels
+ * (nobody emits there: they read 0, exactly) rotate. Workers also disable
  * (the count then stays exactly where it was), enable (it counts on from
  * there) and reset (zero, counting from then) their events, and targets
- * count their channels in a group, read at once. An attach is refused
- * only when its target has exited. At the end every slot is free on every
- * tier, every thread reference is dropped, and no assertion fired.
- * test=all runs a bounded number of operations (about 6000 in all, so a
- * 64-CPU run under TCG stays short); `make torture` sets torture.ops (per
- * CPU) for a run of minutes.
+ * count their channels in a group, read at once. An attach is refused only
+ * when its target has exited. At the end every slot is free on every tier,
+ * every thread reference is dropped, and no assertion fired. test=all runs
+ * a bounded number of operations (about 6000 in all, so a 64-CPU run under
+ * TCG stays short); `make torture` sets torture.ops (per CPU) for a run of
+ * minutes.
  */
 #include <stdbool.h>
 #include <stdint.h>

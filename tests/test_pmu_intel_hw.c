@@ -348,7 +348,8 @@ TEST_DEFINE(pmu_intel_hw, ref_cycles_track_the_tsc)
     test_diag("%s: ref-cycles %llu over %llu TSC ticks",
               hw_under_hypervisor() ? "hypervisor" : "bare metal",
               (unsigned long long)count, (unsigned long long)tsc);
-    HW_ASSERT_RANGE("ref-cycles", count, hw_range_of(HW_BOUND_REF_INTEL, HW_N, tsc));
+    HW_ASSERT_RANGE("ref-cycles", count,
+                    hw_range_of(HW_BOUND_REF_INTEL, HW_N, tsc));
     TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
 }
 
