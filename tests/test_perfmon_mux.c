@@ -649,10 +649,40 @@ test_px_toggle_group(struct test_px_set *set, bool enable, unsigned int first)
 }
 
 /*
+ * Whether events 0 to nr - 1 all count on this CPU now, or within
+ * TEST_PX_PATIENCE ticks: a change that moves no counter sends no call,
+ * and a rotation's call to this CPU, its schedule already written, may
+ * still be on its way (late on a loaded host).
+ */
+static bool
+test_px_await_all_counting(const struct test_px_set *set, unsigned int nr)
+{
+    for (unsigned int k = 0; k < TEST_PX_PATIENCE; k++) {
+        unsigned long flags = cpu_intr_save();
+        bool all = true;
+
+        for (unsigned int i = 0; i < nr; i++) {
+            all &= perfmon_event_counting_here(&set->events[i]);
+        }
+
+        cpu_intr_restore(flags);
+
+        if (all) {
+            return true;
+        }
+
+        thread_delay(1);
+    }
+
+    return false;
+}
+
+/*
  * Units take turns; the last one is disabled (toggle, its events from
- * first on): the others hold counters at once, all of them, at every
- * step, and rotations stop; the disabled events count nothing. Enabled
- * again, they take turns again. Counts exact throughout.
+ * first on): the others hold counters at once, all of them (this CPU
+ * follows as soon as the calls reach it), then at every step, and
+ * rotations stop; the disabled events count nothing. Enabled again, they
+ * take turns again. Counts exact throughout.
  */
 static void
 test_px_disabled_units(struct test_px_set *set, unsigned int first,
@@ -660,7 +690,6 @@ test_px_disabled_units(struct test_px_set *set, unsigned int first,
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     uint64_t rotations, emitted, before[TEST_PX_MAX_EVENTS];
-    unsigned long flags;
 
     test_px_run_rotations(set, false);
     TEST_ASSERT_EQ(toggle(set, false, first), 0);
@@ -669,13 +698,7 @@ test_px_disabled_units(struct test_px_set *set, unsigned int first,
         set->disabled[i] = true;
     }
 
-    flags = cpu_intr_save();
-
-    for (unsigned int i = 0; i < first; i++) {
-        TEST_ASSERT(perfmon_event_counting_here(&set->events[i]));
-    }
-
-    cpu_intr_restore(flags);
+    TEST_ASSERT(test_px_await_all_counting(set, first));
     TEST_ASSERT(test_px_await_rotations(soft, false));
     rotations = perfmon_mux_nr_rotations(soft);
     emitted = set->emitted;
