@@ -949,13 +949,7 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     cpu->sched_seq[d] = seq;
 }
 
-/*
- * Follow dev's schedule if it changed since this CPU last did. Called
- * where the CPU takes new slots into use (attaches, thread loads; after
- * the locks that order them after the schedule change of their slot's
- * acquisition) and by the rotation's cross-CPU call. td: the thread
- * loaded here, or NULL. Local, interrupts disabled.
- */
+/* Whether dev's schedule changed since this CPU last followed it. */
 static inline bool
 perfmon_cpu_sched_stale(const struct perfmon_cpu *cpu,
                         const struct perfmon_dev *dev)
@@ -964,6 +958,13 @@ perfmon_cpu_sched_stale(const struct perfmon_cpu *cpu,
            != __atomic_load_n(&dev->state.sched_seq, __ATOMIC_ACQUIRE);
 }
 
+/*
+ * Follow dev's schedule if it changed since this CPU last did. Called
+ * where the CPU takes new slots into use (attaches, thread loads; after
+ * the locks that order them after the schedule change of their slot's
+ * acquisition) and by the rotation's cross-CPU call. td: the thread
+ * loaded here, or NULL. Local, interrupts disabled.
+ */
 static inline void
 perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                         struct perfmon_td *td)
