@@ -532,15 +532,21 @@ perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
  * take samples.
  */
 static void
-perfmon_cpu_pmc_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                    struct perfmon_cpu_pmc *cpmc, uint64_t left,
-                    uint64_t period)
+perfmon_cpu_pmc_arm(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
+                    uint64_t left, uint64_t period)
 {
     cpmc->armed = cpmc->sampler->samples_left != 0;
     cpmc->sample_next = cpmc->value + left;
     cpmc->sample_period = period;
 
-    if (cpmc->armed && !cpu->throttle.active) {
+    /*
+     * Preset even on a throttled CPU: the counter was just started, which
+     * leaves it a plain counter (the software PMU then reports no wrap at
+     * once, and a polled narrow one would lose wraps to a burst); preset,
+     * it is in the state of any sampling counter throttled after its last
+     * sample: its period's end is reported, and counted as throttled.
+     */
+    if (cpmc->armed) {
         perfmon_cpu_pmc_preset(dev, cpmc, false);
     }
 }
@@ -1112,7 +1118,8 @@ perfmon_event_counting_here(const struct perfmon_event *event)
 {
     assert(!cpu_intr_enabled());
 
-    if (!perfmon_event_attached(event)) {
+    /* A disabled event's count stands still, counter or not. */
+    if (!perfmon_event_attached(event) || event->disabled) {
         return false;
     }
 
@@ -1553,16 +1560,6 @@ perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit)
     return bitops_popcount(unit) + pinned <= dev->nr_pmcs;
 }
 
-/* Whether slot index's unit holds counters, or could. Lock held. */
-static bool
-perfmon_mux_can_run(struct perfmon_dev *dev, unsigned int index)
-{
-    uint32_t unit = perfmon_mux_unit(&dev->state, index);
-
-    return (dev->state.sched_mask & (1U << index))
-           || perfmon_mux_fits(dev, unit);
-}
-
 /*
  * Drop a reference on slot index (pin: a pinning one; enabled: an
  * enabled event's), freeing the slot with the last, and schedule again.
@@ -1590,116 +1587,7 @@ perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
     return last;
 }
 
-/*
- * Find the slot counting config, or give it a free one, and schedule it.
- * A sampling event (sampler) takes a free slot of its own: its counter is
- * preset for its period, which no other event shares; like a pinned
- * event's, its slot must hold a counter at once. EAGAIN: no slot, or no
- * counter it could ever hold while the pinned slots hold theirs.
- */
-static int
-perfmon_pmc_acquire(struct perfmon_dev *dev, uint64_t config,
-                    struct perfmon_event *sampler, bool pin,
-                    unsigned int *indexp)
-{
-    struct perfmon_dev_state *state = &dev->state;
-    unsigned int index = PERFMON_MAX_SLOTS;
-    struct perfmon_pmc *pmc;
-    unsigned long flags;
-    uint32_t changed;
-    bool new;
-    int error;
-
-    spinlock_lock_intr_save(&state->lock, &flags);
-
-    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        pmc = &state->pmcs[i];
-
-        if (pmc->nr_refs != 0 && pmc->config == config
-            && pmc->sampler == NULL && sampler == NULL) {
-            index = i;
-            break;
-        }
-
-        if (pmc->nr_refs == 0 && index == PERFMON_MAX_SLOTS) {
-            index = i;
-        }
-    }
-
-    if (index == PERFMON_MAX_SLOTS) {
-        spinlock_unlock_intr_restore(&state->lock, flags);
-        return EAGAIN;
-    }
-
-    pmc = &state->pmcs[index];
-    new = (pmc->nr_refs == 0);
-
-    if (new || !perfmon_pmc_wanted(pmc)) {
-        uint64_t least, most;
-        bool any;
-
-        perfmon_mux_account(state);
-        any = perfmon_mux_range(state, &least, &most);
-        pmc->sched_time = perfmon_mux_level(new ? 0 : pmc->sched_time, any,
-                                            least, most);
-    }
-
-    if (new) {
-        assert(!(state->sched_mask & (1U << index)));
-        state->used_mask |= 1U << index;
-        pmc->config = config;
-        pmc->sampler = sampler;
-        pmc->nr_pinned = 0;
-        pmc->nr_enabled = 0;
-    }
-
-    pmc->nr_refs++;
-    pmc->nr_pinned += pin;
-    pmc->nr_enabled++;          /* events attach enabled */
-    error = perfmon_mux_schedule(dev, false);
-
-    if (!error && !perfmon_mux_can_run(dev, index)) {
-        error = EAGAIN;
-    }
-
-    if (error) {
-        perfmon_pmc_unref(dev, index, pin, true);
-    }
-
-    changed = perfmon_sched_end(state);
-    spinlock_unlock_intr_restore(&state->lock, flags);
-
-    /* No CPU uses a new slot yet: each checks before it does. */
-    perfmon_mux_publish(dev, new ? changed & ~(1U << index) : changed);
-
-    if (!error) {
-        *indexp = index;
-    }
-
-    return error;
-}
-
-static void
-perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
-                    bool enabled)
-{
-    struct perfmon_dev_state *state = &dev->state;
-    struct perfmon_pmc *pmc = &state->pmcs[index];
-    unsigned long flags;
-    uint32_t changed;
-    bool last;
-
-    spinlock_lock_intr_save(&state->lock, &flags);
-    assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin
-           && pmc->nr_enabled >= (unsigned int)enabled);
-    last = perfmon_pmc_unref(dev, index, pin, enabled);
-    changed = perfmon_sched_end(state);
-    spinlock_unlock_intr_restore(&state->lock, flags);
-
-    /* No CPU uses a slot released by its last event. */
-    perfmon_mux_publish(dev, last ? changed & ~(1U << index) : changed);
-}
-
+/* Count (delta 1) or uncount (delta -1) the links of a group's slots. */
 static void
 perfmon_mux_links_add(struct perfmon_dev_state *state,
                       const unsigned int *indexes, unsigned int nr_indexes,
@@ -1725,39 +1613,186 @@ perfmon_mux_links_add(struct perfmon_dev_state *state,
 }
 
 /*
- * Link (delta 1) or unlink (delta -1) the slots of a group's events, so
- * that they hold counters together, and schedule again. Return EAGAIN
- * when the linked slots cannot all hold counters at once while the
- * pinned slots hold theirs (the link is then undone), else 0. Thread
- * context.
+ * The slot for config: one counting it already that the event may share,
+ * else a free one that none of the slots chosen for the same call (new)
+ * takes; PERFMON_MAX_SLOTS when there is none. A sampling event shares
+ * nothing. Device lock held.
+ */
+static unsigned int
+perfmon_pmc_find(const struct perfmon_dev_state *state, uint64_t config,
+                 bool sampler, uint32_t new)
+{
+    unsigned int free = PERFMON_MAX_SLOTS;
+
+    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+        const struct perfmon_pmc *pmc = &state->pmcs[i];
+
+        if (pmc->nr_refs != 0 && pmc->config == config
+            && pmc->sampler == NULL && !sampler) {
+            return i;
+        }
+
+        if (pmc->nr_refs == 0 && !(new & (1U << i))
+            && free == PERFMON_MAX_SLOTS) {
+            free = i;
+        }
+    }
+
+    return free;
+}
+
+/*
+ * Take a slot for each of nr events (configs[k], pins[k]: it pins its
+ * slot), linked into one unit when there are several (a group's: they
+ * hold counters together), and schedule them. Events of one
+ * configuration share its slot, each with a reference; a sampling event
+ * (sampler, nr 1) takes a free slot of its own: its counter is preset for
+ * its period, which no other event shares; like a pinned event's, its
+ * slot must hold a counter at once.
+ *
+ * Whether the unit could ever run is decided before anything changes, so
+ * that a refusal moves no counter of any other unit (a unit found too
+ * large once linked would otherwise drop the counters of the units it
+ * joins while it is scheduled and unlinked again). Only a pinned unit
+ * that the driver's constraints leave no room for is found out by the
+ * schedule itself, and undone after.
+ *
+ * Return 0 with the slots in indexes, or EAGAIN: no free slot, or no
+ * counters the unit could ever hold while the pinned units hold theirs.
+ * Thread context.
  */
 static int
-perfmon_mux_link(struct perfmon_dev *dev, const unsigned int *indexes,
-                 unsigned int nr_indexes, int delta)
+perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
+                    const bool *pins, unsigned int nr,
+                    struct perfmon_event *sampler, unsigned int *indexes)
+{
+    struct perfmon_dev_state *state = &dev->state;
+    uint32_t new = 0, unit = 0, changed = 0;
+    uint64_t least, most;
+    unsigned long flags;
+    int error = 0;
+    bool any;
+
+    assert(nr >= 1 && nr <= PERFMON_GROUP_MAX
+           && (sampler == NULL || nr == 1));
+    spinlock_lock_intr_save(&state->lock, &flags);
+
+    for (unsigned int k = 0; k < nr; k++) {
+        unsigned int j, index;
+
+        /* A configuration met earlier in the call shares its slot. */
+        for (j = 0; j < k && configs[j] != configs[k]; j++) {
+            continue;
+        }
+
+        index = (j < k) ? indexes[j]
+                        : perfmon_pmc_find(state, configs[k],
+                                           sampler != NULL, new);
+
+        if (index == PERFMON_MAX_SLOTS) {
+            error = EAGAIN;
+            goto out;
+        }
+
+        indexes[k] = index;
+
+        if (state->pmcs[index].nr_refs == 0) {
+            new |= 1U << index;
+        }
+
+        unit |= perfmon_mux_unit(state, index);
+    }
+
+    /* Before anything changes: a refusal moves no counter. */
+    if ((unit & ~state->sched_mask) != 0 && !perfmon_mux_fits(dev, unit)) {
+        error = EAGAIN;
+        goto out;
+    }
+
+    perfmon_mux_account(state);
+    any = perfmon_mux_range(state, &least, &most);
+
+    for (unsigned int k = 0; k < nr; k++) {
+        struct perfmon_pmc *pmc = &state->pmcs[indexes[k]];
+
+        if (pmc->nr_refs == 0) {
+            assert(!(state->sched_mask & (1U << indexes[k])));
+            state->used_mask |= 1U << indexes[k];
+            pmc->config = configs[k];
+            pmc->sampler = sampler;
+            pmc->nr_pinned = 0;
+            pmc->nr_enabled = 0;
+            pmc->sched_time = perfmon_mux_level(0, any, least, most);
+        } else if (!perfmon_pmc_wanted(pmc)) {
+            pmc->sched_time = perfmon_mux_level(pmc->sched_time, any, least,
+                                                most);
+        }
+
+        pmc->nr_refs++;
+        pmc->nr_pinned += pins[k];
+        pmc->nr_enabled++;          /* events attach enabled */
+    }
+
+    perfmon_mux_links_add(state, indexes, nr, 1);
+    error = perfmon_mux_schedule(dev, false);
+
+    if (error) {
+        perfmon_mux_links_add(state, indexes, nr, -1);
+
+        for (unsigned int k = nr; k-- > 0;) {
+            perfmon_pmc_unref(dev, indexes[k], pins[k], true);
+        }
+    }
+
+    changed = perfmon_sched_end(state);
+
+out:
+    spinlock_unlock_intr_restore(&state->lock, flags);
+
+    /* No CPU uses a new slot yet: each checks before it does. */
+    perfmon_mux_publish(dev, changed & ~new);
+    return error;
+}
+
+static void
+perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
+                    bool enabled)
+{
+    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_pmc *pmc = &state->pmcs[index];
+    unsigned long flags;
+    uint32_t changed;
+    bool last;
+
+    spinlock_lock_intr_save(&state->lock, &flags);
+    assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin
+           && pmc->nr_enabled >= (unsigned int)enabled);
+    last = perfmon_pmc_unref(dev, index, pin, enabled);
+    changed = perfmon_sched_end(state);
+    spinlock_unlock_intr_restore(&state->lock, flags);
+
+    /* No CPU uses a slot released by its last event. */
+    perfmon_mux_publish(dev, last ? changed & ~(1U << index) : changed);
+}
+
+/*
+ * Unlink the slots of a group's events (detach), so that they take turns
+ * apart, and schedule again. Thread context.
+ */
+static void
+perfmon_mux_unlink(struct perfmon_dev *dev, const unsigned int *indexes,
+                   unsigned int nr_indexes)
 {
     struct perfmon_dev_state *state = &dev->state;
     unsigned long flags;
     uint32_t changed;
-    int error;
 
     spinlock_lock_intr_save(&state->lock, &flags);
-    perfmon_mux_links_add(state, indexes, nr_indexes, delta);
-    error = perfmon_mux_schedule(dev, false);
-
-    if (!error && delta > 0 && !perfmon_mux_can_run(dev, indexes[0])) {
-        error = EAGAIN;
-    }
-
-    if (error) {
-        assert(delta > 0);
-        perfmon_mux_links_add(state, indexes, nr_indexes, -delta);
-        perfmon_mux_reschedule(dev);
-    }
-
+    perfmon_mux_links_add(state, indexes, nr_indexes, -1);
+    perfmon_mux_reschedule(dev);
     changed = perfmon_sched_end(state);
     spinlock_unlock_intr_restore(&state->lock, flags);
     perfmon_mux_publish(dev, changed);
-    return error;
 }
 
 /*
@@ -1840,6 +1875,12 @@ uint64_t
 perfmon_mux_nr_rotations(const struct perfmon_dev *dev)
 {
     return READ_ONCE(dev->state.nr_rotations);
+}
+
+unsigned int
+perfmon_mux_sched_seq(const struct perfmon_dev *dev)
+{
+    return __atomic_load_n(&dev->state.sched_seq, __ATOMIC_ACQUIRE);
 }
 
 uint64_t
@@ -1941,6 +1982,7 @@ perfmon_td_init(struct perfmon_td *td)
             td->pmcs[d][i].cpu_start = 0;
             td->pmcs[d][i].value = 0;
             td->pmcs[d][i].sample_left = 0;
+            td->pmcs[d][i].sample_period = 0;
             td->off[d][i] = 0;
         }
     }
@@ -1972,10 +2014,13 @@ perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
 
     tpmc->cpu_start = cpmc->value;
 
-    /* The thread's period goes on where it left it. */
+    /*
+     * The thread's period goes on where it left it: the sample that ends
+     * it records that period, even if the event's changed meanwhile.
+     */
     if (cpmc->sampler != NULL) {
-        perfmon_cpu_pmc_arm(cpu, dev, cpmc, tpmc->sample_left,
-                            cpmc->sampler->period);
+        perfmon_cpu_pmc_arm(dev, cpmc, tpmc->sample_left,
+                            tpmc->sample_period);
     }
 }
 
@@ -1991,8 +2036,14 @@ perfmon_td_pmc_save_period(struct perfmon_td_pmc *tpmc,
                            const struct perfmon_intr_ctx *ctx)
 {
     perfmon_cpu_pmc_sample(cpu, dev, cpmc, ctx, false);
-    tpmc->sample_left = cpmc->armed ? cpmc->sample_next - cpmc->value
-                                    : cpmc->sampler->period;
+
+    if (cpmc->armed) {
+        tpmc->sample_left = cpmc->sample_next - cpmc->value;
+        tpmc->sample_period = cpmc->sample_period;
+    } else {
+        tpmc->sample_left = READ_ONCE(cpmc->sampler->period);
+        tpmc->sample_period = tpmc->sample_left;
+    }
 }
 
 /* Unload one slot, adding what it counted here to the thread. */
@@ -2314,6 +2365,7 @@ perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
 
         op->td->used[op->dev->state.index] |= 1U << op->index;
         tpmc->sample_left = (op->event != NULL) ? op->event->period : 0;
+        tpmc->sample_period = tpmc->sample_left;
 
         if (loaded) {
             perfmon_td_pmc_load(op->td, cpu, op->dev, op->index);
@@ -2349,22 +2401,6 @@ perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
     }
 }
 
-static uint64_t
-perfmon_td_event_op(struct perfmon_event *event,
-                    void (*fn)(struct perfmon_td_op *op, bool loaded))
-{
-    struct perfmon_td_op op = {
-        .td = thread_perfmon_td(event->thread),
-        .dev = event->dev,
-        .index = event->pmc_index,
-        .event = (event->period != 0) ? event : NULL,
-        .fn = fn,
-    };
-
-    perfmon_td_run(&op);
-    return op.value;
-}
-
 /* ------------------------------------------------------------------ */
 /* CPU events (run on their CPU through xcall)                         */
 /* ------------------------------------------------------------------ */
@@ -2383,8 +2419,7 @@ perfmon_cpu_op_attach(void *arg)
     event->start = cpmc->value;
 
     if (cpmc->sampler != NULL) {
-        perfmon_cpu_pmc_arm(cpu, event->dev, cpmc, event->period,
-                            event->period);
+        perfmon_cpu_pmc_arm(event->dev, cpmc, event->period, event->period);
     }
 }
 
@@ -2392,25 +2427,39 @@ perfmon_cpu_op_attach(void *arg)
  * A CPU event's read on its CPU, into event->final: the cross-CPU call of
  * a remote read, inline in a local one. A plain slot takes the fast path.
  */
-static void
-perfmon_cpu_op_read(void *arg)
+static inline struct perfmon_cpu_pmc *
+perfmon_cpu_op_update(struct perfmon_event *event)
 {
-    struct perfmon_event *event = arg;
     struct perfmon_cpu_pmc *cpmc = event->cpu_pmc;
 
     if (!perfmon_cpu_pmc_update_plain(cpu_local_ptr(pmu_soft_bank), cpmc)) {
         cpmc = perfmon_cpu_pmc_update_slot(event->dev, cpmc);
     }
 
-    event->final = cpmc->value - event->start;
+    return cpmc;
 }
 
+/*
+ * The count is computed here, where the owner's enable, disable and reset
+ * apply (perfmon_snap_end), so that a read sees each wholly or not at all.
+ */
+static void
+perfmon_cpu_op_read(void *arg)
+{
+    struct perfmon_event *event = arg;
+    uint64_t value = perfmon_cpu_op_update(event)->value;
+
+    event->final = __builtin_expect(event->disabled, 0)
+                   ? event->frozen : value - event->start;
+}
+
+/* The detach's: the slot's value at the detach, in event->final. */
 static void
 perfmon_cpu_op_detach(void *arg)
 {
     struct perfmon_event *event = arg;
 
-    perfmon_cpu_op_read(event);
+    event->final = perfmon_cpu_op_update(event)->value;
     perfmon_cpu_pmc_put(cpu_local_ptr(perfmon_cpu), event->dev,
                         event->pmc_index);
 }
@@ -2486,6 +2535,19 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     return 0;
 }
 
+/*
+ * Whether an event was initialized and is in one of its states: the
+ * magic alone does not say so (memory that holds it by chance, or an
+ * event written over by its owner).
+ */
+static bool
+perfmon_event_valid(const struct perfmon_event *event)
+{
+    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
+           && event->state >= PERFMON_EVENT_INIT
+           && event->state <= PERFMON_EVENT_DISABLED;
+}
+
 bool
 perfmon_event_attached(const struct perfmon_event *event)
 {
@@ -2508,6 +2570,7 @@ perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
 {
     struct perfmon_dev *dev;
     uint64_t config;
+    bool pin;
     int error;
 
     if (event == NULL || event->magic != PERFMON_EVENT_MAGIC
@@ -2532,10 +2595,9 @@ perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
         return EINVAL;
     }
 
-    error = perfmon_pmc_acquire(dev, config,
-                                (event->period != 0) ? event : NULL,
-                                (event->flags & PERFMON_EF_PINNED) != 0,
-                                indexp);
+    pin = (event->flags & PERFMON_EF_PINNED) != 0;
+    error = perfmon_pmc_acquire(dev, &config, &pin, 1,
+                                (event->period != 0) ? event : NULL, indexp);
 
     if (error) {
         return error;
@@ -2655,33 +2717,57 @@ perfmon_event_detach(struct perfmon_event *event)
     return 0;
 }
 
-/*
- * A thread event's count (from the thread's start). The thread's own: its
- * counters are loaded on this CPU and written only here, so disabling
- * interrupts is all a read needs (no lock, no cross-CPU call). Any other
- * thread's goes through perfmon_td_run.
- */
-static __attribute__((noinline)) uint64_t
-perfmon_event_read_thread_slow(struct perfmon_event *event)
+/* An attached event's count, given its tier value at a snapshot. */
+static uint64_t
+perfmon_event_count_at(const struct perfmon_event *event, uint64_t value)
 {
-    unsigned long flags;
-    uint64_t value;
-
-    if (event->thread != thread_self()) {
-        return perfmon_td_event_op(event, perfmon_td_op_read);
-    }
-
-    flags = cpu_intr_save();
-    value = perfmon_td_pmc_value(thread_perfmon_td(event->thread),
-                                 event->dev, event->pmc_index, true);
-    cpu_intr_restore(flags);
-    return value;
+    return event->disabled ? event->frozen : value - event->start;
 }
 
 /*
- * The same, with the fast path of the thread's own event on a plain slot
- * inline: no call, no saved register. Any other case takes the path
- * above, from the start.
+ * A thread event's count since attach. The thread's own: its counters
+ * are loaded on this CPU and written only here, so disabling interrupts
+ * is all a read needs (no lock, no cross-CPU call). Any other thread's
+ * goes through perfmon_td_run. Either way the count is computed where the
+ * owner's enable, disable and reset apply (perfmon_snap_end), so that it
+ * sees each of them wholly or not at all.
+ */
+static void
+perfmon_td_op_count(struct perfmon_td_op *op, bool loaded)
+{
+    op->value = perfmon_event_count_at(op->event,
+                                       perfmon_td_pmc_value(op->td, op->dev,
+                                                            op->index,
+                                                            loaded));
+}
+
+static __attribute__((noinline)) uint64_t
+perfmon_event_read_thread_slow(struct perfmon_event *event)
+{
+    struct perfmon_td_op op = {
+        .td = thread_perfmon_td(event->thread),
+        .dev = event->dev,
+        .index = event->pmc_index,
+        .event = event,
+        .fn = perfmon_td_op_count,
+    };
+    unsigned long flags;
+
+    if (event->thread != thread_self()) {
+        perfmon_td_run(&op);
+        return op.value;
+    }
+
+    flags = cpu_intr_save();
+    perfmon_td_op_count(&op, true);
+    cpu_intr_restore(flags);
+    return op.value;
+}
+
+/*
+ * The same, with the fast path of the thread's own enabled event on a
+ * plain slot inline: no call, no saved register. Any other case takes
+ * the path above, from the start.
  */
 static inline uint64_t
 perfmon_event_read_thread(struct perfmon_event *event)
@@ -2698,10 +2784,12 @@ perfmon_event_read_thread(struct perfmon_event *event)
         flags = cpu_intr_save();
         cpmc = &cpu_local_ptr(perfmon_cpu)->pmcs[d][index];
 
-        if (perfmon_cpu_pmc_update_plain(cpu_local_ptr(pmu_soft_bank),
-                                         cpmc)) {
+        if (!event->disabled
+            && perfmon_cpu_pmc_update_plain(cpu_local_ptr(pmu_soft_bank),
+                                            cpmc)) {
             tpmc = &thread_perfmon_td(thread)->pmcs[d][index];
-            value = tpmc->value + (cpmc->value - tpmc->cpu_start);
+            value = tpmc->value + (cpmc->value - tpmc->cpu_start)
+                    - event->start;
             cpu_intr_restore(flags);
             return value;
         }
@@ -2749,9 +2837,10 @@ perfmon_event_get_inline(struct perfmon_event *event, uint64_t *valuep)
         return EINVAL;
     }
 
-    switch (event->state) {
+    /* Acquire: a disabled event's frozen count was written before. */
+    switch (__atomic_load_n(&event->state, __ATOMIC_ACQUIRE)) {
     case PERFMON_EVENT_THREAD:
-        *valuep = perfmon_event_read_thread(event) - event->start;
+        *valuep = perfmon_event_read_thread(event);
         return 0;
     case PERFMON_EVENT_CPU:
         perfmon_event_read_cpu(event);
@@ -2794,21 +2883,37 @@ perfmon_event_read(struct perfmon_event *event)
  * The tier values of events that share a target (one event, or a group),
  * with the TSC and, for a thread, its run time, taken together on the
  * owning CPU with interrupts disabled, while attaching, detaching or only
- * reading them. A read writes nothing into the events: the caller
- * applies the snapshot, so concurrent reads of one event or group share
- * nothing but the tiers, which their CPU's disabled interrupts guard.
+ * reading them.
+ *
+ * Reads and the owner's changes (enable, disable, reset) are serialized
+ * there: a thread's operations under its td lock, or on the CPU it is
+ * loaded on with interrupts disabled; a CPU's with interrupts disabled on
+ * it. So a change is applied to the events (apply) inside its snapshot,
+ * and a read computes its counts and times from the events' fields
+ * inside its own: a read sees each change wholly or not at all, and
+ * writes nothing into the events, so reads of one event or group may run
+ * from several threads at once.
  */
 struct perfmon_snap {
     struct perfmon_td_op op;            /* thread events */
     struct perfmon_event *const *events;
     unsigned int nr_events;
     unsigned int action;
+    void (*apply)(struct perfmon_event *event,
+                  const struct perfmon_snap *snap, unsigned int i);
     uint64_t now;                       /* TSC */
     uint64_t run;                       /* the thread's run time at now */
     uint64_t values[PERFMON_GROUP_MAX]; /* each event's tier value */
     uint64_t offs[PERFMON_GROUP_MAX];   /* each one's slot's time without
                                            a counter (of the thread) */
+
+    /* A read's results (no apply): each event's count, the first's times. */
+    uint64_t counts[PERFMON_GROUP_MAX];
+    uint64_t enabled;
+    uint64_t running;
 };
+
+static void perfmon_snap_end(struct perfmon_snap *snap);
 
 static void
 perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
@@ -2853,6 +2958,8 @@ perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
             snap->offs[i] += snap->now - cpmc->off_mark;
         }
     }
+
+    perfmon_snap_end(snap);
 }
 
 static void
@@ -2869,7 +2976,7 @@ perfmon_cpu_op_snap(void *arg)
             snap->values[i] = event->start;
         } else if (snap->action == PERFMON_SNAP_DETACH) {
             perfmon_cpu_op_detach(event);
-            snap->values[i] = event->start + event->final;
+            snap->values[i] = event->final;
         } else {
             snap->values[i] = perfmon_cpu_pmc_update(cpu, event->dev,
                                                      event->pmc_index)->value;
@@ -2890,17 +2997,23 @@ perfmon_cpu_op_snap(void *arg)
             snap->offs[i] += snap->now - cpmc->off_since;
         }
     }
+
+    perfmon_snap_end(snap);
 }
 
 /*
  * Take a snapshot of events attached (or being attached) to one thread or
  * CPU, the first one's: through the thread's operation, or on the CPU,
- * in place when it is this one.
+ * in place when it is this one. A read (PERFMON_SNAP_READ) applies apply
+ * to each event there, or without one computes the counts and times.
  */
 static void
 perfmon_snap_take(struct perfmon_snap *snap,
                   struct perfmon_event *const *events,
-                  unsigned int nr_events, unsigned int action)
+                  unsigned int nr_events, unsigned int action,
+                  void (*apply)(struct perfmon_event *event,
+                                const struct perfmon_snap *snap,
+                                unsigned int i))
 {
     const struct perfmon_event *leader = events[0];
     unsigned long flags;
@@ -2909,6 +3022,7 @@ perfmon_snap_take(struct perfmon_snap *snap,
     snap->events = events;
     snap->nr_events = nr_events;
     snap->action = action;
+    snap->apply = apply;
 
     if (leader->thread != NULL) {
         snap->op = (struct perfmon_td_op){
@@ -2938,13 +3052,6 @@ perfmon_snap_take(struct perfmon_snap *snap,
 
     cpu_intr_restore(flags);
     xcall_call(leader->cpu, perfmon_cpu_op_snap, snap);
-}
-
-/* An attached event's count, given its tier value at a snapshot. */
-static uint64_t
-perfmon_event_count_at(const struct perfmon_event *event, uint64_t value)
-{
-    return event->disabled ? event->frozen : value - event->start;
 }
 
 /*
@@ -2987,6 +3094,32 @@ perfmon_event_times_at(const struct perfmon_event *event,
 }
 
 /*
+ * A read's end, where its snapshot was taken: apply the change, or
+ * compute the read's results. Interrupts disabled, on the owning CPU.
+ */
+static void
+perfmon_snap_end(struct perfmon_snap *snap)
+{
+    if (snap->action != PERFMON_SNAP_READ) {
+        return;
+    }
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        if (snap->apply != NULL) {
+            snap->apply(snap->events[i], snap, i);
+        } else {
+            snap->counts[i] = perfmon_event_count_at(snap->events[i],
+                                                     snap->values[i]);
+        }
+    }
+
+    if (snap->apply == NULL) {
+        perfmon_event_times_at(snap->events[0], snap, snap->offs[0],
+                               &snap->enabled, &snap->running);
+    }
+}
+
+/*
  * The changes below apply to an event the values at a snapshot of the
  * event, its i-th.
  */
@@ -3016,7 +3149,10 @@ perfmon_event_apply_disable(struct perfmon_event *event,
         perfmon_event_times_at(event, snap, snap->offs[i],
                                &event->time_enabled, &event->time_running);
         event->disabled = true;
-        event->state = PERFMON_EVENT_DISABLED;
+
+        /* Readers that find it disabled read frozen without a snapshot. */
+        __atomic_store_n(&event->state, PERFMON_EVENT_DISABLED,
+                         __ATOMIC_RELEASE);
     }
 }
 
@@ -3053,7 +3189,7 @@ perfmon_events_attach(struct perfmon_event *const *events,
 {
     struct perfmon_snap snap;
 
-    perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_ATTACH);
+    perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_ATTACH, NULL);
 
     for (unsigned int i = 0; i < nr_events; i++) {
         perfmon_event_begin(events[i], &snap, i);
@@ -3067,7 +3203,7 @@ perfmon_events_detach(struct perfmon_event *const *events,
 {
     struct perfmon_snap snap;
 
-    perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_DETACH);
+    perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_DETACH, NULL);
 
     /* A group's slots part before they can take turns apart. */
     if (events[0]->group != NULL) {
@@ -3077,7 +3213,7 @@ perfmon_events_detach(struct perfmon_event *const *events,
             indexes[i] = events[i]->pmc_index;
         }
 
-        perfmon_mux_link(events[0]->dev, indexes, nr_events, -1);
+        perfmon_mux_unlink(events[0]->dev, indexes, nr_events);
     }
 
     for (unsigned int i = 0; i < nr_events; i++) {
@@ -3183,10 +3319,10 @@ perfmon_event_read_value(struct perfmon_event *event,
     case PERFMON_EVENT_THREAD:
     case PERFMON_EVENT_CPU:
     case PERFMON_EVENT_DISABLED:
-        perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ);
-        count = perfmon_event_count_at(event, snap.values[0]);
-        perfmon_event_times_at(event, &snap, snap.offs[0], &enabled,
-                               &running);
+        perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ, NULL);
+        count = snap.counts[0];
+        enabled = snap.enabled;
+        running = snap.running;
         break;
     case PERFMON_EVENT_DETACHED:
         count = event->final;
@@ -3212,8 +3348,7 @@ perfmon_event_change(struct perfmon_event *event,
 {
     struct perfmon_snap snap;
 
-    perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ);
-    apply(event, &snap, 0);
+    perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ, apply);
 }
 
 /* Whether enable or disable may apply to the event alone. */
@@ -3316,36 +3451,54 @@ perfmon_event_idle(const struct perfmon_event *event)
 int
 perfmon_group_add(struct perfmon_group *group, struct perfmon_event *event)
 {
+    unsigned int i;
+
     if (!perfmon_group_valid(group) || perfmon_group_attached(group)
         || !perfmon_event_idle(event) || event->period != 0
         || event->group != NULL) {
         return EINVAL;
     }
 
-    /* One device: hardware and software events never mix. */
-    if (group->nr_events != 0
-        && ((event->flags ^ group->events[0]->flags) & PERFMON_EF_SW)) {
-        return EINVAL;
+    /*
+     * A member initialized again left the group (its group is NULL) but
+     * keeps its place in events[]: added back, it takes that place again,
+     * rather than a second one (which would attach it twice).
+     */
+    for (i = 0; i < group->nr_events && group->events[i] != event; i++) {
+        continue;
     }
 
-    if (group->nr_events == PERFMON_GROUP_MAX) {
+    /* One device: hardware and software events never mix. */
+    for (unsigned int j = 0; j < group->nr_events; j++) {
+        if (j != i && group->events[j]->group == group
+            && ((event->flags ^ group->events[j]->flags) & PERFMON_EF_SW)) {
+            return EINVAL;
+        }
+    }
+
+    if (i == PERFMON_GROUP_MAX) {
         return E2BIG;
     }
 
-    group->events[group->nr_events++] = event;
+    if (i == group->nr_events) {
+        group->events[group->nr_events++] = event;
+    }
+
     event->group = group;
     return 0;
 }
 
 /*
  * Check a group can be attached and take a slot for each of its events,
- * all or none, into indexes; nothing of the events changes.
+ * all or none, into indexes, as one unit decided before anything changes
+ * (perfmon_pmc_acquire); nothing of the events changes.
  */
 static int
 perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
                       unsigned int *indexes)
 {
     uint64_t configs[PERFMON_GROUP_MAX];
+    bool pins[PERFMON_GROUP_MAX];
     unsigned int nr_configs = 0, i;
     struct perfmon_dev *dev;
     int error;
@@ -3359,7 +3512,8 @@ perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
         const struct perfmon_event *event = group->events[i];
 
         if (!perfmon_event_idle(event) || event->group != group
-            || event->period != 0) {
+            || event->period != 0
+            || ((event->flags ^ group->events[0]->flags) & PERFMON_EF_SW)) {
             return EINVAL;      /* initialized again, or attached alone */
         }
     }
@@ -3374,56 +3528,35 @@ perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
     for (i = 0; i < group->nr_events; i++) {
         const struct perfmon_event *event = group->events[i];
         unsigned int j;
-        uint64_t config;
 
-        error = dev->ops->translate(&config, event->id, event->flags);
+        error = dev->ops->translate(&configs[i], event->id, event->flags);
 
         if (error) {
             return error;
         }
 
-        for (j = 0; j < nr_configs && configs[j] != config; j++) {
+        pins[i] = (event->flags & PERFMON_EF_PINNED) != 0;
+
+        for (j = 0; j < i && configs[j] != configs[i]; j++) {
             continue;
         }
 
-        if (j == nr_configs) {
-            configs[nr_configs++] = config;
-        }
+        nr_configs += (j == i);
     }
 
     if (nr_configs > dev->nr_pmcs) {
         return E2BIG;
     }
 
-    for (i = 0; i < group->nr_events; i++) {
-        struct perfmon_dev *event_dev;
+    error = perfmon_pmc_acquire(dev, configs, pins, group->nr_events, NULL,
+                                indexes);
 
-        error = perfmon_event_prepare(group->events[i], &event_dev,
-                                      &indexes[i]);
-
-        if (error) {
-            goto error;
-        }
-
-        assert(event_dev == dev);
+    if (error) {
+        return error;
     }
 
-    /* Linked, the group's slots hold counters together. */
-    error = perfmon_mux_link(dev, indexes, group->nr_events, 1);
-
-    if (!error) {
-        *devp = dev;
-        return 0;
-    }
-
-error:
-    while (i-- > 0) {
-        perfmon_pmc_release(dev, indexes[i],
-                            (group->events[i]->flags & PERFMON_EF_PINNED)
-                            != 0, true);
-    }
-
-    return error;
+    *devp = dev;
+    return 0;
 }
 
 int
@@ -3530,15 +3663,14 @@ perfmon_group_read(struct perfmon_group *group,
     case PERFMON_EVENT_THREAD:
     case PERFMON_EVENT_CPU:
         perfmon_snap_take(&snap, group->events, group->nr_events,
-                          PERFMON_SNAP_READ);
+                          PERFMON_SNAP_READ, NULL);
 
         for (unsigned int i = 0; i < group->nr_events; i++) {
-            valuep->counts[i] = perfmon_event_count_at(group->events[i],
-                                                       snap.values[i]);
+            valuep->counts[i] = snap.counts[i];
         }
 
-        perfmon_event_times_at(leader, &snap, snap.offs[0], &enabled,
-                               &running);
+        enabled = snap.enabled;
+        running = snap.running;
         break;
     case PERFMON_EVENT_DETACHED:
         for (unsigned int i = 0; i < group->nr_events; i++) {
@@ -3571,23 +3703,24 @@ perfmon_group_change(struct perfmon_group *group,
                      int delta)
 {
     unsigned int indexes[PERFMON_GROUP_MAX], nr_indexes = 0;
+    bool disabled[PERFMON_GROUP_MAX];
     struct perfmon_snap snap;
 
     if (!perfmon_group_attached(group)) {
         return EINVAL;
     }
 
+    /* The owner's calls are serialized: only this one changes them. */
+    for (unsigned int i = 0; i < group->nr_events; i++) {
+        disabled[i] = group->events[i]->disabled;
+    }
+
     perfmon_snap_take(&snap, group->events, group->nr_events,
-                      PERFMON_SNAP_READ);
+                      PERFMON_SNAP_READ, apply);
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
-        struct perfmon_event *event = group->events[i];
-        bool disabled = event->disabled;
-
-        apply(event, &snap, i);
-
-        if (delta != 0 && disabled != event->disabled) {
-            indexes[nr_indexes++] = event->pmc_index;
+        if (delta != 0 && disabled[i] != group->events[i]->disabled) {
+            indexes[nr_indexes++] = group->events[i]->pmc_index;
         }
     }
 
@@ -3621,8 +3754,7 @@ perfmon_group_reset(struct perfmon_group *group)
 static bool
 perfmon_event_is_sampling(const struct perfmon_event *event)
 {
-    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
-           && event->state != 0 && event->period != 0;
+    return perfmon_event_valid(event) && event->period != 0;
 }
 
 int
@@ -3683,7 +3815,7 @@ perfmon_cpu_pmc_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     event->samples_left = nr_samples;
 
     if (!cpmc->armed) {
-        perfmon_cpu_pmc_arm(cpu, dev, cpmc, event->period, event->period);
+        perfmon_cpu_pmc_arm(dev, cpmc, event->period, event->period);
     }
 }
 
@@ -3701,6 +3833,7 @@ perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
 
     if (op->event->samples_left == 0) {
         tpmc->sample_left = op->event->period;
+        tpmc->sample_period = tpmc->sample_left;
     }
 
     op->event->samples_left = op->value;

@@ -205,9 +205,10 @@ int perfmon_event_read_value(struct perfmon_event *event,
  * CPU by the overflow path; perfmon_event_refresh limits their samples
  * instead) but can be reset (their count only). Group members are
  * enabled and disabled with their group (perfmon_group_enable), reset
- * alone or with it. Return 0, or EINVAL (event not attached; enable and
- * disable: a sampling event or a group member), having changed nothing.
- * Thread context.
+ * alone or with it. A read from another thread that overlaps one of
+ * these calls sees its change wholly or not at all. Return 0, or EINVAL
+ * (event not attached; enable and disable: a sampling event or a group
+ * member), having changed nothing. Thread context.
  */
 int perfmon_event_enable(struct perfmon_event *event);
 int perfmon_event_disable(struct perfmon_event *event);
@@ -290,9 +291,10 @@ int perfmon_group_init(struct perfmon_group *group);
  * Add an initialized, detached counting event to a detached group. Its
  * attach, detach, enable and disable go through the group from then on
  * (the event's own calls are EINVAL); initializing the event again takes
- * it out, and the group's attach then fails. Return 0, EINVAL (group or
+ * it out, and the group's attach then fails until it is added back, which
+ * puts it in its old place (once). Return 0, EINVAL (group or
  * event not initialized, either attached, a sampling event, the event
- * already in a group, an event of another device than the leader's:
+ * already in a group, an event of another device than the members':
  * hardware and software events cannot share a group) or E2BIG (already
  * PERFMON_GROUP_MAX events), having changed nothing. Thread context.
  */
@@ -662,11 +664,11 @@ uint64_t perfmon_nr_overflows(unsigned int cpu);
 void perfmon_poll_local(struct perfmon_dev *dev);
 
 /*
- * Multiplexing. Whether an attached event's raw event holds a counter on
- * the calling CPU now (whether its count advances here; false for an
- * event that is not attached): local, with interrupts disabled, which
- * keeps the answer true until they are enabled (a rotation reaches a CPU
- * through an interrupt).
+ * Multiplexing. Whether an attached, enabled event's raw event holds a
+ * counter on the calling CPU now (whether its count advances here; false
+ * for an event that is not attached, or disabled): local, with
+ * interrupts disabled, which keeps the answer true until they are
+ * enabled (a rotation reaches a CPU through an interrupt).
  */
 bool perfmon_event_counting_here(const struct perfmon_event *event);
 
@@ -679,6 +681,13 @@ bool perfmon_mux_rotate(struct perfmon_dev *dev);
 
 /* Rotations of dev so far (by the thread or perfmon_mux_rotate). */
 uint64_t perfmon_mux_nr_rotations(const struct perfmon_dev *dev);
+
+/*
+ * The version of dev's schedule: it moves whenever a slot gains or loses
+ * a counter, so a call that must move no counter leaves it as it was.
+ * Any context.
+ */
+unsigned int perfmon_mux_sched_seq(const struct perfmon_dev *dev);
 
 /* The rotation interval in ticks (perfmon.mux_ticks). Any context. */
 uint64_t perfmon_mux_ticks(void);

@@ -26,6 +26,8 @@ struct perfmon_td_pmc {
     uint64_t value;         /* the thread's total, up to the last unload */
     uint64_t sample_left;   /* sampling: events to the next sample, kept
                                while the thread is off-CPU */
+    uint64_t sample_period; /* the period sample_left ends (the event's
+                               period may have changed since it began) */
 };
 
 /*
