@@ -846,6 +846,155 @@ TEST_DEFINE(perfmon_group, thread_group_reads_are_consistent)
     test_pg_consistency(false);
 }
 
+/*
+ * Reads while the owner changes the events: a group (channels 0 and 1 in
+ * lockstep) disabled, enabled and reset over and over, and a single event
+ * likewise. Each read sees each change wholly or not at all: the group's
+ * members are equal, and times never go back nor running above enabled.
+ * (Reads that applied a change's snapshot by halves saw members unequal
+ * just after a reset, and times back by a whole enabled interval.)
+ */
+struct test_pg_watch {
+    struct perfmon_group *group;
+    struct perfmon_event *single;
+    const bool *stop;
+    uint64_t nr_reads;
+};
+
+static void
+test_pg_watch_run(void *arg)
+{
+    struct test_pg_watch *w = arg;
+    uint64_t group_enabled = 0, group_running = 0;
+    uint64_t enabled = 0, running = 0;
+    struct perfmon_group_value gv;
+    struct perfmon_value v;
+
+    do {
+        TEST_ASSERT_EQ(perfmon_group_read(w->group, &gv), 0);
+        TEST_ASSERT_EQ(gv.counts[0], gv.counts[1]);
+        TEST_ASSERT_GE(gv.time_enabled, group_enabled);
+        TEST_ASSERT_GE(gv.time_running, group_running);
+        TEST_ASSERT_LE(gv.time_running, gv.time_enabled);
+        group_enabled = gv.time_enabled;
+        group_running = gv.time_running;
+
+        TEST_ASSERT_EQ(perfmon_event_read_value(w->single, &v), 0);
+        TEST_ASSERT_GE(v.time_enabled, enabled);
+        TEST_ASSERT_GE(v.time_running, running);
+        TEST_ASSERT_LE(v.time_running, v.time_enabled);
+        enabled = v.time_enabled;
+        running = v.time_running;
+        w->nr_reads++;
+    } while (!__atomic_load_n(w->stop, __ATOMIC_ACQUIRE));
+}
+
+static struct test_pg_watch test_pg_watchers[CPU_MAX];
+static struct thread *test_pg_watcher_threads[CPU_MAX];
+static bool test_pg_watch_stop;
+
+/* Undo: the watchers stop before what they read is detached. */
+static void
+test_pg_watchers_stop(void *arg)
+{
+    unsigned int nr_watchers = (unsigned int)(uintptr_t)arg;
+
+    __atomic_store_n(&test_pg_watch_stop, true, __ATOMIC_RELEASE);
+
+    for (unsigned int i = 0; i < nr_watchers; i++) {
+        thread_join(test_pg_watcher_threads[i]);
+    }
+}
+
+static void
+test_pg_reads_during_changes(bool cpu_group)
+{
+    struct test_pg_watch *watchers = test_pg_watchers;
+    unsigned int c = cpu_count() - 1, nr_watchers = cpu_count();
+    struct test_pg_pairs p = { .total = 2000, .seed = 0x51ed };
+    struct perfmon_event events[2], single;
+    struct perfmon_group group;
+    struct perfmon_group_value value;
+    unsigned int k;
+
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+
+    for (unsigned int i = 0; i < 2; i++) {
+        test_pg_init(&events[i], PMU_SOFT_EV_EMIT + i);
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
+    }
+
+    test_pg_init(&single, PMU_SOFT_EV_EMIT);
+    p.thread = test_thread_start("pg-pairs", cpu_group ? 1ULL << c : 0,
+                                 test_pg_pairs_run, &p);
+
+    if (cpu_group) {
+        TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, c), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&single, c), 0);
+    } else {
+        TEST_ASSERT_EQ(perfmon_group_attach(&group, p.thread), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach(&single, p.thread), 0);
+    }
+
+    test_group_detach_on_failure(&group);
+    test_detach_on_failure(&single);
+    __atomic_store_n(&p.go, true, __ATOMIC_RELEASE);
+    test_pg_watch_stop = false;
+
+    /* A watcher on every CPU, this one's too (on one CPU: preempted). */
+    for (unsigned int i = 0; i < nr_watchers; i++) {
+        watchers[i] = (struct test_pg_watch){
+            .group = &group, .single = &single, .stop = &test_pg_watch_stop,
+        };
+        test_pg_watcher_threads[i] = test_thread_start("pg-watch", 1ULL << i,
+                                                       test_pg_watch_run,
+                                                       &watchers[i]);
+    }
+
+    test_undo_on_failure(test_pg_watchers_stop,
+                         (void *)(uintptr_t)nr_watchers);
+
+    for (k = 0; __atomic_load_n(&p.emitted, __ATOMIC_ACQUIRE) < p.total;
+         k++) {
+        TEST_ASSERT_EQ(perfmon_group_disable(&group), 0);
+        TEST_ASSERT_EQ(perfmon_event_disable(&single), 0);
+        TEST_ASSERT_EQ(perfmon_group_enable(&group), 0);
+        TEST_ASSERT_EQ(perfmon_event_enable(&single), 0);
+        TEST_ASSERT_EQ(perfmon_group_reset(&group), 0);
+        TEST_ASSERT_EQ(perfmon_event_reset(&single), 0);
+
+        if (k % 4 == 3) {
+            thread_delay(1);
+        }
+    }
+
+    thread_join(p.thread);
+    __atomic_store_n(&test_pg_watch_stop, true, __ATOMIC_RELEASE);
+
+    for (unsigned int i = 0; i < nr_watchers; i++) {
+        thread_join(test_pg_watcher_threads[i]);
+        TEST_ASSERT_GT(watchers[i].nr_reads, 0);
+    }
+
+    TEST_ASSERT_GT(k, 0);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.counts[0], value.counts[1]);
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(&single), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+TEST_DEFINE(perfmon_group, cpu_reads_during_owner_changes)
+{
+    test_pg_reads_during_changes(true);
+}
+
+TEST_DEFINE(perfmon_group, thread_reads_during_owner_changes)
+{
+    test_pg_reads_during_changes(false);
+}
+
 /* ------------------------------------------------------------------ */
 /* Scaling                                                             */
 /* ------------------------------------------------------------------ */

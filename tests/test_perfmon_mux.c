@@ -893,6 +893,114 @@ TEST_DEFINE(perfmon_mux, unit_that_could_never_run_is_refused)
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
+/* Whether every attached event of the set counts on this CPU now. */
+static bool
+test_px_all_counting_here(const struct test_px_set *set, unsigned int first,
+                          unsigned int nr)
+{
+    unsigned long flags = cpu_intr_save();
+    bool all = true;
+
+    for (unsigned int i = first; i < first + nr; i++) {
+        all &= perfmon_event_counting_here(&set->events[i]);
+    }
+
+    cpu_intr_restore(flags);
+    return all;
+}
+
+/*
+ * A refused group attach changes nothing, not even which counters the
+ * other units hold. A group A of S - 2 raw events holds counters; a group
+ * B of S - 2 sharing one of A's raw events would link them into a unit of
+ * 2S - 5 > S slots: EAGAIN, and A must not lose its counters on the way
+ * (it did: B was scheduled linked, which dropped A's counters, then
+ * unlinked, when B's new slots went first). Then a pinned group that
+ * finds no room beside S - 2 pinned events is refused without moving the
+ * multiplexed unit that holds the counter left. The schedule's version
+ * does not move, and A counts every unit.
+ */
+TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs, nr_a = nr_slots - 2;
+    unsigned int cpu = cpu_count() - 1, seq;
+    struct perfmon_group *a = &set->groups[0], *b = &set->groups[1];
+    struct perfmon_group_value value;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, 2 * nr_a, 0);
+    TEST_ASSERT_EQ(perfmon_group_init(a), 0);
+    TEST_ASSERT_EQ(perfmon_group_init(b), 0);
+
+    /* B's first event counts A's last raw event. */
+    TEST_ASSERT_EQ(perfmon_event_init(&set->events[nr_a], PMU_SOFT_EV_EMIT
+                                      + nr_a - 1, PERFMON_EF_SW), 0);
+
+    for (unsigned int i = 0; i < nr_a; i++) {
+        TEST_ASSERT_EQ(perfmon_group_add(a, &set->events[i]), 0);
+        TEST_ASSERT_EQ(perfmon_group_add(b, &set->events[nr_a + i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(a, cpu), 0);
+    TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a));
+    seq = perfmon_mux_sched_seq(soft);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(b, cpu), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_a);
+    TEST_ASSERT(!perfmon_event_attached(&set->events[nr_a]));
+    TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a));
+
+    for (unsigned int i = 0; i < nr_a; i++) {
+        TEST_ASSERT_EQ(test_emit_paced(i, 10), 10);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_read(a, &value), 0);
+
+    for (unsigned int i = 0; i < nr_a; i++) {
+        TEST_ASSERT_EQ(value.counts[i], 10);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_detach(a), 0);
+
+    /*
+     * S - 2 pinned single events and a multiplexed one on the counter
+     * left: a pinned group of 3 new raw events cannot fit.
+     */
+    test_px_init(set, nr_a + 4, 0);
+
+    for (unsigned int i = 0; i < nr_a; i++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&set->events[i], PMU_SOFT_EV_EMIT
+                                          + i, PERFMON_EF_SW
+                                          | PERFMON_EF_PINNED), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[nr_a], cpu), 0);
+    TEST_ASSERT_EQ(perfmon_group_init(b), 0);
+
+    for (unsigned int i = nr_a + 1; i < nr_a + 4; i++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&set->events[i], PMU_SOFT_EV_EMIT
+                                          + i, PERFMON_EF_SW
+                                          | PERFMON_EF_PINNED), 0);
+        TEST_ASSERT_EQ(perfmon_group_add(b, &set->events[i]), 0);
+    }
+
+    TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a + 1));
+    seq = perfmon_mux_sched_seq(soft);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(b, cpu), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_a + 1);
+    TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a + 1));
+
+    for (unsigned int i = 0; i <= nr_a; i++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
+    }
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
 struct test_px_spinner {
     volatile bool started;
     volatile bool go;
