@@ -1208,26 +1208,37 @@ TEST_DEFINE(perfmon_sample, thread_event_loaded_while_throttled)
     struct perfmon_session *sa = test_ps_session(1U << 20);
     struct perfmon_session *sb = test_ps_session(TEST_PS_RING);
     struct perfmon_event a, b;
-    uint64_t lost = pmu_soft_nr_lost(c);
+    unsigned int attempt;
+    bool throttled = false;
 
-    t = (struct test_ps_throttled){ .go = false };
     test_detach_on_failure(&a);
     test_detach_on_failure(&b);
-    test_ps_init(&a, PMU_SOFT_EV_EMIT + 1, sa, 1, 0);
-    test_ps_init(&b, PMU_SOFT_EV_EMIT, sb, TEST_PS_THROTTLED_PERIOD, 0);
-    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, c), 0);
-    t.target = test_thread_start("ps-throttled", 1ULL << c,
-                                 test_ps_throttled_target_main, &t);
-    TEST_ASSERT_EQ(perfmon_event_attach(&b, t.target), 0);
-    t.throttler = test_thread_start("ps-throttler", 1ULL << c,
-                                    test_ps_throttler_main, &t);
-    t.go = true;
-    thread_join(t.target);
-    thread_join(t.throttler);
-    thread_delay(3);        /* the throttle ends */
-    TEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
-    TEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
-    TEST_ASSERT(test_ps_check_throttled(sa, &a, t.units, sb, &b, c, lost));
+
+    /* Again if the throttler's yield went to another thread that let a
+       tick end the throttle. */
+    for (attempt = 1; attempt <= 3 && !throttled; attempt++) {
+        uint64_t lost = pmu_soft_nr_lost(c);
+
+        t = (struct test_ps_throttled){ .go = false };
+        test_ps_init(&a, PMU_SOFT_EV_EMIT + 1, sa, 1, 0);
+        test_ps_init(&b, PMU_SOFT_EV_EMIT, sb, TEST_PS_THROTTLED_PERIOD, 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, c), 0);
+        t.target = test_thread_start("ps-throttled", 1ULL << c,
+                                     test_ps_throttled_target_main, &t);
+        TEST_ASSERT_EQ(perfmon_event_attach(&b, t.target), 0);
+        t.throttler = test_thread_start("ps-throttler", 1ULL << c,
+                                        test_ps_throttler_main, &t);
+        t.go = true;
+        thread_join(t.target);
+        thread_join(t.throttler);
+        thread_delay(3);        /* the throttle ends */
+        TEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
+        TEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+        throttled = test_ps_check_throttled(sa, &a, t.units, sb, &b, c, lost);
+    }
+
+    test_diag("loaded while throttled at attempt %u", attempt - 1);
+    TEST_ASSERT(throttled);
     TEST_ASSERT_EQ(perfmon_session_destroy(sa), 0);
     TEST_ASSERT_EQ(perfmon_session_destroy(sb), 0);
 }
