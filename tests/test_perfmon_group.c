@@ -160,6 +160,130 @@ TEST_DEFINE(perfmon_group, group_errors_change_nothing)
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
 }
 
+/*
+ * A member initialized again and added back goes back to its place: the
+ * group keeps its size, attaches the member once (one slot reference, one
+ * thread reference, both dropped at detach) and reads one count per
+ * member, in add order. Initialized again and not added back, it fails
+ * the group's attach, which then changes nothing.
+ */
+TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
+{
+    static struct perfmon_event many[PERFMON_GROUP_MAX];
+    struct perfmon_dev *soft = test_pg_soft_dev();
+    struct perfmon_event events[3];
+    const unsigned int nr = ARRAY_SIZE(events);
+    struct perfmon_group group, copy;
+    struct perfmon_group_value value;
+    struct thread *self = thread_self();
+    unsigned int refs = self->refs;
+
+    /* CPU 0 runs this thread: its CPU group counts this thread's units. */
+    thread_set_affinity(self, 1ULL << 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+    test_group_detach_on_failure(&group);
+
+    for (unsigned int i = 0; i < nr; i++) {
+        test_pg_init(&events[i], PMU_SOFT_EV_EMIT + i);
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
+    }
+
+    /* Attached and detached once: its members are detached events. */
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
+    pmu_soft_emit_channel(1, 9);
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+    TEST_ASSERT_EQ(self->refs, refs);
+
+    /* Not added back: the attach is refused and takes nothing. */
+    test_pg_init(&events[1], PMU_SOFT_EV_EMIT + 1);
+    copy = group;
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EINVAL);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EINVAL);
+    TEST_ASSERT_EQ(memcmp(&group, &copy, sizeof(group)), 0);
+
+    for (unsigned int i = 0; i < nr; i++) {
+        TEST_ASSERT(!perfmon_event_attached(&events[i]));
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(self->refs, refs);
+
+    /* Added back, it takes its old place, once; so does the leader. */
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), 0);
+    TEST_ASSERT_EQ(group.nr_events, nr);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), EINVAL);
+    test_pg_init(&events[0], PMU_SOFT_EV_EMIT);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &events[0]), 0);
+    TEST_ASSERT_EQ(group.nr_events, nr);
+
+    for (unsigned int i = 0; i < nr; i++) {
+        TEST_ASSERT(group.events[i] == &events[i]);
+    }
+
+    /* A thread group, then a CPU group: each member counts once. */
+    for (unsigned int pass = 0; pass < 2; pass++) {
+        if (pass == 0) {
+            TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
+            TEST_ASSERT_EQ(self->refs, refs + nr);
+        } else {
+            TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), 0);
+            TEST_ASSERT_EQ(self->refs, refs);
+        }
+
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr);
+
+        for (unsigned int i = 0; i < nr; i++) {
+            pmu_soft_emit_channel(i, 4 + i + pass);
+        }
+
+        TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+        TEST_ASSERT_EQ(value.nr_events, nr);
+
+        for (unsigned int i = 0; i < nr; i++) {
+            TEST_ASSERT_EQ(value.counts[i], 4 + i + pass);
+        }
+
+        TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+        TEST_ASSERT_EQ(self->refs, refs);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+        TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);  /* finals */
+
+        for (unsigned int i = 0; i < nr; i++) {
+            TEST_ASSERT_EQ(value.counts[i], 4 + i + pass);
+            TEST_ASSERT_EQ(perfmon_event_read(&events[i]), 4 + i + pass);
+        }
+    }
+
+    /* A full group takes its member back too: its place is kept. */
+    TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+
+    for (unsigned int i = 0; i < PERFMON_GROUP_MAX; i++) {
+        test_pg_init(&many[i], PMU_SOFT_EV_EMIT + (i % 2));
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &many[i]), 0);
+    }
+
+    test_pg_init(&many[5], PMU_SOFT_EV_EMIT + 2);
+    TEST_ASSERT_EQ(perfmon_group_add(&group, &many[5]), 0);
+    TEST_ASSERT_EQ(group.nr_events, PERFMON_GROUP_MAX);
+    TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
+    TEST_ASSERT_EQ(self->refs, refs + PERFMON_GROUP_MAX);
+    pmu_soft_emit_channel(0, 5);
+    pmu_soft_emit_channel(1, 6);
+    pmu_soft_emit_channel(2, 7);
+    TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
+    TEST_ASSERT_EQ(value.nr_events, PERFMON_GROUP_MAX);
+
+    for (unsigned int i = 0; i < PERFMON_GROUP_MAX; i++) {
+        TEST_ASSERT_EQ(value.counts[i], (i == 5) ? 7 : (i % 2) ? 6 : 5);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
+    TEST_ASSERT_EQ(self->refs, refs);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    thread_set_affinity(self, THREAD_AFFINITY_ALL);
+}
+
 /* Whether an attached event's slot holds a counter (not multiplexed out). */
 static bool
 test_pg_holds_counter(const struct perfmon_event *event)

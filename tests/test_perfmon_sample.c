@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/arg.h>
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/ksym.h>
@@ -15,7 +16,9 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_session.h>
 #include <kern/pmu_soft.h>
+#include <kern/printf.h>
 #include <kern/string.h>
+#include <kern/syscnt.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
@@ -534,6 +537,134 @@ TEST_DEFINE(perfmon_sample, period_beyond_counter_width)
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
+/*
+ * The periods of the sample records in a CPU's ring, in order (every
+ * record a sample with the cookie, thread and emitting function wanted).
+ * Return how many, at most max.
+ */
+static unsigned int
+test_ps_periods(struct perfmon_session *session, unsigned int cpu,
+                uint64_t want_cookie, uint32_t want_tid, uint64_t *periods,
+                unsigned int max)
+{
+    unsigned int n = 0;
+    size_t size;
+
+    while (perfmon_session_read(session, cpu, &test_ps_buf,
+                                sizeof(test_ps_buf), &size) == 0) {
+        TEST_ASSERT_EQ(test_ps_buf.header.type, PERFMON_RECORD_SAMPLE);
+        TEST_ASSERT_EQ(test_ps_buf.sample.cookie, want_cookie);
+        TEST_ASSERT_EQ(test_ps_buf.sample.tid, want_tid);
+        TEST_ASSERT(test_ps_in(test_ps_buf.sample.ip, "test_ps_emit"));
+        TEST_ASSERT_LT(n, max);
+        periods[n++] = test_ps_buf.sample.period;
+    }
+
+    return n;
+}
+
+/* A thread that emits in steps, each when the test says. */
+struct test_ps_stepper {
+    struct thread *thread;
+    volatile unsigned int go;       /* steps the test allowed */
+    volatile unsigned int done;     /* steps finished */
+};
+
+static void
+test_ps_stepper_main(void *arg)
+{
+    struct test_ps_stepper *s = arg;
+    static const uint64_t steps[][2] = { { 50, 0 }, { 50, 60 } };
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(steps); i++) {
+        /* Asleep, it is off the CPU: its period waits in the thread. */
+        while (s->go <= i) {
+            thread_delay(1);
+        }
+
+        for (unsigned int j = 0; j < ARRAY_SIZE(steps[i]); j++) {
+            if (steps[i][j] != 0) {
+                test_ps_emit(steps[i][j]);
+            }
+        }
+
+        s->done = i + 1;
+    }
+}
+
+/*
+ * A sample record says the period that it ends: after set_period the
+ * current period runs to its end with its own length, and the samples
+ * after it have the new one. Period 100, 50 units, then period 30 and
+ * 110 units: samples at 100 (a period of 100), 130 and 160 (of 30). For
+ * a CPU event, and for a thread event whose thread was off the CPU when
+ * the period changed (its remainder of the old period was kept in the
+ * thread, and armed when it came back).
+ */
+TEST_DEFINE(perfmon_sample, set_period_records_the_period_that_ended)
+{
+    static const uint64_t want[] = { 100, 30, 30 };
+    unsigned int c = cpu_count() - 1;
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct test_ps_stepper s = { .go = 0 };
+    struct perfmon_event event;
+    uint64_t periods[8], nr;
+    unsigned int n;
+    uint32_t tid;
+
+    /* A CPU event. */
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 100, 0);
+    test_detach_on_failure(&event);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+    test_ps_emit(50);
+    TEST_ASSERT_EQ(perfmon_event_set_period(&event, 30), 0);
+    test_ps_emit(50);
+    test_ps_emit(60);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 160);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, ARRAY_SIZE(want));
+    n = test_ps_periods(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT,
+                        thread_id(thread_self()), periods,
+                        ARRAY_SIZE(periods));
+    TEST_ASSERT_EQ(n, ARRAY_SIZE(want));
+
+    for (unsigned int i = 0; i < n; i++) {
+        TEST_ASSERT_EQ(periods[i], want[i]);
+    }
+
+    /* A thread event, its thread asleep when the period changes. */
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 100, 0);
+    s.thread = test_thread_start("ps-stepper", 1ULL << c,
+                                 test_ps_stepper_main, &s);
+    tid = thread_id(s.thread);
+    TEST_ASSERT_EQ(perfmon_event_attach(&event, s.thread), 0);
+    s.go = 1;
+
+    while (s.done < 1) {
+        thread_delay(1);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_set_period(&event, 30), 0);
+    s.go = 2;
+    thread_join(s.thread);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), 160);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, ARRAY_SIZE(want));
+    n = test_ps_periods(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT,
+                        tid, periods, ARRAY_SIZE(periods));
+    TEST_ASSERT_EQ(n, ARRAY_SIZE(want));
+
+    for (unsigned int i = 0; i < n; i++) {
+        TEST_ASSERT_EQ(periods[i], want[i]);
+    }
+
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* Call chains                                                         */
 /* ------------------------------------------------------------------ */
@@ -869,4 +1000,320 @@ TEST_DEFINE(perfmon_sample, tick_samples_where_the_tick_came)
     TEST_ASSERT_EQ(d.nr_samples, count);
     TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Starting on a throttled CPU                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Units that wrap narrow counters, in fewer periods than a tick's budget
+ * of samples: the event alone does not throttle the CPU.
+ */
+#define TEST_PS_THROTTLED_N         10000
+#define TEST_PS_THROTTLED_PERIOD    97
+
+/* Emit n units in bursts that cannot wrap a counter twice each. */
+static void
+test_ps_emit_bursts(uint64_t n)
+{
+    while (n > 0) {
+        uint64_t k = MIN(test_ps_max_emit(), n);
+
+        test_ps_emit(k);
+        n -= k;
+    }
+}
+
+/*
+ * Throttle this CPU, interrupts disabled: period-1 samples of an event on
+ * channel 1 until the CPU's budget for a tick is spent (within a tick of
+ * TSC time: a host that stalls this virtual CPU may need a few budgets'
+ * worth). Return the units emitted.
+ */
+static uint64_t
+test_ps_throttle_here(void)
+{
+    uint64_t budget = 1000, before, now, units = 0;
+    char name[32];
+
+    arg_get_u64("perfmon.max_samples_per_tick", &budget);
+    snprintf(name, sizeof(name), "perfmon_throttles/%u", cpu_id());
+    TEST_ASSERT_EQ(syscnt_lookup(name, &before), 0);
+
+    do {
+        uint64_t k = test_ps_max_emit();
+
+        pmu_soft_emit_channel(1, k);
+        units += k;
+        TEST_ASSERT_EQ(syscnt_lookup(name, &now), 0);
+    } while (now == before && units < 10 * budget);
+
+    TEST_ASSERT_NE(now, before);
+
+    /* A period that ends throttled shows in the event's records. */
+    pmu_soft_emit_channel(1, 1);
+    return units + 1;
+}
+
+/*
+ * The end of a test where the sampling event b (channel 0, session sb)
+ * started on CPU c while the period-1 event a (channel 1, session sa)
+ * had throttled it with units, and then counted TEST_PS_THROTTLED_N units: both
+ * counts exact, no wrap lost, and samples plus throttled periods are the
+ * periods that ended. Return whether b's periods ended while the CPU was
+ * throttled (else the throttle ended before b started).
+ */
+static bool
+test_ps_check_throttled(struct perfmon_session *sa, struct perfmon_event *a,
+                        uint64_t units, struct perfmon_session *sb,
+                        struct perfmon_event *b, unsigned int c, uint64_t lost)
+{
+    const uint64_t n = TEST_PS_THROTTLED_N;
+    struct test_ps_drain da = { 0 }, db = { 0 };
+    uint64_t nr;
+
+    TEST_ASSERT_EQ(perfmon_event_read(b), n);
+    TEST_ASSERT_EQ(pmu_soft_nr_lost(c), lost);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(b, &nr), 0);
+    test_ps_drain(sb, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U, "test_ps_emit",
+                  &db);
+    TEST_ASSERT_EQ(db.nr_lost, 0);
+    TEST_ASSERT_EQ(db.nr_samples, nr);
+    TEST_ASSERT_EQ(nr + db.throttled_periods, n / TEST_PS_THROTTLED_PERIOD);
+
+    /* The CPU was throttled. */
+    TEST_ASSERT_EQ(perfmon_event_read(a), units);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(a, &nr), 0);
+    test_ps_drain(sa, c, 0xc0de0000 + PMU_SOFT_EV_EMIT + 1, ~0U, NULL, &da);
+    TEST_ASSERT_EQ(da.nr_lost, 0);
+    TEST_ASSERT_EQ(da.nr_samples, nr);
+    TEST_ASSERT_GT(da.throttled_periods, 0);
+    TEST_ASSERT_EQ(nr + da.throttled_periods, units);
+    return db.throttled_periods != 0;
+}
+
+/*
+ * A sampling CPU event attached to a CPU throttled for the rest of the
+ * tick counts exactly: its counter reports each wrap even though it is
+ * not preset for a sample then (a polled narrow counter would lose the
+ * wraps of units emitted faster than it is polled, here with interrupts
+ * off). The throttle ends at the CPU's next tick: the test starts just
+ * after one, and tries again when that tick still came before the
+ * attach.
+ */
+TEST_DEFINE(perfmon_sample, cpu_event_attached_while_throttled)
+{
+    unsigned int c = cpu_count() - 1;
+    struct perfmon_session *sa = test_ps_session(1U << 20);
+    struct perfmon_session *sb = test_ps_session(TEST_PS_RING);
+    struct perfmon_event a, b;
+    unsigned int attempt;
+    bool throttled = false;
+
+    test_ps_pin(c);
+    test_detach_on_failure(&a);
+    test_detach_on_failure(&b);
+
+    for (attempt = 1; attempt <= 5 && !throttled; attempt++) {
+        uint64_t lost = pmu_soft_nr_lost(c), intrs, units;
+        unsigned long flags;
+
+        test_ps_init(&a, PMU_SOFT_EV_EMIT + 1, sa, 1, 0);
+        test_ps_init(&b, PMU_SOFT_EV_EMIT, sb, TEST_PS_THROTTLED_PERIOD, 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, c), 0);
+
+        /* A tick of this CPU just came: the next one is a tick away. */
+        intrs = clock_nr_intrs(c);
+
+        while (clock_nr_intrs(c) == intrs) {
+            cpu_pause();
+        }
+
+        flags = cpu_intr_save();
+        units = test_ps_throttle_here();
+        cpu_intr_restore(flags);
+
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&b, c), 0);
+        flags = cpu_intr_save();
+        test_ps_emit_bursts(TEST_PS_THROTTLED_N);
+        cpu_intr_restore(flags);
+
+        thread_delay(3);    /* the throttle ends */
+        TEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
+        TEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+        throttled = test_ps_check_throttled(sa, &a, units, sb, &b, c, lost);
+    }
+
+    test_diag("attached while throttled at attempt %u", attempt - 1);
+    TEST_ASSERT(throttled);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sa), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sb), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * The same for a thread event loaded on a throttled CPU: a throttler
+ * thread throttles the CPU with interrupts off and yields, still with
+ * interrupts off, to the target, which was waiting in its own yield with
+ * interrupts off: the target loads with the CPU throttled and emits
+ * before any tick can end the throttle.
+ */
+struct test_ps_throttled {
+    struct thread *target;
+    struct thread *throttler;
+    uint64_t units;             /* what throttled the CPU */
+    volatile bool go;
+    volatile bool ready;        /* the target yields, interrupts off */
+};
+
+static void
+test_ps_throttler_main(void *arg)
+{
+    struct test_ps_throttled *t = arg;
+    unsigned long flags;
+
+    /* Runnable, so that the target's yield comes here. */
+    while (!t->ready) {
+        thread_yield();
+    }
+
+    flags = cpu_intr_save();
+    t->units = test_ps_throttle_here();
+    thread_yield();
+    cpu_intr_restore(flags);
+}
+
+static void
+test_ps_throttled_target_main(void *arg)
+{
+    struct test_ps_throttled *t = arg;
+    unsigned long flags;
+
+    while (!t->go) {
+        thread_delay(1);
+    }
+
+    flags = cpu_intr_save();
+    t->ready = true;
+    thread_yield();     /* back here loaded on a throttled CPU */
+    test_ps_emit_bursts(TEST_PS_THROTTLED_N);
+    cpu_intr_restore(flags);
+}
+
+TEST_DEFINE(perfmon_sample, thread_event_loaded_while_throttled)
+{
+    static struct test_ps_throttled t;
+    unsigned int c = cpu_count() - 1;
+    struct perfmon_session *sa = test_ps_session(1U << 20);
+    struct perfmon_session *sb = test_ps_session(TEST_PS_RING);
+    struct perfmon_event a, b;
+    unsigned int attempt;
+    bool throttled = false;
+
+    test_detach_on_failure(&a);
+    test_detach_on_failure(&b);
+
+    /* Again if the throttler's yield went to another thread that let a
+       tick end the throttle. */
+    for (attempt = 1; attempt <= 3 && !throttled; attempt++) {
+        uint64_t lost = pmu_soft_nr_lost(c);
+
+        t = (struct test_ps_throttled){ .go = false };
+        test_ps_init(&a, PMU_SOFT_EV_EMIT + 1, sa, 1, 0);
+        test_ps_init(&b, PMU_SOFT_EV_EMIT, sb, TEST_PS_THROTTLED_PERIOD, 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, c), 0);
+        t.target = test_thread_start("ps-throttled", 1ULL << c,
+                                     test_ps_throttled_target_main, &t);
+        TEST_ASSERT_EQ(perfmon_event_attach(&b, t.target), 0);
+        t.throttler = test_thread_start("ps-throttler", 1ULL << c,
+                                        test_ps_throttler_main, &t);
+        t.go = true;
+        thread_join(t.target);
+        thread_join(t.throttler);
+        thread_delay(3);        /* the throttle ends */
+        TEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
+        TEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+        throttled = test_ps_check_throttled(sa, &a, t.units, sb, &b, c, lost);
+    }
+
+    test_diag("loaded while throttled at attempt %u", attempt - 1);
+    TEST_ASSERT(throttled);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sa), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sb), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* An event in no valid state                                          */
+/* ------------------------------------------------------------------ */
+
+/*
+ * An event with the right magic but a state that is none of perfmon's
+ * (its owner's memory overwritten) is refused by every call that takes
+ * an event, sampling calls included, which leave its bytes as they were.
+ * Only perfmon_event_init accepts it: it makes an event of any memory.
+ */
+TEST_DEFINE(perfmon_sample, event_in_no_valid_state_is_refused)
+{
+    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_session *session = test_ps_session(4096);
+    struct perfmon_sample_attr attr = { .session = session, .period = 10 };
+    struct thread *self = thread_self();
+    unsigned int refs = self->refs;
+    struct perfmon_event event, copy;
+    struct perfmon_group group;
+    struct perfmon_value value;
+    unsigned long flags;
+    uint64_t n;
+
+    TEST_ASSERT(soft != NULL);
+    test_detach_on_failure(&event);
+
+    /* A sampling event, then a counting one. */
+    for (unsigned int pass = 0; pass < 2; pass++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_EMIT,
+                                          PERFMON_EF_SW), 0);
+
+        if (pass == 0) {
+            TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), 0);
+        }
+
+        event.state = 77;
+        memcpy(&copy, &event, sizeof(event));
+
+        TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, &attr), EINVAL);
+        TEST_ASSERT_EQ(memcmp(&event, &copy, sizeof(event)), 0);
+        TEST_ASSERT_EQ(perfmon_event_set_sampling(&event, NULL), EINVAL);
+        TEST_ASSERT_EQ(memcmp(&event, &copy, sizeof(event)), 0);
+        TEST_ASSERT_EQ(perfmon_event_set_period(&event, 5), EINVAL);
+        TEST_ASSERT_EQ(memcmp(&event, &copy, sizeof(event)), 0);
+        TEST_ASSERT_EQ(perfmon_event_refresh(&event, 3), EINVAL);
+        TEST_ASSERT_EQ(memcmp(&event, &copy, sizeof(event)), 0);
+        n = 12345;
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &n), EINVAL);
+        TEST_ASSERT_EQ(n, 12345);
+        TEST_ASSERT_EQ(perfmon_event_attach(&event, self), EINVAL);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, cpu_id()), EINVAL);
+        TEST_ASSERT_EQ(perfmon_event_detach(&event), EINVAL);
+        TEST_ASSERT_EQ(perfmon_event_read(&event), 0);
+        TEST_ASSERT_EQ(perfmon_event_get(&event, &n), EINVAL);
+        TEST_ASSERT_EQ(n, 12345);
+        TEST_ASSERT_EQ(perfmon_event_read_value(&event, &value), EINVAL);
+        TEST_ASSERT_EQ(perfmon_event_enable(&event), EINVAL);
+        TEST_ASSERT_EQ(perfmon_event_disable(&event), EINVAL);
+        TEST_ASSERT_EQ(perfmon_event_reset(&event), EINVAL);
+        TEST_ASSERT(!perfmon_event_attached(&event));
+        flags = cpu_intr_save();
+        TEST_ASSERT(!perfmon_event_counting_here(&event));
+        cpu_intr_restore(flags);
+        TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
+        TEST_ASSERT_EQ(perfmon_group_add(&group, &event), EINVAL);
+        TEST_ASSERT_EQ(group.nr_events, 0);
+        TEST_ASSERT_EQ(memcmp(&event, &copy, sizeof(event)), 0);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+        TEST_ASSERT_EQ(self->refs, refs);
+    }
+
+    /* The session was never taken. */
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
 }

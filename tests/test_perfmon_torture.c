@@ -12,7 +12,11 @@
  * (the count then stays exactly where it was), enable (it counts on from
  * there) and reset (zero, counting from then) their events, and targets
  * count their channels in a group, read at once. An attach is refused only
- * when its target has exited. At the end every slot is free on every tier,
+ * when its target has exited, or on purpose: workers attach groups with
+ * more raw events than counters (E2BIG), events in no valid state and
+ * groups with a member initialized again (EINVAL), and check that nothing
+ * changed; they also add such a member back and count exactly with the
+ * group. At the end every slot is free on every tier,
  * every thread reference is dropped, and no assertion fired. test=all runs
  * a bounded number of operations (about 6000 in all, so a 64-CPU run under
  * TCG stays short); `make torture` sets torture.ops (per CPU) for a run of
@@ -27,6 +31,7 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_session.h>
 #include <kern/pmu_soft.h>
+#include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
@@ -44,6 +49,9 @@
 
 #define TORTURE_SILENT          10      /* first of the silent channels */
 
+#define TORTURE_G_EVENTS        2       /* a worker's own group */
+#define TORTURE_G_CHANNEL       20      /* its channels, nobody else's */
+
 static const unsigned int torture_event_ids[] = {
     PMU_SOFT_EV_EMIT, PMU_SOFT_EV_EMIT + 1, PMU_SOFT_EV_EMIT + 2,
     PMU_SOFT_EV_CSWITCH, PMU_SOFT_EV_MIGRATION, PMU_SOFT_EV_TICK,
@@ -56,11 +64,14 @@ static const unsigned int torture_event_ids[] = {
 };
 
 /*
- * The pinned raw events (the emit channels and the targets' private one)
- * always find counters: no EAGAIN. The others outnumber what is left.
+ * The pinned raw events (the emit channels, the targets' private one and
+ * the workers' group channels) always find counters: no EAGAIN. The
+ * others outnumber what is left.
  */
-_Static_assert(TORTURE_CHANNELS + 1 <= PMU_SOFT_NR_PMCS,
+_Static_assert(TORTURE_CHANNELS + 1 + TORTURE_G_EVENTS <= PMU_SOFT_NR_PMCS,
                "the torture expects no EAGAIN");
+_Static_assert(ARRAY_SIZE(torture_event_ids) >= PMU_SOFT_NR_PMCS + 1,
+               "a group of distinct raw events too many for the counters");
 _Static_assert(ARRAY_SIZE(torture_event_ids) + 1 > PMU_SOFT_NR_PMCS,
                "the torture multiplexes");
 
@@ -92,7 +103,17 @@ struct torture_worker {
     uint64_t attach_hi[TORTURE_EVENTS];     /* published after attach */
     uint64_t base[TORTURE_EVENTS];          /* count at the last enable */
     bool disabled[TORTURE_EVENTS];
+
+    /* A group of its own channels, pinned; one too big; a bogus event. */
+    bool groups_ready;
+    struct perfmon_group group;
+    struct perfmon_event group_events[TORTURE_G_EVENTS];
+    struct perfmon_group big;
+    struct perfmon_event big_events[PMU_SOFT_NR_PMCS + 1];
+    struct perfmon_event bogus;
+
     uint64_t nr_attach, nr_refused, nr_read, nr_detach, nr_toggle, nr_reset;
+    uint64_t nr_readd, nr_refusals;
 };
 
 static struct torture_target torture_targets[TORTURE_MAX_TARGETS];
@@ -315,12 +336,205 @@ torture_reset(struct torture_worker *w, unsigned int k)
 }
 
 static void
+torture_group_member_init(struct torture_worker *w, unsigned int i)
+{
+    TEST_ASSERT_EQ(perfmon_event_init(&w->group_events[i],
+                                      PMU_SOFT_EV_EMIT + TORTURE_G_CHANNEL + i,
+                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
+}
+
+/* The worker's groups, made once. */
+static void
+torture_groups_setup(struct torture_worker *w)
+{
+    struct perfmon_dev *soft = perfmon_get_dev(true);
+
+    if (w->groups_ready) {
+        return;
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_init(&w->group), 0);
+
+    for (unsigned int i = 0; i < TORTURE_G_EVENTS; i++) {
+        torture_group_member_init(w, i);
+        TEST_ASSERT_EQ(perfmon_group_add(&w->group, &w->group_events[i]), 0);
+    }
+
+    /* Distinct raw events, one more than the device has counters. */
+    TEST_ASSERT_EQ(perfmon_group_init(&w->big), 0);
+
+    for (unsigned int i = 0; i <= soft->nr_pmcs; i++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&w->big_events[i],
+                                          torture_event_ids[i],
+                                          PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(perfmon_group_add(&w->big, &w->big_events[i]), 0);
+    }
+
+    w->groups_ready = true;
+}
+
+/*
+ * Member j of the worker's group initialized again and added back: it
+ * takes its old place, once. The group, attached to the worker or its
+ * CPU (the worker's, pinned: only it emits on the group's channels
+ * there), counts exactly what the worker emits, one count per member in
+ * add order, and takes one thread reference per member, all dropped at
+ * detach.
+ */
+static void
+torture_readd(struct torture_worker *w, uint64_t r)
+{
+    struct thread *self = thread_self();
+    unsigned int j = (r >> 44) % TORTURE_G_EVENTS, refs = self->refs;
+    bool cpu_group = (r >> 48) % 2;
+    uint64_t want[TORTURE_G_EVENTS];
+    struct perfmon_group_value value;
+
+    torture_group_member_init(w, j);
+    TEST_ASSERT_EQ(perfmon_group_add(&w->group, &w->group_events[j]), 0);
+    TEST_ASSERT_EQ(w->group.nr_events, TORTURE_G_EVENTS);
+    TEST_ASSERT(w->group.events[j] == &w->group_events[j]);
+
+    if (cpu_group) {
+        TEST_ASSERT_EQ(perfmon_group_attach_cpu(&w->group, cpu_id()), 0);
+    } else {
+        TEST_ASSERT_EQ(perfmon_group_attach(&w->group, self), 0);
+        TEST_ASSERT_EQ(self->refs, refs + TORTURE_G_EVENTS);
+    }
+
+    for (unsigned int i = 0; i < TORTURE_G_EVENTS; i++) {
+        want[i] = test_emit_paced(TORTURE_G_CHANNEL + i,
+                                  1 + (r >> (52 + 4 * i)) % 8);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_read(&w->group, &value), 0);
+    TEST_ASSERT_EQ(value.nr_events, TORTURE_G_EVENTS);
+
+    for (unsigned int i = 0; i < TORTURE_G_EVENTS; i++) {
+        TEST_ASSERT_EQ(value.counts[i], want[i]);
+    }
+
+    TEST_ASSERT_EQ(perfmon_group_detach(&w->group), 0);
+    TEST_ASSERT_EQ(self->refs, refs);
+
+    for (unsigned int i = 0; i < TORTURE_G_EVENTS; i++) {
+        TEST_ASSERT_EQ(perfmon_event_read(&w->group_events[i]), want[i]);
+    }
+}
+
+/*
+ * An attach that must be refused: the big group (E2BIG), an event in no
+ * valid state or the worker's group with a member initialized again and
+ * not added back (EINVAL), to the worker or its CPU. Refused before
+ * anything is taken: with interrupts off nothing else changes this CPU's
+ * slots meanwhile (nor, on one CPU, the device's), so they must read the
+ * same after. The objects are left as they were, the worker's thread
+ * references too, and its attached events still count as they should
+ * (one of them, at random, is read).
+ */
+static void
+torture_refuse(struct torture_worker *w, uint64_t r)
+{
+    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_group *group = NULL, copy;
+    struct perfmon_event *event = NULL, bogus_copy;
+    struct thread *self = thread_self();
+    unsigned int kind = (r >> 44) % 3, refs = self->refs, cpu, used;
+    unsigned int j = (r >> 48) % TORTURE_G_EVENTS, used_dev;
+    bool cpu_target = (r >> 50) % 2;
+    unsigned long flags;
+    int error, want;
+
+    switch (kind) {
+    case 0:
+        group = &w->big;
+        want = E2BIG;
+        break;
+    case 1:
+        event = &w->bogus;
+        TEST_ASSERT_EQ(perfmon_event_init(event, PMU_SOFT_EV_EMIT,
+                                          PERFMON_EF_SW), 0);
+        event->state = 77;
+        bogus_copy = *event;
+        want = EINVAL;
+        break;
+    default:
+        torture_group_member_init(w, j);
+        group = &w->group;
+        want = EINVAL;
+    }
+
+    if (group != NULL) {
+        copy = *group;
+    }
+
+    flags = cpu_intr_save();
+    cpu = cpu_id();
+    used = perfmon_cpu_nr_used_pmcs(cpu);
+    used_dev = perfmon_dev_nr_used_pmcs(soft);
+
+    if (group != NULL) {
+        error = cpu_target ? perfmon_group_attach_cpu(group, cpu)
+                           : perfmon_group_attach(group, self);
+    } else {
+        error = cpu_target ? perfmon_event_attach_cpu(event, cpu)
+                           : perfmon_event_attach(event, self);
+    }
+
+    TEST_ASSERT_EQ(error, want);
+    TEST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(cpu), used);
+
+    if (cpu_count() == 1) {
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), used_dev);
+    }
+
+    cpu_intr_restore(flags);
+    TEST_ASSERT_EQ(self->refs, refs);
+
+    if (group != NULL) {
+        TEST_ASSERT_EQ(memcmp(group, &copy, sizeof(*group)), 0);
+
+        for (unsigned int i = 0; i < group->nr_events; i++) {
+            TEST_ASSERT(!perfmon_event_attached(group->events[i]));
+        }
+    } else {
+        TEST_ASSERT_EQ(memcmp(event, &bogus_copy, sizeof(*event)), 0);
+    }
+
+    /* The member goes back: the group is whole again. */
+    if (kind == 2) {
+        TEST_ASSERT_EQ(perfmon_group_add(&w->group, &w->group_events[j]), 0);
+        TEST_ASSERT_EQ(w->group.nr_events, TORTURE_G_EVENTS);
+    }
+
+    if (perfmon_event_attached(&w->events[r % TORTURE_EVENTS])) {
+        torture_read(w, r % TORTURE_EVENTS, false);
+    }
+}
+
+static void
 torture_op(struct torture_worker *w)
 {
     uint64_t r = test_rand(&w->seed);
     unsigned int k = r % TORTURE_EVENTS;
     struct perfmon_event *event = &w->events[k];
     int error;
+
+    /* Now and then (few: the run time stays), groups and refusals. */
+    switch ((r >> 36) % 64) {
+    case 0:
+        torture_groups_setup(w);
+        torture_readd(w, r);
+        w->nr_readd++;
+        return;
+    case 1:
+        torture_groups_setup(w);
+        torture_refuse(w, r);
+        w->nr_refusals++;
+        return;
+    default:
+        break;
+    }
 
     if (!perfmon_event_attached(event)) {
         unsigned int id = torture_event_ids[(r >> 8)
@@ -414,7 +628,7 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
     struct perfmon_dev *soft = perfmon_get_dev(true);
     uint64_t ops = MAX(TORTURE_OPS_TOTAL / cpu_count(), TORTURE_OPS_MIN);
     uint64_t seed = 0x5eed;
-    uint64_t totals[6] = { 0 };
+    uint64_t totals[8] = { 0 };
 
     arg_get_u64("torture.ops", &ops);
     arg_get_u64("torture.seed", &seed);
@@ -458,6 +672,8 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
         totals[3] += workers[c].nr_detach;
         totals[4] += workers[c].nr_toggle;
         totals[5] += workers[c].nr_reset;
+        totals[6] += workers[c].nr_readd;
+        totals[7] += workers[c].nr_refusals;
     }
 
     for (unsigned int i = 0; i < torture_nr_targets; i++) {
@@ -466,14 +682,18 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
     }
 
     test_diag("torture: %llu attaches, %llu refused, %llu reads, "
-              "%llu detaches, %llu enables or disables, %llu resets",
+              "%llu detaches, %llu enables or disables, %llu resets, "
+              "%llu groups with a member added back, %llu refused on purpose",
               (unsigned long long)totals[0], (unsigned long long)totals[1],
               (unsigned long long)totals[2], (unsigned long long)totals[3],
-              (unsigned long long)totals[4], (unsigned long long)totals[5]);
+              (unsigned long long)totals[4], (unsigned long long)totals[5],
+              (unsigned long long)totals[6], (unsigned long long)totals[7]);
     TEST_ASSERT_GT(totals[0], 0);
     TEST_ASSERT_GT(totals[2], 0);
     TEST_ASSERT_GT(totals[4], 0);
     TEST_ASSERT_GT(totals[5], 0);
+    TEST_ASSERT_GT(totals[6], 0);
+    TEST_ASSERT_GT(totals[7], 0);
     TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
 
     for (unsigned int c = 0; c < cpu_count(); c++) {
