@@ -44,6 +44,10 @@
 
 #define TORTURE_SILENT          10      /* first of the silent channels */
 
+/* Boot options: operations per CPU, the random sequence's seed. */
+ARG_DEFINE_U64("torture.ops", 1, UINT64_MAX);
+ARG_DEFINE_U64("torture.seed", 0, UINT64_MAX);
+
 static const unsigned int torture_event_ids[] = {
     PMU_SOFT_EV_EMIT, PMU_SOFT_EV_EMIT + 1, PMU_SOFT_EV_EMIT + 2,
     PMU_SOFT_EV_CSWITCH, PMU_SOFT_EV_MIGRATION, PMU_SOFT_EV_TICK,
