@@ -240,16 +240,20 @@ HOST_DEFINES_pmu_amd_poll := -DPMU_TEST_CONFIG=5
 # The kernel's libc-named functions under test are renamed in both the
 # kernel source and the test, so they do not replace the host C library's.
 HOST_RENAMES_printf := -Dvsnprintf=kern_vsnprintf -Dsnprintf=kern_snprintf
-HOST_RENAMES_arg = $(HOST_RENAMES_string)
-HOST_RENAMES_pmu_intel_detect = $(HOST_RENAMES_string)
-HOST_RENAMES_pmu_intel_probe = $(HOST_RENAMES_string)
-HOST_RENAMES_pmu_intel_v1 = $(HOST_RENAMES_string)
-HOST_RENAMES_pmu_intel_v2 = $(HOST_RENAMES_string)
-HOST_RENAMES_pmu_intel_v5 = $(HOST_RENAMES_string)
+HOST_RENAMES_arg = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
+HOST_RENAMES_pmu_intel_detect = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
+HOST_RENAMES_pmu_intel_probe = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
+HOST_RENAMES_pmu_intel_v1 = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
+HOST_RENAMES_pmu_intel_v2 = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
+HOST_RENAMES_pmu_intel_v5 = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
 HOST_RENAMES_string := -Dmemcpy=kern_memcpy -Dmemmove=kern_memmove \
     -Dmemset=kern_memset -Dmemcmp=kern_memcmp -Dstrlen=kern_strlen \
     -Dstrcmp=kern_strcmp -Dstrncmp=kern_strncmp -Dstrchr=kern_strchr \
     -Dstrlcpy=kern_strlcpy
+# kern/arg.c's table of keys (ARG_DEFINE_*) is bounded by kernel.lds in
+# the kernel; on the host the linker bounds section arg_keys itself.
+HOST_RENAMES_arg_keys := -Darg_keys_start=__start_arg_keys \
+    -Darg_keys_end=__stop_arg_keys
 
 $(BUILD)/host/test_%:
 	@mkdir -p $(dir $@)

@@ -3,11 +3,10 @@
  * splits a second copy into NUL-terminated keys and values, so lookups hand
  * out stable pointers.
  *
- * Every key the kernel reads is listed in arg_keys below with the values it
- * accepts, so that arg_check() can report a misspelt key or a bad value at
- * boot: a key read only by one test (torture.ops) would otherwise be
- * silently ignored on every other run. A module that reads a new key adds
- * it there.
+ * Every key the kernel reads is declared, with the values it accepts, by
+ * the module that reads it (ARG_DEFINE_* in kern/arg.h); the linker
+ * gathers the declarations between arg_keys_start and arg_keys_end, and
+ * arg_check() looks each word up there.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -16,7 +15,6 @@
 #include <kern/arg.h>
 #include <kern/errno.h>
 #include <kern/log.h>
-#include <kern/macros.h>
 #include <kern/printf.h>
 #include <kern/string.h>
 #include <machine/fwcfg.h>
@@ -30,30 +28,9 @@ struct arg {
     const char *value;
 };
 
-/*
- * A known key: a non-empty string when choice and max are both unset, one
- * fixed word when choice is set, else an integer in [min, max].
- */
-struct arg_key {
-    const char *key;
-    const char *choice;
-    uint64_t min;
-    uint64_t max;
-};
-
-static const struct arg_key arg_keys[] = {
-    { "test", NULL, 0, 0 },
-    { "loglevel", NULL, 0, 7 },
-    { "panic", "halt", 0, 0 },
-    { "pmu_soft.width", NULL, 8, 64 },
-    { "pmu_soft.intr", NULL, 0, 1 },
-    { "perfmon.max_samples_per_tick", NULL, 1, 4294967295U },
-    { "perfmon.mux_ticks", NULL, 1, 1000 },
-    { "pmu_intel.full_width", NULL, 0, 1 },
-    { "pmu_amd.pmi", NULL, 0, 1 },
-    { "torture.ops", NULL, 1, UINT64_MAX },
-    { "torture.seed", NULL, 0, UINT64_MAX },
-};
+/* The keys modules declare with ARG_DEFINE_* (kernel.lds). */
+extern const struct arg_key *const arg_keys_start[];
+extern const struct arg_key *const arg_keys_end[];
 
 static char arg_text[ARG_CMDLINE_MAX];
 static char arg_split[ARG_CMDLINE_MAX];
@@ -172,12 +149,20 @@ arg_get_u64(const char *key, uint64_t *valuep)
     return 0;
 }
 
+/* Distinct symbols to C: the table's size comes from their addresses. */
+static size_t
+arg_nr_keys(void)
+{
+    return ((uintptr_t)arg_keys_end - (uintptr_t)arg_keys_start)
+           / sizeof(arg_keys_start[0]);
+}
+
 static const struct arg_key *
 arg_key_lookup(const char *key)
 {
-    for (size_t i = 0; i < ARRAY_SIZE(arg_keys); i++) {
-        if (strcmp(arg_keys[i].key, key) == 0) {
-            return &arg_keys[i];
+    for (size_t i = 0; i < arg_nr_keys(); i++) {
+        if (strcmp(arg_keys_start[i]->key, key) == 0) {
+            return arg_keys_start[i];
         }
     }
 

@@ -21,6 +21,10 @@
 
 void kernel_main(uint32_t magic, uint32_t info_phys);
 
+/* Boot options: the tests to run (kern/test.h), the log level. */
+ARG_DEFINE_STRING("test");
+ARG_DEFINE_U64("loglevel", 0, 7);
+
 /* Runs the tests the command line selects, or the shell. */
 static void
 kernel_main_thread(void *arg)

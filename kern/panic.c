@@ -16,6 +16,9 @@
 
 #define PANIC_BACKTRACE_MAX 32
 
+/* Boot option: panic=halt keeps a panicked machine up for the debugger. */
+ARG_DEFINE_WORD("panic", "halt");
+
 volatile int panic_in_progress;
 
 /*

@@ -27,10 +27,10 @@
 #include <kern/log.h>
 #include <kern/macros.h>
 #include <kern/perf_record.h>
+#include <kern/perf_util.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/perfmon_shell.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/string.h>
@@ -143,7 +143,7 @@ perf_record_parse_event(struct perf_record_req *req, const char *word)
     memcpy(req->event, word, len);
     req->event[len] = '\0';
 
-    if (perfmon_shell_parse_event_name(req->event, &req->id, &req->flags)
+    if (perf_util_parse_event_name(req->event, &req->id, &req->flags)
         != 0) {
         printf("perf: unknown event '%s' (see perf list)\n", req->event);
         return -1;
@@ -402,7 +402,7 @@ perf_record_wait(struct perf_record_last *last,
             perf_record_threads_scan(last);
         }
 
-        if (perfmon_shell_interrupted()) {
+        if (perf_util_interrupted()) {
             return true;
         }
     }
@@ -484,7 +484,7 @@ perf_record_cmd_record(int argc, char **argv)
     error = perfmon_event_check(req.id, req.flags);
 
     if (error) {
-        perfmon_shell_error(req.event, error);
+        perf_util_error(req.event, error);
         goto out;
     }
 
@@ -493,7 +493,7 @@ perf_record_cmd_record(int argc, char **argv)
             : perfmon_session_create(&session, PERF_RECORD_RING_SIZE);
 
     if (error) {
-        perfmon_shell_error("cannot record", error);
+        perf_util_error("cannot record", error);
         goto out;
     }
 
@@ -501,7 +501,7 @@ perf_record_cmd_record(int argc, char **argv)
     error = perf_record_attach(&req, session, events, &nr_attached);
 
     if (error) {
-        perfmon_shell_error(req.event, error);
+        perf_util_error(req.event, error);
         goto out;
     }
 
@@ -509,7 +509,7 @@ perf_record_cmd_record(int argc, char **argv)
     error = perf_record_reset(last, &req);
 
     if (error) {
-        perfmon_shell_error("cannot record", error);
+        perf_util_error("cannot record", error);
         goto out;
     }
 
@@ -647,7 +647,7 @@ perf_record_cmd_report(int argc, char **argv)
     funcs = kmem_zalloc(PERF_RECORD_MAX_FUNCS * sizeof(funcs[0]));
 
     if (funcs == NULL) {
-        perfmon_shell_error("report", ENOMEM);
+        perf_util_error("report", ENOMEM);
         return;
     }
 

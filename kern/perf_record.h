@@ -22,9 +22,9 @@
 #define PERF_RECORD_NR_FRAMES   8U
 
 /*
- * The perf subcommands, argv as the shell passes it ("perf", "record",
- * ...). Each prints its result or a message saying what was wrong with
- * its arguments. Shell thread only.
+ * The perf subcommands kern/perf_cmd.c dispatches to, argv as the shell
+ * passes it ("perf", "record", ...). Each prints its result or a message
+ * saying what was wrong with its arguments. Shell thread only.
  */
 void perf_record_cmd_record(int argc, char **argv);
 void perf_record_cmd_report(int argc, char **argv);

@@ -57,6 +57,10 @@
 #include <machine/cpu.h>
 #include <machine/cpu_mp.h>
 
+/* Boot options (perfmon_setup reads them; defaults below). */
+ARG_DEFINE_U64("perfmon.max_samples_per_tick", 1, UINT32_MAX);
+ARG_DEFINE_U64("perfmon.mux_ticks", 1, 1000);
+
 #define PERFMON_EVENT_MAGIC     0x70666d6eU
 
 #define PERFMON_EVENT_INIT      1

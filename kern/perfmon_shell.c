@@ -1,10 +1,9 @@
 /*
- * perfmon's shell commands:
+ * perf list and perf stat (kern/perfmon_shell.h):
  *
  *   perf list
  *   perf stat [-g] [-v] [cpu N | thread NAME | all] <event>[,<event>...]
  *             [MS] [-- spin MS | -- pingpong N]
- *   perf record | report | script      (kern/perf_record.c)
  *
  * perf stat counts the events on one CPU, every CPU, a thread, or (with a
  * built-in workload and no target) the workload's own threads, for MS
@@ -19,13 +18,7 @@
  * target (attached all or none, read at one instant). An event that
  * cannot be counted prints <not supported> and the others still count
  * (with -g, none counts). Ctrl-C ends the count early and prints what
- * was counted.
- *
- * Event names: the generic hardware events (cycles, instructions, ...),
- * the software events (cswitch, migration, tick, xcall, emit, emit1..7,
- * with Linux's context-switches/cs and cpu-migrations/migrations, and
- * ticks), and raw hardware codes as raw:0xCODE. A hardware event counts
- * kernel and user mode; a ":k" or ":u" suffix restricts it to one.
+ * was counted. Event names are perf_util's (kern/perf_util.c).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,21 +27,19 @@
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/kmem.h>
-#include <kern/perf_record.h>
+#include <kern/perf_util.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_shell.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
-#include <kern/shell.h>
 #include <kern/string.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
-#include <machine/uart.h>
 
 #define PERFMON_SHELL_MAX_EVENTS 16U
 #define PERFMON_SHELL_MAX_MS     60000ULL
 #define PERFMON_SHELL_MAX_ROUNDS 1000000ULL
-#define PERFMON_SHELL_NAME_SIZE  32
+#define PERFMON_SHELL_NAME_SIZE  PERF_UTIL_NAME_SIZE
 #define PERFMON_SHELL_MAX_TARGETS 64U   /* CPUs with "all" */
 
 struct perfmon_shell_event {
@@ -60,20 +51,6 @@ struct perfmon_shell_event {
     struct perfmon_event *events;       /* one per target */
     struct perfmon_value total;         /* summed over the targets */
     uint64_t scale_enabled;             /* the enabled time to scale by */
-};
-
-/* Linux perf's names for the software events, and ours. */
-struct perfmon_shell_alias {
-    const char *name;
-    unsigned int id;
-};
-
-static const struct perfmon_shell_alias perfmon_shell_aliases[] = {
-    { "context-switches", PMU_SOFT_EV_CSWITCH },
-    { "cs", PMU_SOFT_EV_CSWITCH },
-    { "cpu-migrations", PMU_SOFT_EV_MIGRATION },
-    { "migrations", PMU_SOFT_EV_MIGRATION },
-    { "ticks", PMU_SOFT_EV_TICK },
 };
 
 static const char *const perfmon_shell_generic_help[] = {
@@ -96,12 +73,6 @@ static const char *const perfmon_shell_soft_help[] = {
 };
 
 void
-perfmon_shell_error(const char *what, int error)
-{
-    printf("perf: %s: %s (%s)\n", what, errno_name(error), errno_str(error));
-}
-
-static void
 perfmon_shell_list(void)
 {
     struct perfmon_dev *hw = perfmon_get_dev(false);
@@ -145,94 +116,6 @@ perfmon_shell_list(void)
     }
 }
 
-/* Parse one event name into id and flags. Return 0 or EINVAL. */
-static int
-perfmon_shell_parse_event(struct perfmon_shell_event *ev)
-{
-    unsigned int ring = PERFMON_EF_KERN | PERFMON_EF_USER;
-    char name[PERFMON_SHELL_NAME_SIZE];
-    char *colon;
-
-    strlcpy(name, ev->name, sizeof(name));
-    colon = strchr(name, ':');
-
-    if (colon != NULL && strcmp(colon, ":k") == 0) {
-        ring = PERFMON_EF_KERN;
-        *colon = '\0';
-    } else if (colon != NULL && strcmp(colon, ":u") == 0) {
-        ring = PERFMON_EF_USER;
-        *colon = '\0';
-    }
-
-    for (unsigned int id = 0; id < PERFMON_NR_GENERIC_EVENTS; id++) {
-        if (strcmp(name, perfmon_generic_name(id)) == 0) {
-            ev->id = id;
-            ev->flags = ring;
-            return 0;
-        }
-    }
-
-    if (strncmp(name, "raw:", 4) == 0) {
-        unsigned long long code;
-
-        /* 64 bits: AMD's event select continues in bits 35:32. */
-        if (string_parse_u64(name + 4, &code) != 0) {
-            return EINVAL;
-        }
-
-        ev->id = code;
-        ev->flags = ring | PERFMON_EF_RAW;
-        return 0;
-    }
-
-    if (colon != NULL) {
-        return EINVAL;  /* ring suffixes are for hardware events */
-    }
-
-    ev->flags = PERFMON_EF_SW;
-
-    for (unsigned int id = 0; id < PMU_SOFT_NR_EVENTS; id++) {
-        if (strcmp(name, pmu_soft_event_name(id)) == 0) {
-            ev->id = id;
-            return 0;
-        }
-    }
-
-    for (size_t i = 0; i < ARRAY_SIZE(perfmon_shell_aliases); i++) {
-        if (strcmp(name, perfmon_shell_aliases[i].name) == 0) {
-            ev->id = perfmon_shell_aliases[i].id;
-            return 0;
-        }
-    }
-
-    return EINVAL;
-}
-
-int
-perfmon_shell_parse_event_name(const char *name, uint64_t *idp,
-                               unsigned int *flagsp)
-{
-    struct perfmon_shell_event ev;
-    int error;
-
-    memset(&ev, 0, sizeof(ev));
-
-    if (strlen(name) >= sizeof(ev.name)) {
-        return EINVAL;
-    }
-
-    strlcpy(ev.name, name, sizeof(ev.name));
-    error = perfmon_shell_parse_event(&ev);
-
-    if (error) {
-        return error;
-    }
-
-    *idp = ev.id;
-    *flagsp = ev.flags;
-    return 0;
-}
-
 /* Split "a,b,c" into events. Return the count, or -1 after a message. */
 static int
 perfmon_shell_parse_events(char *list, struct perfmon_shell_event *events)
@@ -257,7 +140,8 @@ perfmon_shell_parse_events(char *list, struct perfmon_shell_event *events)
         memcpy(events[n].name, p, len);
         events[n].name[len] = '\0';
 
-        if (perfmon_shell_parse_event(&events[n]) != 0) {
+        if (perf_util_parse_event_name(events[n].name, &events[n].id,
+                                       &events[n].flags) != 0) {
             printf("perf: unknown event '%s' (see perf list)\n",
                    events[n].name);
             return -1;
@@ -413,21 +297,7 @@ perfmon_shell_format_count(char *buf, size_t size, uint64_t n)
     buf[j] = '\0';
 }
 
-bool
-perfmon_shell_interrupted(void)
-{
-    char c;
-
-    while (uart_getc(&c)) {
-        if (c == 0x03) {
-            return true;
-        }
-    }
-
-    return false;
-}
-
-static void
+void
 perfmon_shell_stat_usage(void)
 {
     printf("usage: perf stat [-g] [-v] [cpu N | thread NAME | all] "
@@ -686,7 +556,7 @@ perfmon_shell_parse_target(struct perfmon_shell_target *target, int argc,
 
     if (argc >= 2 && strcmp(argv[0], "cpu") == 0) {
         if (string_parse_u64(argv[1], &cpu) != 0 || cpu >= cpu_count()) {
-            perfmon_shell_error("bad CPU", EINVAL);
+            perf_util_error("bad CPU", EINVAL);
             return -1;
         }
 
@@ -713,7 +583,7 @@ perfmon_shell_parse_target(struct perfmon_shell_target *target, int argc,
     return 0;
 }
 
-static void
+void
 perfmon_shell_stat(int argc, char **argv)
 {
     struct perfmon_shell_event events[PERFMON_SHELL_MAX_EVENTS];
@@ -827,7 +697,7 @@ perfmon_shell_stat(int argc, char **argv)
 
     if (nr_counted == 0) {
         for (int i = 0; i < n; i++) {
-            perfmon_shell_error(events[i].name, events[i].error);
+            perf_util_error(events[i].name, events[i].error);
         }
 
         printf("perf: no event can be counted\n");
@@ -855,7 +725,7 @@ perfmon_shell_stat(int argc, char **argv)
             break;
         }
 
-        if (perfmon_shell_interrupted()) {
+        if (perf_util_interrupted()) {
             interrupted = true;
             work.stop = true;
             break;
@@ -923,28 +793,3 @@ out:
         thread_unref(target.thread);
     }
 }
-
-static void
-perfmon_shell_perf(int argc, char **argv)
-{
-    if (argc == 2 && strcmp(argv[1], "list") == 0) {
-        perfmon_shell_list();
-    } else if (argc >= 2 && strcmp(argv[1], "stat") == 0) {
-        perfmon_shell_stat(argc, argv);
-    } else if (argc >= 2 && strcmp(argv[1], "record") == 0) {
-        perf_record_cmd_record(argc, argv);
-    } else if (argc >= 2 && strcmp(argv[1], "report") == 0) {
-        perf_record_cmd_report(argc, argv);
-    } else if (argc >= 2 && strcmp(argv[1], "script") == 0) {
-        perf_record_cmd_script(argc, argv);
-    } else {
-        printf("usage: perf list\n");
-        perfmon_shell_stat_usage();
-        perf_record_usage();
-    }
-}
-
-SHELL_CMD_DEFINE(perfmon_shell_perf, "perf",
-                 "list | stat [cpu N|thread NAME|all] EVENTS [MS] [-- WORK] "
-                 "| record TARGET EVENT[/PERIOD] MS | report | script",
-                 "list, count or sample events (help perf for more)");

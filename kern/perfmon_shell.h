@@ -1,29 +1,24 @@
 /*
- * What perfmon's shell commands (kern/perfmon_shell.c) share with the
- * profiler's (kern/perf_record.c): event names, error messages, Ctrl-C.
+ * perf list and perf stat, the counting half of the shell's perf command
+ * (kern/perf_cmd.c dispatches to them; usage in kern/perfmon_shell.c).
  */
 #ifndef KERN_PERFMON_SHELL_H
 #define KERN_PERFMON_SHELL_H
 
-#include <stdbool.h>
-#include <stdint.h>
-
 /*
- * Parse an event name as perf stat takes it (generic hardware events with
- * an optional :k or :u, raw:0xCODE, software events and their Linux
- * names) into an event id and flags for perfmon_event_init. Return 0 or
- * EINVAL (unknown name). Any context.
+ * perf list: every event with a one-line description, the hardware ones
+ * marked when this machine cannot count them. Shell thread only.
  */
-int perfmon_shell_parse_event_name(const char *name, uint64_t *idp,
-                                   unsigned int *flagsp);
-
-/* Print "perf: WHAT: ERRNO (sentence)". Thread context. */
-void perfmon_shell_error(const char *what, int error);
+void perfmon_shell_list(void);
 
 /*
- * Whether Ctrl-C was typed; other input typed meanwhile is dropped. Shell
+ * perf stat, argv as the shell passes it ("perf", "stat", ...). Prints the
+ * counts, or a message saying what was wrong with its arguments. Shell
  * thread only.
  */
-bool perfmon_shell_interrupted(void);
+void perfmon_shell_stat(int argc, char **argv);
+
+/* Print perf stat's usage. Any thread context. */
+void perfmon_shell_stat_usage(void);
 
 #endif /* KERN_PERFMON_SHELL_H */

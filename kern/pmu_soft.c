@@ -25,6 +25,10 @@
 
 #define PMU_SOFT_WIDTH_MIN 8
 
+/* Boot options: counter width, the emulated overflow interrupt. */
+ARG_DEFINE_U64("pmu_soft.width", PMU_SOFT_WIDTH_MIN, 64);
+ARG_DEFINE_U64("pmu_soft.intr", 0, 1);
+
 struct pmu_soft_cpu {
     uint64_t unread[PMU_SOFT_NR_PMCS];      /* polling: counted since the
                                                last start or read */

@@ -52,6 +52,10 @@
 #define TORTURE_G_EVENTS        2       /* a worker's own group */
 #define TORTURE_G_CHANNEL       20      /* its channels, nobody else's */
 
+/* Boot options: operations per CPU, the random sequence's seed. */
+ARG_DEFINE_U64("torture.ops", 1, UINT64_MAX);
+ARG_DEFINE_U64("torture.seed", 0, UINT64_MAX);
+
 static const unsigned int torture_event_ids[] = {
     PMU_SOFT_EV_EMIT, PMU_SOFT_EV_EMIT + 1, PMU_SOFT_EV_EMIT + 2,
     PMU_SOFT_EV_CSWITCH, PMU_SOFT_EV_MIGRATION, PMU_SOFT_EV_TICK,

@@ -1,6 +1,8 @@
 /*
  * Host tests of the kernel command line parser (kern/arg.c), with the
- * fw_cfg device replaced by a stub.
+ * fw_cfg device replaced by a stub. The modules that declare the kernel's
+ * keys are not linked: the keys the tests check against are declared
+ * below, as those modules declare them.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -11,6 +13,15 @@
 #include <machine/fwcfg.h>
 
 #include "host_test.h"
+
+ARG_DEFINE_STRING("test");
+ARG_DEFINE_U64("loglevel", 0, 7);
+ARG_DEFINE_WORD("panic", "halt");
+ARG_DEFINE_U64("pmu_soft.width", 8, 64);
+ARG_DEFINE_U64("pmu_soft.intr", 0, 1);
+ARG_DEFINE_U64("pmu_intel.full_width", 0, 1);
+ARG_DEFINE_U64("torture.ops", 1, UINT64_MAX);
+ARG_DEFINE_U64("torture.seed", 0, UINT64_MAX);
 
 static const char *stub_extra;
 

@@ -950,6 +950,9 @@ pmu_amd_ovf_name(void)
     }
 }
 
+/* Boot option: pmu_amd.pmi=0 polls the counters instead of the PMI. */
+ARG_DEFINE_U64("pmu_amd.pmi", 0, 1);
+
 static int
 pmu_amd_setup(void)
 {

@@ -1017,6 +1017,9 @@ pmu_intel_setup_local(void *arg)
     }
 }
 
+/* Boot option: pmu_intel.full_width=0 writes counters 32 bits wide. */
+ARG_DEFINE_U64("pmu_intel.full_width", 0, 1);
+
 static int
 pmu_intel_setup(void)
 {
