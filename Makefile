@@ -175,11 +175,14 @@ $(BUILD)/host/test_clock_calib: tests/host/test_clock_calib.c \
 # The driver reads a boot argument, so kern/arg.c links too, with the
 # kernel's string functions renamed (below), and so does fw_cfg, which only
 # arg_setup calls and no host test does (the command line stays empty).
+PERFMON_CORE_SRCS := kern/perfmon.c kern/perfmon_slot.c kern/perfmon_mux.c \
+    kern/perfmon_cpu.c kern/perfmon_td.c kern/perfmon_snap.c \
+    kern/perfmon_sample.c kern/perfmon_group.c kern/perfmon_session.c
 HOST_PMU_SRCS := tests/host/pmu_model.c tests/host/host_env.c kern/errno.c \
-    arch/x86/machine/pmu_intel.c kern/perfmon.c kern/perfmon_session.c \
+    arch/x86/machine/pmu_intel.c $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu_model.h \
-    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
+    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
     arch/x86/machine/pmu_intel.h arch/x86/machine/pmu_x86.h
 HOST_PMU_CONFIGS := v1 v2 v5
 
@@ -214,10 +217,10 @@ HOST_LDFLAGS_pmu_intel_v5 := -Wl,--wrap=perfmon_report_overflow
 # absent or misbehave (which never registers). kern/arg.c is not linked:
 # each test defines the arg_is_set answer the driver asks for.
 HOST_PMU_AMD_SRCS := tests/host/pmu_model_amd.c tests/host/host_env.c \
-    kern/errno.c arch/x86/machine/pmu_amd.c kern/perfmon.c \
-    kern/perfmon_session.c kern/string.c
+    kern/errno.c arch/x86/machine/pmu_amd.c $(PERFMON_CORE_SRCS) \
+    kern/string.c
 HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu_model_amd.h \
-    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
+    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
     arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h
 
 $(addprefix $(BUILD)/host/test_pmu_amd_,$(HOST_PMU_AMD_CONFIGS)): \
