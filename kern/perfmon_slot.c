@@ -76,8 +76,9 @@ perfmon_get_dev(bool sw)
 
 /*
  * Drop a reference on slot index (pin: a pinning one; enabled: an
- * enabled event's), freeing the slot with the last, and schedule again.
- * Return whether it was the last. Device lock held, interrupts disabled.
+ * enabled event's), freeing the slot with the last; the caller schedules
+ * again. Return whether it was the last. Device lock held, interrupts
+ * disabled.
  */
 static bool
 perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
@@ -97,7 +98,6 @@ perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
         pmc->sampler = NULL;
     }
 
-    perfmon_mux_reschedule(dev);
     return last;
 }
 
@@ -225,12 +225,21 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
     perfmon_mux_links_add(state, indexes, nr, 1);
     error = perfmon_mux_schedule(dev, false);
 
+    /*
+     * A pinned unit the driver's constraints leave no room for: undo it
+     * all, then schedule once. A schedule in between would see members
+     * left pinned and unlinked, which may fit no better (an assertion).
+     * The units the failed schedule dropped take counters again by time
+     * served, which may not give each the counter it held.
+     */
     if (error) {
         perfmon_mux_links_add(state, indexes, nr, -1);
 
         for (unsigned int k = nr; k-- > 0;) {
             perfmon_pmc_unref(dev, indexes[k], pins[k], true);
         }
+
+        perfmon_mux_reschedule(dev);
     }
 
     changed = perfmon_sched_end(state);
@@ -257,6 +266,7 @@ perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
     assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin
            && pmc->nr_enabled >= (unsigned int)enabled);
     last = perfmon_pmc_unref(dev, index, pin, enabled);
+    perfmon_mux_reschedule(dev);
     changed = perfmon_sched_end(state);
     spinlock_unlock_intr_restore(&state->lock, flags);
 

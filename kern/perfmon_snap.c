@@ -52,15 +52,15 @@ perfmon_cpu_op_attach(void *arg)
     }
 }
 
-/* The detach's: the slot's value at the detach, in event->final. */
-static void
-perfmon_cpu_op_detach(void *arg)
+/* The detach's: return the slot's value at the detach, and let it go. */
+static uint64_t
+perfmon_cpu_op_detach(struct perfmon_event *event)
 {
-    struct perfmon_event *event = arg;
+    uint64_t value = perfmon_cpu_op_update(event)->value;
 
-    event->final = perfmon_cpu_op_update(event)->value;
     perfmon_cpu_pmc_put(cpu_local_ptr(perfmon_cpu), event->dev,
                         event->pmc_index);
+    return value;
 }
 
 static void perfmon_snap_end(struct perfmon_snap *snap);
@@ -125,8 +125,7 @@ perfmon_cpu_op_snap(void *arg)
             perfmon_cpu_op_attach(event);
             snap->values[i] = event->start;
         } else if (snap->action == PERFMON_SNAP_DETACH) {
-            perfmon_cpu_op_detach(event);
-            snap->values[i] = event->final;
+            snap->values[i] = perfmon_cpu_op_detach(event);
         } else {
             snap->values[i] = perfmon_cpu_pmc_update(cpu, event->dev,
                                                      event->pmc_index)->value;

@@ -2904,4 +2904,58 @@ HOST_TEST(sampling_event_attach_is_einval_without_pmi)
 
 #endif /* PMU_TEST_HAS_PMI */
 
+/*
+ * A pinned group that the counter count lets through but the counters
+ * themselves cannot hold (the driver's constraints) is refused with
+ * EAGAIN, and undone whole. Undone one member at a time, a schedule in
+ * between saw members left pinned and unlinked that fit no better, and
+ * asserted. First a fixed-counter event whose one counter is taken, then
+ * more general-counter events than general counters.
+ */
+HOST_TEST(refused_pinned_group_is_undone_whole)
+{
+    struct perfmon_group group;
+    struct perfmon_event *event;
+
+    pmu_test_begin();
+
+    if (PMU_TEST_FIXED_MASK & 0x4) {
+        event = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE,
+                                    PERFMON_EF_KERN | PERFMON_EF_PINNED);
+        HOST_ASSERT_EQ(pmu_test_pmc_id(event), PMU_TEST_FIXED(2));
+        HOST_ASSERT_EQ(perfmon_group_init(&group), 0);
+        HOST_ASSERT_EQ(perfmon_group_add(&group,
+                                         pmu_test_event(PERFMON_EV_REF_CYCLE,
+                                                        PERFMON_EF_USER
+                                                        | PERFMON_EF_PINNED)),
+                       0);
+        HOST_ASSERT_EQ(perfmon_group_add(&group,
+                                         pmu_test_event(PERFMON_EV_INSTRUCTION,
+                                                        PERFMON_EF_KERN)),
+                       0);
+        HOST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 1);
+        pmu_test_detach_all();
+    }
+
+    if (PMU_TEST_NR_PMCS > PMU_TEST_NR_GP + 1
+        && PMU_TEST_NR_GP + 1 <= PERFMON_GROUP_MAX) {
+        (void)pmu_test_attach_cpu(0x11, PERFMON_EF_RAW | PERFMON_EF_KERN
+                                        | PERFMON_EF_PINNED);
+        HOST_ASSERT_EQ(perfmon_group_init(&group), 0);
+
+        for (unsigned int i = 0; i < PMU_TEST_NR_GP + 1; i++) {
+            event = pmu_test_event(0x21 + i, PERFMON_EF_RAW | PERFMON_EF_KERN
+                                             | PERFMON_EF_PINNED);
+            HOST_ASSERT_EQ(perfmon_group_add(&group, event), 0);
+        }
+
+        HOST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 1);
+        pmu_test_detach_all();
+    }
+
+    pmu_test_end();
+}
+
 HOST_TEST_MAIN()
