@@ -181,7 +181,8 @@ HOST_PMU_SRCS := tests/host/pmu_model.c tests/host/host_env.c kern/errno.c \
     kern/perfmon_session.c kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu_model.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
-    arch/x86/machine/pmu_intel.h arch/x86/machine/pmu_x86.h
+    arch/x86/machine/pmu_intel.h arch/x86/machine/pmu_x86.h \
+    arch/x86/machine/stack.h
 HOST_PMU_CONFIGS := v1 v2 v5
 
 $(BUILD)/host/test_pmu_model: tests/host/test_pmu_model.c \
@@ -219,7 +220,8 @@ HOST_PMU_AMD_SRCS := tests/host/pmu_model_amd.c tests/host/host_env.c \
     kern/perfmon.c kern/perfmon_session.c kern/string.c
 HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu_model_amd.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
-    arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h
+    arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h \
+    arch/x86/machine/stack.h
 
 $(addprefix $(BUILD)/host/test_pmu_amd_,$(HOST_PMU_AMD_CONFIGS)): \
     tests/host/test_pmu_amd.c tests/host/pmu_sample_test.c \
