@@ -177,8 +177,9 @@ $(BUILD)/host/test_clock_calib: tests/host/test_clock_calib.c \
 # kernel's string functions renamed (below), and so does fw_cfg, which only
 # arg_setup calls and no host test does (the command line stays empty).
 HOST_PMU_SRCS := tests/host/pmu_model.c tests/host/host_env.c kern/errno.c \
-    arch/x86/machine/pmu_intel.c arch/x86/machine/pmu_x86.c kern/perfmon.c \
-    kern/perfmon_session.c kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
+    arch/x86/machine/pmu_intel.c arch/x86/machine/pmu_intel_detect.c \
+    arch/x86/machine/pmu_x86.c kern/perfmon.c kern/perfmon_session.c \
+    kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu_model.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
     arch/x86/machine/pmu_intel.h arch/x86/machine/pmu_x86.h \
@@ -216,8 +217,9 @@ HOST_LDFLAGS_pmu_intel_v5 := -Wl,--wrap=perfmon_report_overflow
 # that are absent or misbehave (which never registers). kern/arg.c is not
 # linked: each test defines the arg_is_set answer the driver asks for.
 HOST_PMU_AMD_SRCS := tests/host/pmu_model_amd.c tests/host/host_env.c \
-    kern/errno.c arch/x86/machine/pmu_amd.c arch/x86/machine/pmu_x86.c \
-    kern/perfmon.c kern/perfmon_session.c kern/string.c
+    kern/errno.c arch/x86/machine/pmu_amd.c arch/x86/machine/pmu_amd_detect.c \
+    arch/x86/machine/pmu_x86.c kern/perfmon.c kern/perfmon_session.c \
+    kern/string.c
 HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu_model_amd.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
     arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h \

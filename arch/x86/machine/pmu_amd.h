@@ -43,6 +43,8 @@
 #include <machine/pmu_x86.h>
 
 #define PMU_AMD_MAX_COUNTERS    16  /* Fn8000_0022 EBX[3:0] */
+#define PMU_AMD_LEGACY_NR       4   /* legacy counters */
+#define PMU_AMD_EXT_CORE_NR     6   /* PerfCtrExtCore counters */
 #define PMU_AMD_WIDTH           48
 
 /* Event tables: which family's generic event codes apply. */

@@ -11,7 +11,8 @@
  * moves between CPUs with nothing to re-allocate. What Intel shares with
  * AMD is the x86 layer's (pmu_x86.c): the per-CPU shadows of the control
  * registers, batching, the PMI loop, the statistics and the MSR probe;
- * this file keeps the registers, the events, detection and the quirks.
+ * detection is pmu_intel_detect.c's, and this file keeps the registers,
+ * the events and the quirks.
  *
  * This file is also compiled unchanged into the host tests, against a
  * register-level model of the PMU (tests/host/pmu_model.c).
@@ -35,13 +36,10 @@
 #include <machine/pmu_x86.h>
 #include <machine/trap.h>
 
-#define PMU_INTEL_CPUID_LEAF        0xa
-
 #define PMU_INTEL_MSR_PMC(i)        (0xc1 + (i))
 #define PMU_INTEL_MSR_EVTSEL(i)     (0x186 + (i))
 #define PMU_INTEL_MSR_A_PMC(i)      (0x4c1 + (i))
 #define PMU_INTEL_MSR_FIXED_CTR(j)  (0x309 + (j))
-#define PMU_INTEL_MSR_PERF_CAP      0x345
 #define PMU_INTEL_MSR_FIXED_CTRL    0x38d
 #define PMU_INTEL_MSR_GLOBAL_STATUS 0x38e
 #define PMU_INTEL_MSR_GLOBAL_CTRL   0x38f
@@ -77,7 +75,6 @@
 
 #define PMU_INTEL_STATUS_OTHER      ((1ULL << 62) | (1ULL << 63))
 #define PMU_INTEL_STATUS_FROZEN     ((1ULL << 58) | (1ULL << 59))
-#define PMU_INTEL_PERF_CAP_FW_WRITE (1ULL << 13)
 
 /*
  * What the probe writes: a code with EN clear (nothing counts), and a
@@ -112,17 +109,6 @@ static const unsigned int pmu_intel_fixed_events[PMU_INTEL_MAX_FIXED] = {
     1, 0, PMU_INTEL_ARCH_REF_CYCLES, 7,
 };
 
-/* perfmon's generic ids, in order, as architectural events. */
-static const unsigned int pmu_intel_generic_events[] = {
-    [PERFMON_EV_CYCLE] = 0,
-    [PERFMON_EV_REF_CYCLE] = 2,
-    [PERFMON_EV_INSTRUCTION] = 1,
-    [PERFMON_EV_CACHE_REF] = 3,
-    [PERFMON_EV_CACHE_MISS] = 4,
-    [PERFMON_EV_BRANCH] = 5,
-    [PERFMON_EV_BRANCH_MISS] = 6,
-};
-
 static struct pmu_intel_info pmu_intel_info;
 static struct perfmon_dev pmu_intel_dev;
 
@@ -137,12 +123,12 @@ static uint64_t pmu_intel_start_gap;
 
 /*
  * The shadows (struct pmu_x86_cpu): the driver writes the control
- * registers from them and never reads them back: with FREEZE_PERFMON_ON_PMI set
- * (firmware may leave it, a hypervisor may ignore clearing it) a PMI
- * request clears GLOBAL_CTRL behind the driver's back (SDM vol. 3B,
- * "Freezing LBR and Performance Counters on PMI"), so a handler restoring
- * what it read would leave counting off for good; and a read-modify-write
- * costs a RDMSR per start and stop.
+ * registers from them and never reads them back: with
+ * FREEZE_PERFMON_ON_PMI set (firmware may leave it, a hypervisor may
+ * ignore clearing it) a PMI request clears GLOBAL_CTRL behind the
+ * driver's back (SDM vol. 3B, "Freezing LBR and Performance Counters on
+ * PMI"), so a handler restoring what it read would leave counting off for
+ * good; and a read-modify-write costs a RDMSR per start and stop.
  *
  * From version 2 a counter counts only while both its enable in
  * IA32_PERFEVTSELx or IA32_FIXED_CTR_CTRL and its IA32_PERF_GLOBAL_CTRL
@@ -160,81 +146,6 @@ const struct pmu_intel_info *
 pmu_intel_get_info(void)
 {
     return &pmu_intel_info;
-}
-
-int
-pmu_intel_generic_to_arch(unsigned int perfmon_id)
-{
-    if (perfmon_id >= ARRAY_SIZE(pmu_intel_generic_events)) {
-        return -1;
-    }
-
-    return (int)pmu_intel_generic_events[perfmon_id];
-}
-
-/* ------------------------------------------------------------------ */
-/* Detection                                                           */
-/* ------------------------------------------------------------------ */
-
-void
-pmu_intel_detect(struct pmu_intel_info *info)
-{
-    uint32_t eax, ebx, ecx, edx, max_leaf, mask;
-    uint64_t perf_cap;
-
-    *info = (struct pmu_intel_info){ 0 };
-    cpu_cpuid(0, 0, &max_leaf, &ebx, &ecx, &edx);
-
-    if (max_leaf < PMU_INTEL_CPUID_LEAF) {
-        return;
-    }
-
-    /* Any vendor: hypervisors may expose the leaf on other CPUs. */
-    cpu_cpuid(PMU_INTEL_CPUID_LEAF, 0, &eax, &ebx, &ecx, &edx);
-    info->version = eax & 0xff;
-
-    if (info->version == 0) {
-        return;
-    }
-
-    info->nr_gp = MIN((eax >> 8) & 0xff, PMU_INTEL_MAX_GP);
-    info->gp_width = (eax >> 16) & 0xff;
-    info->ebx_length = eax >> 24;
-
-    /* EBX bit i set means event i is NOT available; only L bits count. */
-    mask = (info->ebx_length >= 32) ? ~0U : (1U << info->ebx_length) - 1;
-    info->events_available = ~ebx & mask;
-
-    if (info->version >= 2) {
-        info->nr_fixed = edx & 0x1f;
-        info->fixed_width = (edx >> 5) & 0xff;
-        info->fixed_mask = (info->nr_fixed >= 32)
-                           ? ~0U : (1U << info->nr_fixed) - 1;
-
-        /* Version 5: counter j exists if ECX[j] or EDX[4:0] > j. */
-        if (info->version >= 5) {
-            info->fixed_mask |= ecx;
-        }
-
-        info->fixed_mask &= (1U << PMU_INTEL_MAX_FIXED) - 1;
-
-        if (info->fixed_width == 0 || info->fixed_width > 64) {
-            info->fixed_mask = 0;
-        }
-    }
-
-    if (info->gp_width == 0 || info->gp_width > 64) {
-        info->nr_gp = 0;
-    }
-
-    cpu_cpuid(1, 0, &eax, &ebx, &ecx, &edx);
-
-    /* A hypervisor may advertise PDCM yet fault on the MSR. */
-    if ((ecx & CPU_CPUID1_ECX_PDCM)
-        && cpu_get_msr_safe(PMU_INTEL_MSR_PERF_CAP, &perf_cap) == 0) {
-        info->full_width_writes = (perf_cap
-                                   & PMU_INTEL_PERF_CAP_FW_WRITE) != 0;
-    }
 }
 
 /* ------------------------------------------------------------------ */
