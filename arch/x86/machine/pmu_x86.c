@@ -38,7 +38,7 @@
 
 struct pmu_x86_cpu pmu_x86_cpu __percpu;
 
-static const struct pmu_x86_vendor *pmu_x86_vendor;
+static const struct pmu_x86_vendor *pmu_x86_registered;
 static bool pmu_x86_syscnts_registered;
 
 static struct syscnt pmu_x86_sc_pmis __percpu;
@@ -75,8 +75,8 @@ pmu_x86_batch_end(void)
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
 
     cpu->batch = false;
-    pmu_x86_global_flush(cpu, pmu_x86_vendor->msr_global_ctrl,
-                         pmu_x86_vendor->msr_global_clear);
+    pmu_x86_global_flush(cpu, pmu_x86_registered->msr_global_ctrl,
+                         pmu_x86_registered->msr_global_clear);
 }
 
 /* ------------------------------------------------------------------ */
@@ -90,7 +90,7 @@ pmu_x86_report(uint64_t mask, const struct perfmon_intr_ctx *ctx)
         unsigned int n = __builtin_ctzll(mask);
 
         mask &= mask - 1;
-        perfmon_report_overflow(pmu_x86_vendor->dev, n, ctx);
+        perfmon_report_overflow(pmu_x86_registered->dev, n, ctx);
     }
 }
 
@@ -135,7 +135,7 @@ pmu_x86_pmi_spurious(void)
 void
 pmu_x86_global_intr(const struct perfmon_intr_ctx *ctx)
 {
-    const struct pmu_x86_vendor *vendor = pmu_x86_vendor;
+    const struct pmu_x86_vendor *vendor = pmu_x86_registered;
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t counters = vendor->counters;
     uint64_t ack_mask = vendor->ack_mask;
@@ -283,7 +283,7 @@ pmu_x86_register(const struct pmu_x86_vendor *vendor,
     int error;
 
     pmu_x86_register_syscnts(dev->name);
-    pmu_x86_vendor = vendor;
+    pmu_x86_registered = vendor;
     xcall_broadcast(setup_local, NULL);
 
     dev->max_rate = cpu_get_freq() / CLOCK_HZ * PMU_X86_MAX_EVENTS_PER_CYCLE;
@@ -293,7 +293,7 @@ pmu_x86_register(const struct pmu_x86_vendor *vendor,
     if (error) {
         log_err("%s: registration failed: %s", dev->name,
                 errno_name(error));
-        pmu_x86_vendor = NULL;
+        pmu_x86_registered = NULL;
         return error;
     }
 
@@ -303,5 +303,5 @@ pmu_x86_register(const struct pmu_x86_vendor *vendor,
 const struct pmu_x86_vendor *
 pmu_x86_get_vendor(void)
 {
-    return pmu_x86_vendor;
+    return pmu_x86_registered;
 }
