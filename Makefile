@@ -163,8 +163,9 @@ $(BUILD)/host/test_arg: tests/host/test_arg.c kern/arg.c kern/string.c
 $(BUILD)/host/test_clock_calib: tests/host/test_clock_calib.c \
     kern/clock_calib.c
 
-# The Intel PMU driver and perfmon, unchanged, over a register model of the
-# PMU and a single-CPU kernel environment. tests/host/model/ shadows the
+# The Intel PMU driver, the x86 layer it shares with AMD's (pmu_x86.c) and
+# perfmon, unchanged, over a register model of the PMU and a single-CPU
+# kernel environment. tests/host/model/ shadows the
 # headers that reach the hardware or the rest of the kernel (machine/cpu.h,
 # kern/percpu.h, kern/thread.h), so it comes before -I. and -Iarch/x86.
 # perfmon and the driver register one device per process: one binary per
@@ -179,11 +180,13 @@ PERFMON_CORE_SRCS := kern/perfmon.c kern/perfmon_slot.c kern/perfmon_mux.c \
     kern/perfmon_cpu.c kern/perfmon_td.c kern/perfmon_snap.c \
     kern/perfmon_sample.c kern/perfmon_group.c kern/perfmon_session.c
 HOST_PMU_SRCS := tests/host/pmu_model.c tests/host/host_env.c kern/errno.c \
-    arch/x86/machine/pmu_intel.c $(PERFMON_CORE_SRCS) \
+    arch/x86/machine/pmu_intel.c arch/x86/machine/pmu_intel_detect.c \
+    arch/x86/machine/pmu_x86.c $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu_model.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
-    arch/x86/machine/pmu_intel.h arch/x86/machine/pmu_x86.h
+    arch/x86/machine/pmu_intel.h arch/x86/machine/pmu_x86.h \
+    arch/x86/machine/stack.h
 HOST_PMU_CONFIGS := v1 v2 v5
 
 $(BUILD)/host/test_pmu_model: tests/host/test_pmu_model.c \
@@ -211,17 +214,19 @@ HOST_LDFLAGS_pmu_intel_v1 := -Wl,--wrap=perfmon_report_overflow
 HOST_LDFLAGS_pmu_intel_v2 := -Wl,--wrap=perfmon_report_overflow
 HOST_LDFLAGS_pmu_intel_v5 := -Wl,--wrap=perfmon_report_overflow
 
-# The AMD PMU driver and perfmon, unchanged, over the AMD register model
-# (tests/host/pmu_model_amd.c), one binary per PMU configuration
-# (PMU_TEST_CONFIG), plus one for detection and setup on PMUs that are
-# absent or misbehave (which never registers). kern/arg.c is not linked:
-# each test defines the arg_is_set answer the driver asks for.
+# The AMD PMU driver, the x86 layer and perfmon, unchanged, over the AMD
+# register model (tests/host/pmu_model_amd.c), one binary per PMU
+# configuration (PMU_TEST_CONFIG), plus one for detection and setup on PMUs
+# that are absent or misbehave (which never registers). kern/arg.c is not
+# linked: each test defines the arg_is_set answer the driver asks for.
 HOST_PMU_AMD_SRCS := tests/host/pmu_model_amd.c tests/host/host_env.c \
-    kern/errno.c arch/x86/machine/pmu_amd.c $(PERFMON_CORE_SRCS) \
+    kern/errno.c arch/x86/machine/pmu_amd.c arch/x86/machine/pmu_amd_detect.c \
+    arch/x86/machine/pmu_x86.c $(PERFMON_CORE_SRCS) \
     kern/string.c
 HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu_model_amd.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
-    arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h
+    arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h \
+    arch/x86/machine/stack.h
 
 $(addprefix $(BUILD)/host/test_pmu_amd_,$(HOST_PMU_AMD_CONFIGS)): \
     tests/host/test_pmu_amd.c tests/host/pmu_sample_test.c \

@@ -12,6 +12,7 @@
 #include <kern/printf.h>
 #include <machine/cpu.h>
 #include <machine/qemu.h>
+#include <machine/stack.h>
 #include <machine/trap.h>
 
 #define PANIC_BACKTRACE_MAX 32
@@ -41,31 +42,18 @@ panic_print_addr(unsigned int i, uintptr_t addr, bool is_return)
     }
 }
 
-static int
-panic_frame_valid(uintptr_t fp)
-{
-    /* Frames live on kernel stacks: in the kernel image or the direct map. */
-    return fp != 0 && (fp & 7) == 0 && fp >= 0xffff800000000000;
-}
-
+/* Print each frame's return address as the walk reaches it. */
 static void
 panic_walk(uintptr_t fp, unsigned int first)
 {
+    uintptr_t ret;
+
     for (unsigned int i = first; i < PANIC_BACKTRACE_MAX; i++) {
-        uintptr_t ret;
-
-        if (!panic_frame_valid(fp)) {
-            break;
-        }
-
-        ret = ((const uintptr_t *)fp)[1];
-
-        if (ret == 0) {
+        if (!stack_walk_kernel_step(&fp, &ret)) {
             break;
         }
 
         panic_print_addr(i, ret, true);
-        fp = ((const uintptr_t *)fp)[0];
     }
 }
 

@@ -33,6 +33,7 @@
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/cpu_mp.h>
+#include <machine/stack.h>
 
 /* Boot options (perfmon_setup reads them; defaults below). */
 ARG_DEFINE_U64("perfmon.max_samples_per_tick", 1, UINT32_MAX);
@@ -56,28 +57,8 @@ static uint64_t perfmon_tsc_per_tick;
 static unsigned int
 perfmon_sample_frames(uintptr_t fp, uint64_t *frames, unsigned int max)
 {
-    uintptr_t lo = (uintptr_t)thread_stack(thread_self());
-    unsigned int n = 0;
-
-    if (lo == 0) {
-        return 0;   /* a boot stack: bounds unknown */
-    }
-
-    /* One compare keeps both words of the frame inside the stack. */
-    while (n < max && fp - lo <= THREAD_STACK_SIZE - 16) {
-        const uintptr_t *frame = (const uintptr_t *)fp;
-        uintptr_t next = frame[0];
-
-        frames[n++] = frame[1];
-
-        if (next <= fp) {
-            break;  /* frames go up the stack; 0 ends the chain */
-        }
-
-        fp = next;
-    }
-
-    return n;
+    return stack_walk(fp, (uintptr_t)thread_stack(thread_self()),
+                      THREAD_STACK_SIZE, frames, max);
 }
 
 _Static_assert(sizeof(struct perfmon_record_sample)

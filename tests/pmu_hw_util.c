@@ -1,153 +1,32 @@
 /*
- * Helpers of the hardware PMU suites, see pmu_hw_util.h. The dispatch to
- * the registered driver is the only place here that knows a vendor; it
- * reads registers the drivers document (Intel SDM vol. 3B, 21.2.2 and
- * vol. 4, table 2-2; AMD APM vol. 2, 13.2, PerfMonV2 global registers).
+ * Helpers of the hardware PMU suites, see pmu_hw_util.h. What they need
+ * of the registered driver comes from the x86 PMU layer's vendor table
+ * (machine/pmu_x86.h); the vendors are named here only in a skip's
+ * diagnostic.
  */
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <kern/errno.h>
-#include <kern/macros.h>
 #include <kern/perfmon.h>
-#include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
 #include <machine/pmu_amd.h>
 #include <machine/pmu_intel.h>
+#include <machine/pmu_x86.h>
 
 #include "pmu_hw_util.h"
-
-/* Intel (SDM vol. 4, table 2-2). */
-#define HW_INTEL_MSR_GLOBAL_STATUS  0x38e
-#define HW_INTEL_MSR_GLOBAL_CTRL    0x38f
-
-/* AMD (APM vol. 2, 13.2; the PPR's MSR list). */
-#define HW_AMD_MSR_LEGACY_CTR(n)    (0xc0010004 + (n))
-#define HW_AMD_MSR_CTR(n)           (0xc0010201 + 2 * (n))
-#define HW_AMD_MSR_GLOBAL_STATUS    0xc0000300
-#define HW_AMD_MSR_GLOBAL_CTL       0xc0000301
-#define HW_AMD_CTR_TOP_BIT          (1ULL << 47)
-
-/* Raw instructions retired: Intel table 21-1, AMD PMCx0C0. */
-#define HW_RAW_INSNS                0x00c0
 
 /* ------------------------------------------------------------------ */
 /* The registered driver                                               */
 /* ------------------------------------------------------------------ */
 
-static bool
-hw_intel_enabled(uint64_t *bitsp)
-{
-    if (pmu_intel_get_info()->version < 2) {
-        return false;
-    }
-
-    *bitsp = cpu_get_msr(HW_INTEL_MSR_GLOBAL_CTRL);
-    return true;
-}
-
-/* Any counter's bit in IA32_PERF_GLOBAL_STATUS, not only those in bits. */
-static uint64_t
-hw_intel_pending(uint64_t bits)
-{
-    const struct pmu_intel_info *info = pmu_intel_get_info();
-    uint64_t counters;
-
-    (void)bits;
-
-    if (info->version < 2) {
-        return 0;
-    }
-
-    counters = hw_low_bits(info->nr_gp)
-               | ((uint64_t)info->fixed_mask << PMU_INTEL_FIXED_BASE);
-    return cpu_get_msr(HW_INTEL_MSR_GLOBAL_STATUS) & counters;
-}
-
-static bool
-hw_amd_enabled(uint64_t *bitsp)
-{
-    if (!pmu_amd_get_info()->perfmon_v2) {
-        return false;
-    }
-
-    *bitsp = cpu_get_msr(HW_AMD_MSR_GLOBAL_CTL);
-    return true;
-}
-
-/*
- * PerfMonV2: any counter's bit in PerfCntrGlobalStatus. Before it, the
- * driver presets bit 47 of each counter and re-arms it after a wrap: a
- * running counter whose bit 47 reads 0 wrapped unacknowledged.
- */
-static uint64_t
-hw_amd_pending(uint64_t bits)
-{
-    const struct pmu_amd_info *info = pmu_amd_get_info();
-    uint64_t pending = 0;
-
-    if (pmu_amd_get_ovf_mode() == PMU_AMD_OVF_GLOBAL) {
-        return cpu_get_msr(HW_AMD_MSR_GLOBAL_STATUS)
-               & hw_low_bits(info->nr_counters);
-    }
-
-    for (unsigned int n = 0; n < info->nr_counters; n++) {
-        uint32_t msr = info->ext_core ? HW_AMD_MSR_CTR(n)
-                                      : HW_AMD_MSR_LEGACY_CTR(n);
-
-        if ((bits & (1ULL << n)) && !(cpu_get_msr(msr) & HW_AMD_CTR_TOP_BIT)) {
-            pending |= 1ULL << n;
-        }
-    }
-
-    return pending;
-}
-
-static struct hw_pmu hw_pmu_intel = {
-    .name = "pmu_intel",
-    .raw_insns = HW_RAW_INSNS,
-    .set_start_gap = pmu_intel_set_start_gap,
-    .nr_pmis = pmu_intel_nr_pmis,
-    .nr_spurious = pmu_intel_nr_spurious,
-    .enabled = hw_intel_enabled,
-    .pending = hw_intel_pending,
-};
-
-static struct hw_pmu hw_pmu_amd = {
-    .name = "pmu_amd",
-    .raw_insns = HW_RAW_INSNS,
-    .set_start_gap = pmu_amd_set_start_gap,
-    .nr_pmis = pmu_amd_nr_pmis,
-    .nr_spurious = pmu_amd_nr_spurious,
-    .enabled = hw_amd_enabled,
-    .pending = hw_amd_pending,
-};
-
-/* Intel: fixed counters 0 to 2 count instructions, cycles, ref-cycles. */
-static unsigned int
-hw_intel_generic_fixed(void)
-{
-    static const unsigned int arch[3] = { 1, 0, 2 };   /* table 21-1 */
-    const struct pmu_intel_info *info = pmu_intel_get_info();
-    unsigned int n = 0;
-
-    for (unsigned int j = 0; j < ARRAY_SIZE(arch); j++) {
-        if ((info->fixed_mask & (1U << j))
-            && (info->events_available & (1U << arch[j]))) {
-            n++;
-        }
-    }
-
-    return n;
-}
-
-const struct hw_pmu *
+const struct pmu_x86_vendor *
 hw_require_pmu(void)
 {
     struct perfmon_dev *dev = perfmon_get_dev(false);
+    const struct pmu_x86_vendor *vendor = pmu_x86_get_vendor();
 
     if (dev == NULL) {
         test_diag("Intel: CPUID.0AH version %u; AMD: %s, PerfCtrExtCore %s, "
@@ -159,21 +38,12 @@ hw_require_pmu(void)
                   "PMU, no AMD PMU its probe proved)");
     }
 
-    if (strcmp(dev->name, hw_pmu_intel.name) == 0) {
-        hw_pmu_intel.nr_general = pmu_intel_get_info()->nr_gp;
-        hw_pmu_intel.nr_generic_slots = pmu_intel_get_info()->nr_gp
-                                        + hw_intel_generic_fixed();
-        return &hw_pmu_intel;
+    if (vendor == NULL || vendor->dev != dev) {
+        test_fail_at(__FILE__, __LINE__, "hardware device %s: unknown to "
+                     "this suite", dev->name);
     }
 
-    if (strcmp(dev->name, hw_pmu_amd.name) == 0) {
-        hw_pmu_amd.nr_general = dev->nr_pmcs;
-        hw_pmu_amd.nr_generic_slots = dev->nr_pmcs;
-        return &hw_pmu_amd;
-    }
-
-    test_fail_at(__FILE__, __LINE__, "hardware device %s: unknown to this "
-                 "suite", dev->name);
+    return vendor;
 }
 
 bool
@@ -362,7 +232,7 @@ hw_low_bits(unsigned int n)
 void
 hw_assert_counters_used(uint64_t bits)
 {
-    const struct hw_pmu *pmu = hw_require_pmu();
+    const struct pmu_x86_vendor *pmu = hw_require_pmu();
     uint64_t enabled;
     bool known;
 
@@ -409,7 +279,7 @@ hw_measure(struct perfmon_event *events, unsigned int n, uint64_t *deltas,
  * configurations that no Intel fixed counter takes.
  */
 static void
-hw_pmi_attach(const struct hw_pmu *pmu, struct hw_pmi_setup *setup)
+hw_pmi_attach(const struct pmu_x86_vendor *pmu, struct hw_pmi_setup *setup)
 {
     for (unsigned int k = 0; k < setup->nr_fillers; k++) {
         hw_attach_self(&setup->events[k],
@@ -440,7 +310,7 @@ hw_pmi_detach(struct hw_pmi_setup *setup)
  * the loop's, one wrap included.
  */
 static void
-hw_pmi_run(const struct hw_pmu *pmu, struct hw_pmi_setup *setup,
+hw_pmi_run(const struct pmu_x86_vendor *pmu, struct hw_pmi_setup *setup,
            unsigned int run)
 {
     struct perfmon_event *target = &setup->events[setup->nr_fillers];
@@ -452,12 +322,12 @@ hw_pmi_run(const struct hw_pmu *pmu, struct hw_pmi_setup *setup,
     v0 = perfmon_event_read(target);
     thread_preempt_disable();
     cpu = cpu_id();
-    pmis = pmu->nr_pmis(cpu) - pmu->nr_spurious(cpu);
+    pmis = pmu_x86_nr_pmis(cpu) - pmu_x86_nr_spurious(cpu);
     overflows = perfmon_nr_overflows(cpu);
     t0 = cpu_get_tsc();
     hw_loop(HW_N);
     t1 = cpu_get_tsc();
-    pmis = pmu->nr_pmis(cpu) - pmu->nr_spurious(cpu) - pmis;
+    pmis = pmu_x86_nr_pmis(cpu) - pmu_x86_nr_spurious(cpu) - pmis;
     overflows = perfmon_nr_overflows(cpu) - overflows;
     pending = pmu->pending(setup->bits);
     masked = lapic_pmc_masked();
@@ -480,7 +350,7 @@ hw_pmi_run(const struct hw_pmu *pmu, struct hw_pmi_setup *setup,
 void
 hw_pmi_check(struct hw_pmi_setup *setup)
 {
-    const struct hw_pmu *pmu = hw_require_pmu();
+    const struct pmu_x86_vendor *pmu = hw_require_pmu();
     struct perfmon_event *target = &setup->events[setup->nr_fillers];
     uint64_t count, tsc;
 

@@ -2,9 +2,9 @@
  * What the hardware PMU suites share (pmu_hw, vendor-neutral, and
  * pmu_intel_hw): the loop whose instructions are known exactly, the
  * ranges its counts must fall in, measurement and overflow-interrupt
- * helpers, and a small dispatch to whichever driver registered, for the
- * few things perfmon's public API does not say (the test hook that
- * presets counters, PMI statistics, the overflow status).
+ * helpers, and the registered driver's entry in the x86 PMU layer's
+ * vendor table, for the few things perfmon's public API does not say (the
+ * test hook that presets counters, PMI statistics, the overflow status).
  *
  * The loop (hw_loop): N iterations of exactly ten instructions, one of
  * them a branch. Ranges, with N the iterations (hw_range_of explains each
@@ -33,6 +33,7 @@
 #include <stdint.h>
 
 #include <kern/perfmon.h>
+#include <machine/pmu_x86.h>
 
 #define HW_N                1000000ULL  /* iterations of hw_loop */
 #define HW_LOOP_INSNS       10          /* instructions per iteration */
@@ -72,52 +73,11 @@ struct hw_spec {
 };
 
 /*
- * The registered hardware driver, as the tests need it. Each entry is
- * filled in by pmu_hw_util.c from that driver's own header.
+ * The driver that registered the hardware perfmon device, as the x86 PMU
+ * layer describes it; skip the test ("no hardware PMU registered ...")
+ * when none did. Thread context.
  */
-struct hw_pmu {
-    const char *name;               /* the perfmon device's name */
-
-    /* Counters that take any event (Intel: the general ones). */
-    unsigned int nr_general;
-
-    /*
-     * Counters that generic events (PERFMON_EV_*) can fill together:
-     * the general ones, and Intel's fixed counters 0 to 2 whose events
-     * CPUID reports.
-     */
-    unsigned int nr_generic_slots;
-
-    /* Raw code of instructions retired (both vendors: 0xc0). */
-    unsigned int raw_insns;
-
-    /* The driver's test hook: counters start gap events before a wrap. */
-    int (*set_start_gap)(uint64_t gap);
-    uint64_t (*nr_pmis)(unsigned int cpu);
-    uint64_t (*nr_spurious)(unsigned int cpu);
-
-    /*
-     * Local, preemption disabled: store the calling CPU's enabled
-     * counters (bit i: counter i, Intel fixed counter j at 32 + j) and
-     * return true, or return false where there is no global control
-     * register to read (Intel version 1, AMD without PerfMonV2).
-     */
-    bool (*enabled)(uint64_t *bitsp);
-
-    /*
-     * Local, preemption disabled: of the running counters in bits, those
-     * with an overflow the driver has not acknowledged (Intel: the
-     * global status; AMD PerfMonV2: PerfCntrGlobalStatus; AMD before it:
-     * a counter whose bit 47 reads 0, i.e. not re-armed).
-     */
-    uint64_t (*pending)(uint64_t bits);
-};
-
-/*
- * The driver that registered the hardware perfmon device; skip the test
- * ("no hardware PMU registered ...") when none did. Thread context.
- */
-const struct hw_pmu *hw_require_pmu(void);
+const struct pmu_x86_vendor *hw_require_pmu(void);
 
 /* Skip unless perfmon accepts the event (the driver maps it). */
 void hw_require_event(unsigned int id, unsigned int flags, const char *name);

@@ -10,9 +10,12 @@
  * Counter allocation is global (perfmon's device lock serializes alloc and
  * free): a slot gets the same counter on every CPU. Per CPU, the driver
  * keeps shadows of what it wrote to the control registers (PerfEvtSel and
- * PerfCntrGlobalCtl), so that it never reads one back: a switch between
- * threads counting the same events costs counter reads only (perfmon
- * keeps those counters running), and a start or stop costs writes only.
+ * PerfCntrGlobalCtl, in the x86 layer's struct pmu_x86_cpu), so that it
+ * never reads one back: a switch between threads counting the same events
+ * costs counter reads only (perfmon keeps those counters running), and a
+ * start or stop costs writes only. The PerfMonV2 PMI loop, the statistics
+ * and the MSR probe are the x86 layer's too (pmu_x86.c); detection and the
+ * generations' event tables are pmu_amd_detect.c's.
  *
  * This file is also compiled unchanged into the host tests, against a
  * register-level model of the AMD PMU (tests/host/pmu_model_amd.c).
@@ -22,15 +25,11 @@
 #include <stdint.h>
 
 #include <kern/arg.h>
-#include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/log.h>
 #include <kern/macros.h>
-#include <kern/percpu.h>
 #include <kern/perfmon.h>
-#include <kern/printf.h>
-#include <kern/syscnt.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
@@ -38,21 +37,11 @@
 #include <machine/pmu_x86.h>
 #include <machine/trap.h>
 
-/* CPUID leaves and bits (APM vol. 3, appendix E). */
-#define PMU_AMD_CPUID_EXT_MAX       0x80000000U
-#define PMU_AMD_CPUID_EXT_FEATURES  0x80000001U
-#define PMU_AMD_CPUID_EXT_PERFMON   0x80000022U
-#define PMU_AMD_EXT_ECX_PERFCTR_CORE    (1U << 23)
-#define PMU_AMD_PERFMON_EAX_V2      (1U << 0)
-#define PMU_AMD_PERFMON_EBX_NR_CORE 0xfU
-
 /* Legacy counters (APM vol. 2, 13.2.1 and 13.2.2). */
-#define PMU_AMD_LEGACY_NR           4
 #define PMU_AMD_MSR_LEGACY_CTL(n)   (0xc0010000U + (n))
 #define PMU_AMD_MSR_LEGACY_CTR(n)   (0xc0010004U + (n))
 
 /* PerfCtrExtCore counters: control and counter interleaved. */
-#define PMU_AMD_EXT_CORE_NR         6
 #define PMU_AMD_MSR_CTL(n)          (0xc0010200U + 2 * (n))
 #define PMU_AMD_MSR_CTR(n)          (0xc0010201U + 2 * (n))
 
@@ -61,16 +50,9 @@
 #define PMU_AMD_MSR_GLOBAL_CTL      0xc0000301U
 #define PMU_AMD_MSR_GLOBAL_STATUS_CLR   0xc0000302U
 
-/* PerfEvtSel (APM vol. 2, figure 13-7). */
+/* PerfEvtSel (APM vol. 2, figure 13-7); the other bits are PMU_X86_'s. */
 #define PMU_AMD_EVTSEL_EVENT_LO     0xffULL
 #define PMU_AMD_EVTSEL_UMASK        (0xffULL << 8)
-#define PMU_AMD_EVTSEL_USR          (1ULL << 16)
-#define PMU_AMD_EVTSEL_OS           (1ULL << 17)
-#define PMU_AMD_EVTSEL_EDGE         (1ULL << 18)
-#define PMU_AMD_EVTSEL_INT          (1ULL << 20)
-#define PMU_AMD_EVTSEL_EN           (1ULL << 22)
-#define PMU_AMD_EVTSEL_INV          (1ULL << 23)
-#define PMU_AMD_EVTSEL_CMASK        (0xffULL << 24)
 #define PMU_AMD_EVTSEL_EVENT_HI     (0xfULL << 32)
 
 /*
@@ -82,9 +64,9 @@
 #define PMU_AMD_RAW_ALLOWED         (PMU_AMD_EVTSEL_EVENT_LO            \
                                      | PMU_AMD_EVTSEL_EVENT_HI          \
                                      | PMU_AMD_EVTSEL_UMASK             \
-                                     | PMU_AMD_EVTSEL_EDGE              \
-                                     | PMU_AMD_EVTSEL_INV               \
-                                     | PMU_AMD_EVTSEL_CMASK)
+                                     | PMU_X86_EVTSEL_EDGE              \
+                                     | PMU_X86_EVTSEL_INV               \
+                                     | PMU_X86_EVTSEL_CMASK)
 
 #define PMU_AMD_COUNTER_MASK        ((1ULL << PMU_AMD_WIDTH) - 1)
 
@@ -97,81 +79,16 @@
 #define PMU_AMD_TOP_BIT_WIDTH       (PMU_AMD_WIDTH - 1)
 
 /* What the probe writes: a code with EN clear, a 48-bit pattern. */
-#define PMU_AMD_PROBE_EVTSEL        (0xc0 | PMU_AMD_EVTSEL_OS           \
-                                     | PMU_AMD_EVTSEL_USR)
+#define PMU_AMD_PROBE_EVTSEL        (0xc0 | PMU_X86_EVTSEL_OS           \
+                                     | PMU_X86_EVTSEL_USR)
 #define PMU_AMD_PROBE_COUNT         0x8a5a5a5a5a5aULL
-
-/*
- * A bound on the events one counter counts per cycle, for the poll
- * period: dispatch and retire events count up to a few per cycle; the
- * "large increment" events that need a merged counter pair are not
- * offered (no raw code can set up the pair).
- */
-#define PMU_AMD_MAX_EVENTS_PER_CYCLE    100
-
-/* PMI handler passes before the status is forced clear. */
-#define PMU_AMD_PMI_MAX_LOOPS       16
-
-/* Event select 11:8 sits in bits 35:32 of the register. */
-#define PMU_AMD_CODE(event, umask)  (((uint64_t)(event) & 0xff)         \
-                                     | ((uint64_t)(umask) << 8)         \
-                                     | (((uint64_t)(event) >> 8) << 32))
-
-/*
- * Generic events per generation, from the PPRs' core PMC tables (0: no
- * equivalent). Cache references and misses are L2 events from Zen on
- * (PMCx060 requests, PMCx064 misses); K7 to family 16h count data cache
- * refills from L2 or the system (PMCx07D, PMCx07E). Reference cycles
- * exist from Zen 4 only, as PMCx120, unhalted cycles at the P0 rate,
- * which is the TSC's.
- */
-static const uint64_t pmu_amd_events[][PERFMON_NR_GENERIC_EVENTS] = {
-    [PMU_AMD_GEN_K7] = {
-        [PERFMON_EV_CYCLE] = PMU_AMD_CODE(0x076, 0x00),
-        [PERFMON_EV_INSTRUCTION] = PMU_AMD_CODE(0x0c0, 0x00),
-        [PERFMON_EV_CACHE_REF] = PMU_AMD_CODE(0x07d, 0x07),
-        [PERFMON_EV_CACHE_MISS] = PMU_AMD_CODE(0x07e, 0x07),
-        [PERFMON_EV_BRANCH] = PMU_AMD_CODE(0x0c2, 0x00),
-        [PERFMON_EV_BRANCH_MISS] = PMU_AMD_CODE(0x0c3, 0x00),
-    },
-    [PMU_AMD_GEN_ZEN1] = {
-        [PERFMON_EV_CYCLE] = PMU_AMD_CODE(0x076, 0x00),
-        [PERFMON_EV_INSTRUCTION] = PMU_AMD_CODE(0x0c0, 0x00),
-        [PERFMON_EV_CACHE_REF] = PMU_AMD_CODE(0x060, 0xff),
-        [PERFMON_EV_CACHE_MISS] = PMU_AMD_CODE(0x064, 0x09),
-        [PERFMON_EV_BRANCH] = PMU_AMD_CODE(0x0c2, 0x00),
-        [PERFMON_EV_BRANCH_MISS] = PMU_AMD_CODE(0x0c3, 0x00),
-    },
-    [PMU_AMD_GEN_ZEN2] = {
-        [PERFMON_EV_CYCLE] = PMU_AMD_CODE(0x076, 0x00),
-        [PERFMON_EV_INSTRUCTION] = PMU_AMD_CODE(0x0c0, 0x00),
-        [PERFMON_EV_CACHE_REF] = PMU_AMD_CODE(0x060, 0xff),
-        [PERFMON_EV_CACHE_MISS] = PMU_AMD_CODE(0x064, 0x09),
-        [PERFMON_EV_BRANCH] = PMU_AMD_CODE(0x0c2, 0x00),
-        [PERFMON_EV_BRANCH_MISS] = PMU_AMD_CODE(0x0c3, 0x00),
-    },
-    [PMU_AMD_GEN_ZEN4] = {
-        [PERFMON_EV_CYCLE] = PMU_AMD_CODE(0x076, 0x00),
-        [PERFMON_EV_REF_CYCLE] = PMU_AMD_CODE(0x120, 0x00),
-        [PERFMON_EV_INSTRUCTION] = PMU_AMD_CODE(0x0c0, 0x00),
-        [PERFMON_EV_CACHE_REF] = PMU_AMD_CODE(0x060, 0xff),
-        [PERFMON_EV_CACHE_MISS] = PMU_AMD_CODE(0x064, 0x09),
-        [PERFMON_EV_BRANCH] = PMU_AMD_CODE(0x0c2, 0x00),
-        [PERFMON_EV_BRANCH_MISS] = PMU_AMD_CODE(0x0c3, 0x00),
-    },
-};
-
-static const char *const pmu_amd_gen_names[] = {
-    [PMU_AMD_GEN_NONE] = "none",
-    [PMU_AMD_GEN_K7] = "K7 to family 16h",
-    [PMU_AMD_GEN_ZEN1] = "Zen 1",
-    [PMU_AMD_GEN_ZEN2] = "Zen 2/3",
-    [PMU_AMD_GEN_ZEN4] = "Zen 4",
-};
 
 static struct pmu_amd_info pmu_amd_info;
 static enum pmu_amd_ovf pmu_amd_ovf;
 static struct perfmon_dev pmu_amd_dev;
+
+_Static_assert(PMU_AMD_MAX_COUNTERS <= PMU_X86_MAX_EVTSEL,
+               "the shadows hold every counter's PerfEvtSel");
 
 /* Allocation state, under perfmon's device lock. */
 static uint32_t pmu_amd_used;
@@ -179,26 +96,14 @@ static uint32_t pmu_amd_used;
 static uint64_t pmu_amd_start_gap;
 
 /*
- * What this CPU's control registers hold, as the driver wrote them: the
- * driver never reads them back. active: counters started and not
- * stopped; global_ctl: PerfCntrGlobalCtl (PerfMonV2); evtsel: each
- * active counter's PerfEvtSel, which the top-bit overflow path restores
- * after re-arming the counter; pmi: the PMI handler runs (with
- * PerfMonV2, counting off). Local: start, stop, preset, overflow_consume
- * and the PMI run with interrupts disabled.
+ * The shadows (struct pmu_x86_cpu) as this driver uses them: global_ctrl
+ * holds the counters started and not stopped in every mode, and is what
+ * PerfCntrGlobalCtl holds with PerfMonV2 (written at once: no batching,
+ * so global_hw and stopped stay 0); evtsel is each started counter's
+ * PerfEvtSel, which the top-bit overflow path restores after re-arming
+ * the counter; pmi is set while the PMI handler runs (with PerfMonV2,
+ * counting off).
  */
-struct pmu_amd_cpu {
-    uint32_t active;
-    uint64_t global_ctl;
-    uint64_t evtsel[PMU_AMD_MAX_COUNTERS];
-    bool pmi;
-};
-
-static struct pmu_amd_cpu pmu_amd_cpu __percpu;
-
-static struct syscnt pmu_amd_sc_pmis __percpu;
-static struct syscnt pmu_amd_sc_spurious __percpu;
-static struct syscnt pmu_amd_sc_giveups __percpu;
 
 const struct pmu_amd_info *
 pmu_amd_get_info(void)
@@ -210,173 +115,6 @@ enum pmu_amd_ovf
 pmu_amd_get_ovf_mode(void)
 {
     return pmu_amd_ovf;
-}
-
-const char *
-pmu_amd_gen_name(enum pmu_amd_gen gen)
-{
-    if ((unsigned int)gen >= ARRAY_SIZE(pmu_amd_gen_names)) {
-        return "?";
-    }
-
-    return pmu_amd_gen_names[gen];
-}
-
-uint64_t
-pmu_amd_generic_code(enum pmu_amd_gen gen, unsigned int perfmon_id)
-{
-    if (gen == PMU_AMD_GEN_NONE
-        || (unsigned int)gen >= ARRAY_SIZE(pmu_amd_events)
-        || perfmon_id >= PERFMON_NR_GENERIC_EVENTS) {
-        return 0;
-    }
-
-    return pmu_amd_events[gen][perfmon_id];
-}
-
-uint64_t
-pmu_amd_nr_pmis(unsigned int cpu)
-{
-    return syscnt_read(percpu_ptr(pmu_amd_sc_pmis, cpu));
-}
-
-uint64_t
-pmu_amd_nr_spurious(unsigned int cpu)
-{
-    return syscnt_read(percpu_ptr(pmu_amd_sc_spurious, cpu));
-}
-
-uint64_t
-pmu_amd_nr_pmi_giveups(unsigned int cpu)
-{
-    return syscnt_read(percpu_ptr(pmu_amd_sc_giveups, cpu));
-}
-
-/* ------------------------------------------------------------------ */
-/* Detection                                                           */
-/* ------------------------------------------------------------------ */
-
-/* CPUID 0 vendor strings, as EBX, EDX, ECX. */
-static bool
-pmu_amd_vendor_is_amd(uint32_t ebx, uint32_t ecx, uint32_t edx)
-{
-    /* "AuthenticAMD" */
-    if (ebx == 0x68747541 && edx == 0x69746e65 && ecx == 0x444d4163) {
-        return true;
-    }
-
-    /* "HygonGenuine": Zen 1 derived, driven with the same registers. */
-    return ebx == 0x6f677948 && edx == 0x6e65476e && ecx == 0x656e6975;
-}
-
-/*
- * The event table of a family and model. Zen models of family 17h and
- * 19h per the PPRs' CPUID tables: 17h 30h-4Fh, 60h-7Fh, 90h-91h and
- * A0h-AFh are Zen 2, the rest Zen 1; 19h 10h-1Fh and 60h-AFh are Zen 4,
- * the rest Zen 3, whose generic events are Zen 2's. Hygon's family 18h is
- * given Zen 1's table, an assumption from its Zen 1 lineage, not checked
- * against a Hygon document.
- */
-static enum pmu_amd_gen
-pmu_amd_gen_of(unsigned int family, unsigned int model)
-{
-    if (family < 6) {
-        return PMU_AMD_GEN_NONE;
-    }
-
-    if (family < 0x17) {
-        return PMU_AMD_GEN_K7;
-    }
-
-    if (family == 0x17) {
-        if ((model >= 0x30 && model <= 0x4f)
-            || (model >= 0x60 && model <= 0x7f)
-            || (model >= 0x90 && model <= 0x91)
-            || (model >= 0xa0 && model <= 0xaf)) {
-            return PMU_AMD_GEN_ZEN2;
-        }
-
-        return PMU_AMD_GEN_ZEN1;
-    }
-
-    if (family == 0x18) {
-        return PMU_AMD_GEN_ZEN1;
-    }
-
-    if (family == 0x19) {
-        if ((model >= 0x10 && model <= 0x1f)
-            || (model >= 0x60 && model <= 0xaf)) {
-            return PMU_AMD_GEN_ZEN4;
-        }
-
-        return PMU_AMD_GEN_ZEN2;
-    }
-
-    return PMU_AMD_GEN_ZEN4;
-}
-
-void
-pmu_amd_detect(struct pmu_amd_info *info)
-{
-    uint32_t eax, ebx, ecx, edx, ext_max;
-
-    *info = (struct pmu_amd_info){ 0 };
-    cpu_cpuid(0, 0, &eax, &ebx, &ecx, &edx);
-
-    if (eax < 1 || !pmu_amd_vendor_is_amd(ebx, ecx, edx)) {
-        return;
-    }
-
-    /* Family = base + extended when base is 0Fh; model likewise. */
-    cpu_cpuid(1, 0, &eax, &ebx, &ecx, &edx);
-    info->family = (eax >> 8) & 0xf;
-    info->model = (eax >> 4) & 0xf;
-
-    if (info->family == 0xf) {
-        info->family += (eax >> 20) & 0xff;
-        info->model |= ((eax >> 16) & 0xf) << 4;
-    }
-
-    info->gen = pmu_amd_gen_of(info->family, info->model);
-
-    if (info->gen == PMU_AMD_GEN_NONE) {
-        return;
-    }
-
-    /* The legacy counters have no CPUID bit: the probe decides. */
-    info->nr_counters = PMU_AMD_LEGACY_NR;
-    cpu_cpuid(PMU_AMD_CPUID_EXT_MAX, 0, &ext_max, &ebx, &ecx, &edx);
-
-    if (ext_max < PMU_AMD_CPUID_EXT_FEATURES || ext_max > 0x8000ffffU) {
-        return;
-    }
-
-    cpu_cpuid(PMU_AMD_CPUID_EXT_FEATURES, 0, &eax, &ebx, &ecx, &edx);
-
-    if (!(ecx & PMU_AMD_EXT_ECX_PERFCTR_CORE)) {
-        return;
-    }
-
-    info->ext_core = true;
-    info->nr_counters = PMU_AMD_EXT_CORE_NR;
-
-    if (ext_max < PMU_AMD_CPUID_EXT_PERFMON) {
-        return;
-    }
-
-    /*
-     * PerfMonV2 counts the core counters itself, and a guest may get
-     * fewer than six. A leaf that claims version 2 with no counter is
-     * not believed: the six PerfCtrExtCore counters are used without the
-     * global registers.
-     */
-    cpu_cpuid(PMU_AMD_CPUID_EXT_PERFMON, 0, &eax, &ebx, &ecx, &edx);
-
-    if ((eax & PMU_AMD_PERFMON_EAX_V2)
-        && (ebx & PMU_AMD_PERFMON_EBX_NR_CORE) != 0) {
-        info->perfmon_v2 = true;
-        info->nr_counters = ebx & PMU_AMD_PERFMON_EBX_NR_CORE;
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -428,13 +166,6 @@ pmu_amd_has_pmi(void)
     return pmu_amd_ovf != PMU_AMD_OVF_POLL;
 }
 
-static uint64_t
-pmu_amd_ring_bits(unsigned int flags)
-{
-    return ((flags & PERFMON_EF_KERN) ? PMU_AMD_EVTSEL_OS : 0)
-           | ((flags & PERFMON_EF_USER) ? PMU_AMD_EVTSEL_USR : 0);
-}
-
 static int
 pmu_amd_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 {
@@ -442,16 +173,11 @@ pmu_amd_translate(uint64_t *configp, uint64_t id, unsigned int flags)
     uint64_t code = id;
 
     if (flags & PERFMON_EF_RAW) {
-        if ((code & ~PMU_AMD_RAW_ALLOWED) != 0) {
+        if (pmu_x86_raw_check(code, PMU_AMD_RAW_ALLOWED) != 0) {
             return EINVAL;
         }
 
-        /* Invert only means something with a counter mask. */
-        if ((code & PMU_AMD_EVTSEL_INV) && !(code & PMU_AMD_EVTSEL_CMASK)) {
-            return EINVAL;
-        }
-
-        *configp = code | pmu_amd_ring_bits(flags);
+        *configp = code | pmu_x86_ring_bits(flags);
         return 0;
     }
 
@@ -465,7 +191,7 @@ pmu_amd_translate(uint64_t *configp, uint64_t id, unsigned int flags)
         return ENODEV;
     }
 
-    *configp = code | pmu_amd_ring_bits(flags);
+    *configp = code | pmu_x86_ring_bits(flags);
     return 0;
 }
 
@@ -519,11 +245,11 @@ pmu_amd_start_value(void)
 static uint64_t
 pmu_amd_start(unsigned int pmc_id, uint64_t config)
 {
-    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = 1ULL << pmc_id;
     uint64_t value = pmu_amd_start_value();
-    uint64_t evtsel = config | PMU_AMD_EVTSEL_EN
-                      | (pmu_amd_has_pmi() ? PMU_AMD_EVTSEL_INT : 0);
+    uint64_t evtsel = config | PMU_X86_EVTSEL_EN
+                      | (pmu_amd_has_pmi() ? PMU_X86_EVTSEL_INT : 0);
 
     cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
 
@@ -533,11 +259,10 @@ pmu_amd_start(unsigned int pmc_id, uint64_t config)
 
     cpu_set_msr(pmu_amd_msr_ctl(pmc_id), evtsel);
     cpu->evtsel[pmc_id] = evtsel;
-    cpu->active |= (uint32_t)bit;
+    cpu->global_ctrl |= bit;
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
-        cpu->global_ctl |= bit;
-        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctl);
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl);
     }
 
     return value;
@@ -546,17 +271,17 @@ pmu_amd_start(unsigned int pmc_id, uint64_t config)
 static void
 pmu_amd_stop(unsigned int pmc_id)
 {
-    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = 1ULL << pmc_id;
 
+    cpu->global_ctrl &= ~bit;
+
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
-        cpu->global_ctl &= ~bit;
-        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctl);
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl);
     }
 
     cpu_set_msr(pmu_amd_msr_ctl(pmc_id), 0);
     cpu->evtsel[pmc_id] = 0;
-    cpu->active &= ~(uint32_t)bit;
 
     /*
      * An overflow of this use must not be reported to the next one: the
@@ -601,7 +326,7 @@ pmu_amd_max_period(void)
 static uint64_t
 pmu_amd_preset(unsigned int pmc_id, uint64_t n)
 {
-    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = 1ULL << pmc_id;
     uint64_t value;
 
@@ -610,15 +335,15 @@ pmu_amd_preset(unsigned int pmc_id, uint64_t n)
     value = -n & PMU_AMD_COUNTER_MASK;
 
     if (pmu_amd_ovf != PMU_AMD_OVF_GLOBAL || cpu->pmi
-        || !(cpu->global_ctl & bit)) {
+        || !(cpu->global_ctrl & bit)) {
         cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
         return value;
     }
 
-    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctl & ~bit);
+    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl & ~bit);
     cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
     cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
-    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctl);
+    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl);
     return value;
 }
 
@@ -637,7 +362,7 @@ pmu_amd_read(unsigned int pmc_id)
 static void
 pmu_amd_rearm(unsigned int pmc_id)
 {
-    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
+    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint32_t ctr = pmu_amd_msr_ctr(pmc_id);
     uint64_t value;
 
@@ -683,77 +408,12 @@ pmu_amd_overflow_consume(uint64_t ids)
         return 0;
     }
 
-    status = cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & ids;
-
-    if (status != 0) {
-        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, status);
-    }
-
-    return status;
+    return pmu_x86_global_consume(ids, PMU_AMD_MSR_GLOBAL_STATUS,
+                                  PMU_AMD_MSR_GLOBAL_STATUS_CLR);
 }
 
 /*
- * Report each counter of mask to perfmon, by id: perfmon knows which slot
- * it serves on this CPU (with multiplexing this CPU may still follow an
- * older schedule than pmu_amd_used describes) and ignores the others.
- */
-static void
-pmu_amd_report(uint64_t mask, const struct perfmon_intr_ctx *ctx)
-{
-    while (mask != 0) {
-        unsigned int n = __builtin_ctzll(mask);
-
-        mask &= mask - 1;
-        perfmon_report_overflow(&pmu_amd_dev, n, ctx);
-    }
-}
-
-/*
- * PerfMonV2 PMI: stop counting, acknowledge exactly the counter bits
- * seen, report each, and loop while new bits appear, then count again.
- * Status bits besides the counters' (LBR frozen, bits some microcode sets
- * in error) are neither reported nor written to the clear register,
- * which some hypervisors fault on for bits they do not know. As with
- * counting stopped a counter overflows at most once per PMI, each is
- * reported once; bits that stay after the last pass are forced clear.
- */
-static void
-pmu_amd_global_intr(const struct perfmon_intr_ctx *ctx)
-{
-    uint64_t counters = pmu_amd_counter_bits();
-    uint64_t status, reported = 0;
-
-    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, 0);
-    status = cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & counters;
-
-    if (status == 0) {
-        syscnt_inc(cpu_local_ptr(pmu_amd_sc_spurious));
-    }
-
-    for (unsigned int loops = 0; status != 0; loops++) {
-        if (loops == PMU_AMD_PMI_MAX_LOOPS) {
-            cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, counters);
-            syscnt_inc(cpu_local_ptr(pmu_amd_sc_giveups));
-            break;
-        }
-
-        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, status);
-        pmu_amd_report(status & ~reported, ctx);
-        reported |= status;
-        status = cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS) & counters;
-    }
-
-    /*
-     * Unmask before counting again (see pmu_amd_handle_overflow_intr): a
-     * counter reloaded from the report may overflow at once.
-     */
-    lapic_pmc_unmask();
-    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL,
-                cpu_local_var(pmu_amd_cpu).global_ctl);
-}
-
-/*
- * PMI without PerfMonV2: no status register, so every active counter is
+ * PMI without PerfMonV2: no status register, so every started counter is
  * read and those whose flag is clear are re-armed and reported, once each.
  * A counter that perfmon reloads from the report with a short period may
  * wrap again before the handler returns: its flag is clear again and its
@@ -763,11 +423,11 @@ pmu_amd_global_intr(const struct perfmon_intr_ctx *ctx)
 static void
 pmu_amd_top_bit_intr(const struct perfmon_intr_ctx *ctx)
 {
-    uint32_t active = cpu_local_var(pmu_amd_cpu).active;
+    uint64_t started = pmu_x86_cpu_local()->global_ctrl;
     uint64_t wrapped = 0;
 
-    for (uint32_t mask = active; mask != 0; mask &= mask - 1) {
-        unsigned int n = __builtin_ctz(mask);
+    for (uint64_t mask = started; mask != 0; mask &= mask - 1) {
+        unsigned int n = __builtin_ctzll(mask);
 
         if (pmu_amd_top_bit_cleared(n)) {
             pmu_amd_rearm(n);
@@ -776,38 +436,43 @@ pmu_amd_top_bit_intr(const struct perfmon_intr_ctx *ctx)
     }
 
     if (wrapped == 0) {
-        syscnt_inc(cpu_local_ptr(pmu_amd_sc_spurious));
+        pmu_x86_pmi_spurious();
     }
 
-    pmu_amd_report(wrapped, ctx);
+    pmu_x86_report(wrapped, ctx);
 }
 
 /*
- * The PMI. AMD CPUs do not mask the LVT entry on delivery, but some
- * hypervisors did (KVM, 2023 to 2024): unmasking it again is one write
- * that keeps the PMI alive there. It comes before anything can overflow
- * again: perfmon reloads a sampling counter from the report (preset), and
- * with a short period it may overflow before the handler returns; that
- * request, finding the entry masked, would raise nothing, and in top-bit
- * mode nothing else would look at the counter until its next use. So in
+ * The PMI. With PerfMonV2, the x86 layer's loop over the global status
+ * (pmu_x86_global_intr): status bits besides the counters' (LBR frozen,
+ * bits some microcode sets in error) are neither reported nor written to
+ * the clear register, which some hypervisors fault on for bits they do
+ * not know. Without it, the top-bit loop above.
+ *
+ * AMD CPUs do not mask the LVT entry on delivery, but some hypervisors
+ * did (KVM, 2023 to 2024): unmasking it again is one write that keeps the
+ * PMI alive there. It comes before anything can overflow again: perfmon
+ * reloads a sampling counter from the report (preset), and with a short
+ * period it may overflow before the handler returns; that request,
+ * finding the entry masked, would raise nothing, and in top-bit mode
+ * nothing else would look at the counter until its next use. So in
  * top-bit mode (counters keep running) the entry is unmasked first, and
  * with PerfMonV2 before the global control counts again.
  */
 static void
 pmu_amd_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
-    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
-
-    syscnt_inc(cpu_local_ptr(pmu_amd_sc_pmis));
-    cpu->pmi = true;
+    struct pmu_x86_cpu *cpu;
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
-        pmu_amd_global_intr(ctx);
-    } else {
-        lapic_pmc_unmask();
-        pmu_amd_top_bit_intr(ctx);
+        pmu_x86_global_intr(ctx);
+        return;
     }
 
+    cpu = pmu_x86_cpu_local();
+    pmu_x86_pmi_enter(cpu);
+    lapic_pmc_unmask();
+    pmu_amd_top_bit_intr(ctx);
     cpu->pmi = false;
 }
 
@@ -840,84 +505,65 @@ pmu_amd_set_start_gap(uint64_t gap)
 /* ------------------------------------------------------------------ */
 
 /*
- * Prove the registers before trusting them: the legacy counters have no
- * CPUID bit at all, and a hypervisor with its PMU off may make them read
- * 0 and drop writes, or fault on the extended and global ones. Through
- * the safe accessors: the global control (PerfMonV2) written 0, so that
- * nothing counts; the first and the last counter's control and counter
- * written and read back, then left 0; the global status read and a clear
- * of nothing written. Return 0, or EIO (an access faulted) or ENODEV (a
- * value did not stick) with the MSR in *msrp. Boot CPU.
+ * Prove the registers before trusting them (pmu_x86_probe): the legacy
+ * counters have no CPUID bit at all, and a hypervisor with its PMU off may
+ * make them read 0 and drop writes, or fault on the extended and global
+ * ones. The global control (PerfMonV2) written 0, so that nothing counts;
+ * the first and the last counter's control and counter written and read
+ * back, then left 0; the global status read and a clear of nothing
+ * written. Return 0, or EIO or ENODEV with the MSR in *msrp. Boot CPU.
  */
 static int
 pmu_amd_probe(uint32_t *msrp)
 {
     unsigned int ends[2] = { 0, pmu_amd_info.nr_counters - 1 };
-    uint64_t status;
-    int error;
+    struct pmu_x86_probe_write writes[1 + 4 * ARRAY_SIZE(ends)];
+    unsigned int nr_writes = 0;
 
     if (pmu_amd_info.perfmon_v2) {
-        error = pmu_x86_probe_msr(PMU_AMD_MSR_GLOBAL_CTL, 0, msrp);
-
-        if (error) {
-            return error;
-        }
+        writes[nr_writes++] = (struct pmu_x86_probe_write){
+            PMU_AMD_MSR_GLOBAL_CTL, 0 };
     }
 
     for (unsigned int i = 0; i < ARRAY_SIZE(ends); i++) {
         uint32_t ctl = pmu_amd_msr_ctl(ends[i]);
         uint32_t ctr = pmu_amd_msr_ctr(ends[i]);
 
-        error = pmu_x86_probe_msr(ctl, PMU_AMD_PROBE_EVTSEL, msrp);
-        error = error ? error : pmu_x86_probe_msr(ctl, 0, msrp);
-        error = error ? error : pmu_x86_probe_msr(ctr, PMU_AMD_PROBE_COUNT,
-                                                  msrp);
-        error = error ? error : pmu_x86_probe_msr(ctr, 0, msrp);
-
-        if (error) {
-            return error;
-        }
+        writes[nr_writes++] = (struct pmu_x86_probe_write){
+            ctl, PMU_AMD_PROBE_EVTSEL };
+        writes[nr_writes++] = (struct pmu_x86_probe_write){ ctl, 0 };
+        writes[nr_writes++] = (struct pmu_x86_probe_write){
+            ctr, PMU_AMD_PROBE_COUNT };
+        writes[nr_writes++] = (struct pmu_x86_probe_write){ ctr, 0 };
     }
 
-    if (!pmu_amd_info.perfmon_v2) {
-        return 0;
-    }
-
-    *msrp = PMU_AMD_MSR_GLOBAL_STATUS;
-    error = cpu_get_msr_safe(PMU_AMD_MSR_GLOBAL_STATUS, &status);
-
-    if (error) {
-        return error;
-    }
-
-    *msrp = PMU_AMD_MSR_GLOBAL_STATUS_CLR;
-    return cpu_set_msr_safe(PMU_AMD_MSR_GLOBAL_STATUS_CLR, 0);
+    return pmu_x86_probe(writes, nr_writes,
+                         pmu_amd_info.perfmon_v2 ? PMU_AMD_MSR_GLOBAL_STATUS
+                                                 : 0,
+                         PMU_AMD_MSR_GLOBAL_STATUS_CLR, msrp);
 }
 
 /*
- * Put the calling CPU's PMU in a known, idle state. Firmware, an earlier
- * kernel or a rebooted guest (QEMU does not reset these MSRs) may leave
- * counters enabled, and PerfCntrGlobalCtl comes out of reset with every
- * counter enabled. With PerfCtrExtCore, the legacy controls are cleared
- * too: whether they alias the first four extended counters on hardware
- * is not documented here, and a hypervisor does alias them.
+ * Put the calling CPU's PMU in a known, idle state, shadows zeroed.
+ * Firmware, an earlier kernel or a rebooted guest (QEMU does not reset
+ * these MSRs) may leave counters enabled, and PerfCntrGlobalCtl comes out
+ * of reset with every counter enabled. With PerfCtrExtCore, the legacy
+ * controls are cleared too: whether they alias the first four extended
+ * counters on hardware is not documented here, and a hypervisor does
+ * alias them.
  */
 static void
 pmu_amd_setup_local(void *arg)
 {
-    struct pmu_amd_cpu *cpu = cpu_local_ptr(pmu_amd_cpu);
-
     (void)arg;
-    cpu->pmi = false;
+    pmu_x86_cpu_reset();
 
     if (pmu_amd_info.perfmon_v2) {
-        cpu->global_ctl = 0;
         cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, 0);
     }
 
     for (unsigned int n = 0; n < pmu_amd_info.nr_counters; n++) {
         cpu_set_msr(pmu_amd_msr_ctl(n), 0);
-        cpu->evtsel[n] = 0;
     }
 
     if (pmu_amd_info.ext_core) {
@@ -926,8 +572,6 @@ pmu_amd_setup_local(void *arg)
         }
     }
 
-    cpu->active = 0;
-
     if (pmu_amd_info.perfmon_v2) {
         cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, pmu_amd_counter_bits());
     }
@@ -935,6 +579,43 @@ pmu_amd_setup_local(void *arg)
     if (pmu_amd_has_pmi()) {
         lapic_pmc_setup(TRAP_PMI);
     }
+}
+
+/*
+ * The hardware suites' queries (struct pmu_x86_vendor): the counters
+ * PerfCntrGlobalCtl enables (PerfMonV2); and the overflows not
+ * acknowledged: with the PMI on PerfMonV2, any counter's bit in
+ * PerfCntrGlobalStatus; else a counter of bits whose flag (bit 47) reads
+ * 0, i.e. that wrapped and was not re-armed.
+ */
+static bool
+pmu_amd_test_enabled(uint64_t *bitsp)
+{
+    if (!pmu_amd_info.perfmon_v2) {
+        return false;
+    }
+
+    *bitsp = cpu_get_msr(PMU_AMD_MSR_GLOBAL_CTL);
+    return true;
+}
+
+static uint64_t
+pmu_amd_test_pending(uint64_t bits)
+{
+    uint64_t pending = 0;
+
+    if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
+        return cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS)
+               & pmu_amd_counter_bits();
+    }
+
+    for (unsigned int n = 0; n < pmu_amd_info.nr_counters; n++) {
+        if ((bits & (1ULL << n)) && pmu_amd_top_bit_cleared(n)) {
+            pending |= 1ULL << n;
+        }
+    }
+
+    return pending;
 }
 
 static const char *
@@ -953,11 +634,26 @@ pmu_amd_ovf_name(void)
 /* Boot option: pmu_amd.pmi=0 polls the counters instead of the PMI. */
 ARG_DEFINE_U64("pmu_amd.pmi", 0, 1);
 
+/*
+ * What the x86 layer drives (its PMI loop and the global registers only
+ * in PMU_AMD_OVF_GLOBAL); setup adds the counters that exist.
+ */
+static struct pmu_x86_vendor pmu_amd_vendor = {
+    .dev = &pmu_amd_dev,
+    .msr_global_ctrl = PMU_AMD_MSR_GLOBAL_CTL,
+    .msr_global_status = PMU_AMD_MSR_GLOBAL_STATUS,
+    .msr_global_clear = PMU_AMD_MSR_GLOBAL_STATUS_CLR,
+    .raw_insns = 0xc0,                  /* PMCx0C0, retired instructions */
+    .set_start_gap = pmu_amd_set_start_gap,
+    .enabled = pmu_amd_test_enabled,
+    .pending = pmu_amd_test_pending,
+};
+
 static int
 pmu_amd_setup(void)
 {
     struct pmu_amd_info *info = &pmu_amd_info;
-    char name[SYSCNT_NAME_SIZE];
+    struct pmu_x86_vendor *vendor = &pmu_amd_vendor;
     struct perfmon_dev *other;
     uint32_t msr;
     int error;
@@ -995,30 +691,20 @@ pmu_amd_setup(void)
         return 0;
     }
 
-    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
-        snprintf(name, sizeof(name), "pmu_amd_pmis/%u", cpu);
-        syscnt_register(percpu_ptr(pmu_amd_sc_pmis, cpu), name);
-        snprintf(name, sizeof(name), "pmu_amd_spurious/%u", cpu);
-        syscnt_register(percpu_ptr(pmu_amd_sc_spurious, cpu), name);
-        snprintf(name, sizeof(name), "pmu_amd_pmi_giveup/%u", cpu);
-        syscnt_register(percpu_ptr(pmu_amd_sc_giveups, cpu), name);
-    }
-
-    xcall_broadcast(pmu_amd_setup_local, NULL);
-
     pmu_amd_dev.name = "pmu_amd";
     pmu_amd_dev.ops = &pmu_amd_ops;
     pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
     pmu_amd_dev.nr_pmcs = info->nr_counters;
     pmu_amd_dev.min_width = pmu_amd_width();
     pmu_amd_dev.max_period = pmu_amd_max_period();
-    pmu_amd_dev.max_rate = cpu_get_freq() / CLOCK_HZ
-                           * PMU_AMD_MAX_EVENTS_PER_CYCLE;
-    pmu_amd_dev.sw = false;
-    error = perfmon_register(&pmu_amd_dev);
+
+    vendor->counters = pmu_amd_counter_bits();
+    vendor->ack_mask = vendor->counters;
+    vendor->nr_general = info->nr_counters;
+    vendor->nr_generic_slots = info->nr_counters;
+    error = pmu_x86_register(vendor, pmu_amd_setup_local);
 
     if (error) {
-        log_err("pmu_amd: registration failed: %s", errno_name(error));
         return error;
     }
 

@@ -40,8 +40,11 @@
 #include <stdint.h>
 
 #include <kern/init.h>
+#include <machine/pmu_x86.h>
 
 #define PMU_AMD_MAX_COUNTERS    16  /* Fn8000_0022 EBX[3:0] */
+#define PMU_AMD_LEGACY_NR       4   /* legacy counters */
+#define PMU_AMD_EXT_CORE_NR     6   /* PerfCtrExtCore counters */
 #define PMU_AMD_WIDTH           48
 
 /* Event tables: which family's generic event codes apply. */
@@ -110,11 +113,11 @@ int pmu_amd_set_start_gap(uint64_t gap);
  * On a CPU: PMIs taken, PMIs that found no overflowed counter, and PMIs
  * whose handler gave up on a status that would not clear (syscnts
  * pmu_amd_pmis/<cpu>, pmu_amd_spurious/<cpu>, pmu_amd_pmi_giveup/<cpu>).
- * Any context.
+ * The x86 layer counts them for whichever driver registered. Any context.
  */
-uint64_t pmu_amd_nr_pmis(unsigned int cpu);
-uint64_t pmu_amd_nr_spurious(unsigned int cpu);
-uint64_t pmu_amd_nr_pmi_giveups(unsigned int cpu);
+#define pmu_amd_nr_pmis             pmu_x86_nr_pmis
+#define pmu_amd_nr_spurious         pmu_x86_nr_spurious
+#define pmu_amd_nr_pmi_giveups      pmu_x86_nr_pmi_giveups
 
 INIT_OP_DECLARE(pmu_amd_setup);
 

@@ -8,8 +8,11 @@
  *
  * Counter allocation is global (perfmon's device lock serializes alloc and
  * free): a slot gets the same hardware counter on every CPU, so a thread
- * moves between CPUs with nothing to re-allocate, and the driver keeps no
- * per-CPU state besides the hardware registers and two statistics.
+ * moves between CPUs with nothing to re-allocate. What Intel shares with
+ * AMD is the x86 layer's (pmu_x86.c): the per-CPU shadows of the control
+ * registers, batching, the PMI loop, the statistics and the MSR probe;
+ * detection is pmu_intel_detect.c's, and this file keeps the registers,
+ * the events and the quirks.
  *
  * This file is also compiled unchanged into the host tests, against a
  * register-level model of the PMU (tests/host/pmu_model.c).
@@ -21,15 +24,11 @@
 #include <kern/arg.h>
 #include <kern/assert.h>
 #include <kern/bitops.h>
-#include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/log.h>
 #include <kern/macros.h>
-#include <kern/percpu.h>
 #include <kern/perfmon.h>
-#include <kern/printf.h>
-#include <kern/syscnt.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
@@ -37,13 +36,10 @@
 #include <machine/pmu_x86.h>
 #include <machine/trap.h>
 
-#define PMU_INTEL_CPUID_LEAF        0xa
-
 #define PMU_INTEL_MSR_PMC(i)        (0xc1 + (i))
 #define PMU_INTEL_MSR_EVTSEL(i)     (0x186 + (i))
 #define PMU_INTEL_MSR_A_PMC(i)      (0x4c1 + (i))
 #define PMU_INTEL_MSR_FIXED_CTR(j)  (0x309 + (j))
-#define PMU_INTEL_MSR_PERF_CAP      0x345
 #define PMU_INTEL_MSR_FIXED_CTRL    0x38d
 #define PMU_INTEL_MSR_GLOBAL_STATUS 0x38e
 #define PMU_INTEL_MSR_GLOBAL_CTRL   0x38f
@@ -52,23 +48,16 @@
 
 #define PMU_INTEL_DEBUGCTL_FREEZE_PERFMON   (1ULL << 12)
 
-#define PMU_INTEL_EVTSEL_USR        (1ULL << 16)
-#define PMU_INTEL_EVTSEL_OS         (1ULL << 17)
-#define PMU_INTEL_EVTSEL_EDGE       (1ULL << 18)
-#define PMU_INTEL_EVTSEL_INT        (1ULL << 20)
-#define PMU_INTEL_EVTSEL_EN         (1ULL << 22)
-#define PMU_INTEL_EVTSEL_INV        (1ULL << 23)
-#define PMU_INTEL_EVTSEL_CMASK      (0xffULL << 24)
 #define PMU_INTEL_EVTSEL_CODE       0xffffULL   /* event select + umask */
 
 /* Bits a raw code may carry (the ring bits come from the flags). */
 #define PMU_INTEL_RAW_ALLOWED       (PMU_INTEL_EVTSEL_CODE              \
-                                     | PMU_INTEL_EVTSEL_EDGE            \
-                                     | PMU_INTEL_EVTSEL_INV             \
-                                     | PMU_INTEL_EVTSEL_CMASK)
-#define PMU_INTEL_RAW_MODIFIERS     (PMU_INTEL_EVTSEL_EDGE              \
-                                     | PMU_INTEL_EVTSEL_INV             \
-                                     | PMU_INTEL_EVTSEL_CMASK)
+                                     | PMU_X86_EVTSEL_EDGE              \
+                                     | PMU_X86_EVTSEL_INV               \
+                                     | PMU_X86_EVTSEL_CMASK)
+#define PMU_INTEL_RAW_MODIFIERS     (PMU_X86_EVTSEL_EDGE                \
+                                     | PMU_X86_EVTSEL_INV               \
+                                     | PMU_X86_EVTSEL_CMASK)
 
 #define PMU_INTEL_FIXED_OS          0x1
 #define PMU_INTEL_FIXED_USR         0x2
@@ -86,25 +75,14 @@
 
 #define PMU_INTEL_STATUS_OTHER      ((1ULL << 62) | (1ULL << 63))
 #define PMU_INTEL_STATUS_FROZEN     ((1ULL << 58) | (1ULL << 59))
-#define PMU_INTEL_PERF_CAP_FW_WRITE (1ULL << 13)
 
 /*
  * What the probe writes: a code with EN clear (nothing counts), and a
  * counter value with bit 31 clear, which a 32-bit write keeps as is.
  */
-#define PMU_INTEL_PROBE_EVTSEL      (0xc0 | PMU_INTEL_EVTSEL_OS         \
-                                     | PMU_INTEL_EVTSEL_USR)
+#define PMU_INTEL_PROBE_EVTSEL      (0xc0 | PMU_X86_EVTSEL_OS           \
+                                     | PMU_X86_EVTSEL_USR)
 #define PMU_INTEL_PROBE_COUNT       0x5a5a5a5aULL
-
-/*
- * A bound on the events one counter counts per cycle, for the poll period
- * of version 1 (no PMI): events such as uops or cycles with a counter mask
- * count a few per cycle; 100 leaves a wide margin.
- */
-#define PMU_INTEL_MAX_EVENTS_PER_CYCLE  100
-
-/* PMI handler passes before the status is forced clear. */
-#define PMU_INTEL_PMI_MAX_LOOPS     16
 
 struct pmu_intel_event {
     uint8_t select;
@@ -131,19 +109,11 @@ static const unsigned int pmu_intel_fixed_events[PMU_INTEL_MAX_FIXED] = {
     1, 0, PMU_INTEL_ARCH_REF_CYCLES, 7,
 };
 
-/* perfmon's generic ids, in order, as architectural events. */
-static const unsigned int pmu_intel_generic_events[] = {
-    [PERFMON_EV_CYCLE] = 0,
-    [PERFMON_EV_REF_CYCLE] = 2,
-    [PERFMON_EV_INSTRUCTION] = 1,
-    [PERFMON_EV_CACHE_REF] = 3,
-    [PERFMON_EV_CACHE_MISS] = 4,
-    [PERFMON_EV_BRANCH] = 5,
-    [PERFMON_EV_BRANCH_MISS] = 6,
-};
-
 static struct pmu_intel_info pmu_intel_info;
 static struct perfmon_dev pmu_intel_dev;
+
+_Static_assert(PMU_INTEL_MAX_GP <= PMU_X86_MAX_EVTSEL,
+               "the shadows hold every general counter's event select");
 
 /* Allocation state, under perfmon's device lock. */
 static uint32_t pmu_intel_gp_used;
@@ -152,13 +122,13 @@ static uint32_t pmu_intel_fixed_used;
 static uint64_t pmu_intel_start_gap;
 
 /*
- * What this CPU's control registers hold or should hold. The driver writes
- * them from here and never reads them back: with FREEZE_PERFMON_ON_PMI set
- * (firmware may leave it, a hypervisor may ignore clearing it) a PMI
- * request clears GLOBAL_CTRL behind the driver's back (SDM vol. 3B,
- * "Freezing LBR and Performance Counters on PMI"), so a handler restoring
- * what it read would leave counting off for good; and a read-modify-write
- * costs a RDMSR per start and stop.
+ * The shadows (struct pmu_x86_cpu): the driver writes the control
+ * registers from them and never reads them back: with
+ * FREEZE_PERFMON_ON_PMI set (firmware may leave it, a hypervisor may
+ * ignore clearing it) a PMI request clears GLOBAL_CTRL behind the
+ * driver's back (SDM vol. 3B, "Freezing LBR and Performance Counters on
+ * PMI"), so a handler restoring what it read would leave counting off for
+ * good; and a read-modify-write costs a RDMSR per start and stop.
  *
  * From version 2 a counter counts only while both its enable in
  * IA32_PERFEVTSELx or IA32_FIXED_CTR_CTRL and its IA32_PERF_GLOBAL_CTRL
@@ -166,131 +136,16 @@ static uint64_t pmu_intel_start_gap;
  * only flip the GLOBAL_CTRL bit and leave the event select programmed:
  * evtsel and fixed_ctrl are what those registers hold, and a counter
  * started again with the same configuration costs no control write. In a
- * batch (a context switch, perfmon's batch_begin/batch_end) the
- * GLOBAL_CTRL write waits for batch_end: global_ctrl is what the counters
- * in use need, global_hw what the register holds, and stopped the
- * counters whose overflow bits batch_end clears once they no longer
- * count. Version 1 has no global registers: EN in the event select starts
- * and stops a counter.
- *
- * pmi is set while the PMI handler runs, with counting off.
- *
- * Local: start, stop, preset, the batch and the PMI run with interrupts
- * disabled.
+ * batch (a context switch, perfmon's batch_begin/batch_end, which are the
+ * shared layer's) the GLOBAL_CTRL write waits for batch_end. Version 1 has
+ * no global registers: EN in the event select starts and stops a counter.
+ * The PMI (version 2 on) is the shared layer's too (pmu_x86_global_intr).
  */
-struct pmu_intel_cpu {
-    uint64_t global_ctrl;
-    uint64_t global_hw;
-    uint64_t fixed_ctrl;
-    uint64_t evtsel[PMU_INTEL_MAX_GP];
-    uint64_t stopped;
-    bool batch;
-    bool pmi;
-};
-
-static struct pmu_intel_cpu pmu_intel_cpu __percpu;
-
-static struct syscnt pmu_intel_sc_pmis __percpu;
-static struct syscnt pmu_intel_sc_spurious __percpu;
-static struct syscnt pmu_intel_sc_giveups __percpu;
 
 const struct pmu_intel_info *
 pmu_intel_get_info(void)
 {
     return &pmu_intel_info;
-}
-
-int
-pmu_intel_generic_to_arch(unsigned int perfmon_id)
-{
-    if (perfmon_id >= ARRAY_SIZE(pmu_intel_generic_events)) {
-        return -1;
-    }
-
-    return (int)pmu_intel_generic_events[perfmon_id];
-}
-
-uint64_t
-pmu_intel_nr_pmis(unsigned int cpu)
-{
-    return syscnt_read(percpu_ptr(pmu_intel_sc_pmis, cpu));
-}
-
-uint64_t
-pmu_intel_nr_spurious(unsigned int cpu)
-{
-    return syscnt_read(percpu_ptr(pmu_intel_sc_spurious, cpu));
-}
-
-uint64_t
-pmu_intel_nr_pmi_giveups(unsigned int cpu)
-{
-    return syscnt_read(percpu_ptr(pmu_intel_sc_giveups, cpu));
-}
-
-/* ------------------------------------------------------------------ */
-/* Detection                                                           */
-/* ------------------------------------------------------------------ */
-
-void
-pmu_intel_detect(struct pmu_intel_info *info)
-{
-    uint32_t eax, ebx, ecx, edx, max_leaf, mask;
-    uint64_t perf_cap;
-
-    *info = (struct pmu_intel_info){ 0 };
-    cpu_cpuid(0, 0, &max_leaf, &ebx, &ecx, &edx);
-
-    if (max_leaf < PMU_INTEL_CPUID_LEAF) {
-        return;
-    }
-
-    /* Any vendor: hypervisors may expose the leaf on other CPUs. */
-    cpu_cpuid(PMU_INTEL_CPUID_LEAF, 0, &eax, &ebx, &ecx, &edx);
-    info->version = eax & 0xff;
-
-    if (info->version == 0) {
-        return;
-    }
-
-    info->nr_gp = MIN((eax >> 8) & 0xff, PMU_INTEL_MAX_GP);
-    info->gp_width = (eax >> 16) & 0xff;
-    info->ebx_length = eax >> 24;
-
-    /* EBX bit i set means event i is NOT available; only L bits count. */
-    mask = (info->ebx_length >= 32) ? ~0U : (1U << info->ebx_length) - 1;
-    info->events_available = ~ebx & mask;
-
-    if (info->version >= 2) {
-        info->nr_fixed = edx & 0x1f;
-        info->fixed_width = (edx >> 5) & 0xff;
-        info->fixed_mask = (info->nr_fixed >= 32)
-                           ? ~0U : (1U << info->nr_fixed) - 1;
-
-        /* Version 5: counter j exists if ECX[j] or EDX[4:0] > j. */
-        if (info->version >= 5) {
-            info->fixed_mask |= ecx;
-        }
-
-        info->fixed_mask &= (1U << PMU_INTEL_MAX_FIXED) - 1;
-
-        if (info->fixed_width == 0 || info->fixed_width > 64) {
-            info->fixed_mask = 0;
-        }
-    }
-
-    if (info->gp_width == 0 || info->gp_width > 64) {
-        info->nr_gp = 0;
-    }
-
-    cpu_cpuid(1, 0, &eax, &ebx, &ecx, &edx);
-
-    /* A hypervisor may advertise PDCM yet fault on the MSR. */
-    if ((ecx & CPU_CPUID1_ECX_PDCM)
-        && cpu_get_msr_safe(PMU_INTEL_MSR_PERF_CAP, &perf_cap) == 0) {
-        info->full_width_writes = (perf_cap
-                                   & PMU_INTEL_PERF_CAP_FW_WRITE) != 0;
-    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -303,13 +158,6 @@ pmu_intel_has_pmi(void)
     return pmu_intel_info.version >= 2;
 }
 
-static uint64_t
-pmu_intel_ring_bits(unsigned int flags)
-{
-    return ((flags & PERFMON_EF_KERN) ? PMU_INTEL_EVTSEL_OS : 0)
-           | ((flags & PERFMON_EF_USER) ? PMU_INTEL_EVTSEL_USR : 0);
-}
-
 static int
 pmu_intel_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 {
@@ -317,16 +165,12 @@ pmu_intel_translate(uint64_t *configp, uint64_t id, unsigned int flags)
     int arch;
 
     if (flags & PERFMON_EF_RAW) {
-        if ((id & ~PMU_INTEL_RAW_ALLOWED) != 0 || (id & 0xff) == 0) {
+        if (pmu_x86_raw_check(id, PMU_INTEL_RAW_ALLOWED) != 0
+            || (id & 0xff) == 0) {
             return EINVAL;
         }
 
-        /* Invert only means something with a counter mask. */
-        if ((id & PMU_INTEL_EVTSEL_INV) && !(id & PMU_INTEL_EVTSEL_CMASK)) {
-            return EINVAL;
-        }
-
-        *configp = id | pmu_intel_ring_bits(flags);
+        *configp = id | pmu_x86_ring_bits(flags);
         return 0;
     }
 
@@ -342,7 +186,7 @@ pmu_intel_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 
     event = &pmu_intel_arch_events[arch];
     *configp = event->select | ((uint64_t)event->umask << 8)
-               | pmu_intel_ring_bits(flags);
+               | pmu_x86_ring_bits(flags);
 
     if (arch == PMU_INTEL_ARCH_REF_CYCLES
         && (pmu_intel_info.fixed_mask & (1U << 2))) {
@@ -431,45 +275,17 @@ pmu_intel_global_bit(unsigned int pmc_id)
     return 1ULL << pmc_id;  /* fixed counters start at bit 32 */
 }
 
-/*
- * Write IA32_PERF_GLOBAL_CTRL from the shadow when it differs, then clear
- * the overflow bits of the counters stopped since the last flush: once
- * they no longer count, so that an overflow of their last use is not
- * reported to the next one (the bits of a stopped counter stay clear, so
- * start needs no acknowledgment). Version 2 and later.
- */
+/* pmu_x86_global_flush on IA32_PERF_GLOBAL_CTRL. Version 2 and later. */
 static void
-pmu_intel_global_flush(struct pmu_intel_cpu *cpu)
+pmu_intel_global_flush(struct pmu_x86_cpu *cpu)
 {
-    if (cpu->global_hw != cpu->global_ctrl) {
-        cpu->global_hw = cpu->global_ctrl;
-        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_hw);
-    }
-
-    if (cpu->stopped != 0) {
-        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, cpu->stopped);
-        cpu->stopped = 0;
-    }
-}
-
-static void
-pmu_intel_batch_begin(void)
-{
-    cpu_local_ptr(pmu_intel_cpu)->batch = true;
-}
-
-static void
-pmu_intel_batch_end(void)
-{
-    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
-
-    cpu->batch = false;
-    pmu_intel_global_flush(cpu);
+    pmu_x86_global_flush(cpu, PMU_INTEL_MSR_GLOBAL_CTRL,
+                         PMU_INTEL_MSR_GLOBAL_OVF);
 }
 
 /* Write a general counter's event select unless it holds evtsel already. */
 static void
-pmu_intel_evtsel_set(struct pmu_intel_cpu *cpu, unsigned int i,
+pmu_intel_evtsel_set(struct pmu_x86_cpu *cpu, unsigned int i,
                      uint64_t evtsel)
 {
     assert(i < PMU_INTEL_MAX_GP);
@@ -482,7 +298,7 @@ pmu_intel_evtsel_set(struct pmu_intel_cpu *cpu, unsigned int i,
 
 /* Set the 4-bit IA32_FIXED_CTR_CTRL field of fixed counter j. */
 static void
-pmu_intel_fixed_ctrl_set(struct pmu_intel_cpu *cpu, unsigned int j,
+pmu_intel_fixed_ctrl_set(struct pmu_x86_cpu *cpu, unsigned int j,
                          unsigned int field)
 {
     uint64_t ctrl = (cpu->fixed_ctrl & ~PMU_INTEL_FIXED_FIELD(j, 0xf))
@@ -548,7 +364,7 @@ pmu_intel_read(unsigned int pmc_id)
  * writes too.
  */
 static uint64_t
-pmu_intel_start_value(const struct pmu_intel_cpu *cpu, unsigned int pmc_id)
+pmu_intel_start_value(const struct pmu_x86_cpu *cpu, unsigned int pmc_id)
 {
     if (cpu->batch && pmu_intel_start_gap == 0) {
         return pmu_intel_read(pmc_id);
@@ -573,13 +389,13 @@ pmu_intel_start_value(const struct pmu_intel_cpu *cpu, unsigned int pmc_id)
 static uint64_t
 pmu_intel_start(unsigned int pmc_id, uint64_t config)
 {
-    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = pmu_intel_global_bit(pmc_id);
     uint64_t value;
 
     if (!pmu_intel_has_pmi()) {
         value = pmu_intel_start_value(cpu, pmc_id);
-        pmu_intel_evtsel_set(cpu, pmc_id, config | PMU_INTEL_EVTSEL_EN);
+        pmu_intel_evtsel_set(cpu, pmc_id, config | PMU_X86_EVTSEL_EN);
         return value;
     }
 
@@ -590,12 +406,12 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
         unsigned int field = PMU_INTEL_FIXED_PMI;
 
-        field |= (config & PMU_INTEL_EVTSEL_OS) ? PMU_INTEL_FIXED_OS : 0;
-        field |= (config & PMU_INTEL_EVTSEL_USR) ? PMU_INTEL_FIXED_USR : 0;
+        field |= (config & PMU_X86_EVTSEL_OS) ? PMU_INTEL_FIXED_OS : 0;
+        field |= (config & PMU_X86_EVTSEL_USR) ? PMU_INTEL_FIXED_USR : 0;
         pmu_intel_fixed_ctrl_set(cpu, pmc_id - PMU_INTEL_FIXED_BASE, field);
     } else {
-        pmu_intel_evtsel_set(cpu, pmc_id, config | PMU_INTEL_EVTSEL_EN
-                                          | PMU_INTEL_EVTSEL_INT);
+        pmu_intel_evtsel_set(cpu, pmc_id, config | PMU_X86_EVTSEL_EN
+                                          | PMU_X86_EVTSEL_INT);
     }
 
     value = pmu_intel_start_value(cpu, pmc_id);
@@ -617,7 +433,7 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
 static void
 pmu_intel_stop(unsigned int pmc_id)
 {
-    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = pmu_intel_global_bit(pmc_id);
 
     if (!pmu_intel_has_pmi()) {
@@ -654,7 +470,7 @@ pmu_intel_stop(unsigned int pmc_id)
 static uint64_t
 pmu_intel_preset(unsigned int pmc_id, uint64_t n)
 {
-    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
+    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = pmu_intel_global_bit(pmc_id);
     uint64_t value;
 
@@ -676,21 +492,14 @@ pmu_intel_preset(unsigned int pmc_id, uint64_t n)
 static uint64_t
 pmu_intel_overflow_consume(uint64_t ids)
 {
-    uint64_t status;
-
     /* Version 1 has no status (and no PMI: never called). */
     if (!pmu_intel_has_pmi()) {
         return 0;
     }
 
     /* A counter's id is its GLOBAL_STATUS bit: one read for the batch. */
-    status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ids;
-
-    if (status != 0) {
-        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, status);
-    }
-
-    return status;
+    return pmu_x86_global_consume(ids, PMU_INTEL_MSR_GLOBAL_STATUS,
+                                  PMU_INTEL_MSR_GLOBAL_OVF);
 }
 
 /* GLOBAL_STATUS bits of the counters that exist. */
@@ -702,7 +511,7 @@ pmu_intel_counter_bits(void)
 }
 
 /*
- * GLOBAL_STATUS bits besides the counters' that the driver acknowledges:
+ * GLOBAL_STATUS bits besides the counters' that the PMI acknowledges:
  * CondChgd and OvfBuf and, from version 4, CTR_Frz and LBR_Frz, which a
  * PMI request sets with the freeze bits of DEBUGCTL and which stop
  * counting until IA32_PERF_GLOBAL_STATUS_RESET (the OVF_CTRL address)
@@ -716,93 +525,6 @@ pmu_intel_status_other(void)
            | ((pmu_intel_info.version >= 4) ? PMU_INTEL_STATUS_FROZEN : 0);
 }
 
-/*
- * Report each counter bit of status to perfmon: a counter's status bit is
- * its id. Which slot it serves on this CPU is perfmon's to know (with
- * multiplexing, this CPU may still follow an older schedule than the one
- * the allocation state above describes), and it ignores counters that
- * serve none here.
- */
-static void
-pmu_intel_report(uint64_t status, const struct perfmon_intr_ctx *ctx)
-{
-    while (status != 0) {
-        unsigned int bit = __builtin_ctzll(status);
-
-        status &= status - 1;
-        perfmon_report_overflow(&pmu_intel_dev, bit, ctx);
-    }
-}
-
-/*
- * The PMI (version 2 and later): stop counting, acknowledge exactly the
- * status bits seen, report each overflowed counter, and loop while new
- * bits appear, then unmask the LVT entry, which the CPU masks on every
- * PMI (SDM vol. 3A, 11.5.1), and count again.
- *
- * Acknowledging before reporting matters for sampling: perfmon reloads a
- * sampling counter from the report (preset), and the SDM asks for the
- * overflow bit to be cleared when a counter is reloaded for the next
- * sample (vol. 3B, 21.2.2, IA32_PERF_GLOBAL_OVF_CTRL). Had the ack come
- * after the report, it would clear the bit of an overflow of the new
- * period; here counting is off during the report, and the next overflow
- * of a preset counter sets its bit and requests a new PMI after the
- * handler.
- *
- * Nothing counts once GLOBAL_CTRL is zero, so a counter overflows at most
- * once per PMI: a bit that stays set after its acknowledgment, or shows up
- * again, is the same overflow (a stuck bit, a hypervisor replaying it),
- * and reporting it again would add 2^width each pass. Each counter is
- * reported once per PMI; bits still there after the last pass are forced
- * clear and reported to no one.
- */
-static void
-pmu_intel_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
-{
-    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
-    uint64_t counters = pmu_intel_counter_bits();
-    uint64_t ack_mask = counters | pmu_intel_status_other();
-    uint64_t status, reported = 0;
-
-    syscnt_inc(cpu_local_ptr(pmu_intel_sc_pmis));
-    cpu->pmi = true;
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, 0);
-    status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
-
-    if ((status & counters) == 0) {
-        syscnt_inc(cpu_local_ptr(pmu_intel_sc_spurious));
-    }
-
-    for (unsigned int loops = 0; status != 0; loops++) {
-        if (loops == PMU_INTEL_PMI_MAX_LOOPS) {
-            /*
-             * Stuck: clear everything rather than loop forever. A
-             * first overflow among these bits goes unreported: count
-             * the give-ups so that they show.
-             */
-            cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, ack_mask);
-            syscnt_inc(cpu_local_ptr(pmu_intel_sc_giveups));
-            break;
-        }
-
-        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, status);
-        pmu_intel_report(status & counters & ~reported, ctx);
-        reported |= status & counters;
-        status = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & ack_mask;
-    }
-
-    /*
-     * Unmask first, then count again: a counter perfmon preset to a short
-     * period may overflow right after the enable, and a request that
-     * finds the entry masked generates no interrupt (its status bit
-     * would wait for some later PMI). From the copy: a freeze may have
-     * cleared the register itself.
-     */
-    lapic_pmc_unmask();
-    cpu->pmi = false;
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
-}
-
 static const struct perfmon_dev_ops pmu_intel_ops = {
     .translate = pmu_intel_translate,
     .alloc = pmu_intel_alloc,
@@ -811,10 +533,10 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
     .stop = pmu_intel_stop,
     .read = pmu_intel_read,
     .overflow_consume = pmu_intel_overflow_consume,
-    .handle_overflow_intr = pmu_intel_handle_overflow_intr,
+    .handle_overflow_intr = pmu_x86_global_intr,
     .preset = pmu_intel_preset,
-    .batch_begin = pmu_intel_batch_begin,
-    .batch_end = pmu_intel_batch_end,
+    .batch_begin = pmu_x86_batch_begin,
+    .batch_end = pmu_x86_batch_end,
 };
 
 /*
@@ -884,86 +606,58 @@ pmu_intel_set_start_gap(uint64_t gap)
 /* Setup                                                               */
 /* ------------------------------------------------------------------ */
 
-/* A write the probe makes and checks by reading it back. */
-struct pmu_intel_probe_write {
-    uint32_t msr;
-    uint64_t value;
-};
-
 /*
- * Check that the MSRs CPUID leaf 0AH promises work before trusting them:
- * a hypervisor may advertise the leaf yet raise #GP on the MSRs, or drop
- * the writes. Through the safe accessors, write and read back the global
- * control (version 2 on), the first general counter's event select and
- * counter (at the address start writes), the fixed counter control and
- * the first fixed counter, then read the status and acknowledge nothing.
+ * Check that the MSRs CPUID leaf 0AH promises work before trusting them
+ * (pmu_x86_probe): the global control (version 2 on), the first general
+ * counter's event select and counter (at the address start writes), the
+ * fixed counter control and the first fixed counter, then the status.
  * Counting stays off throughout, so a counter reads back what was
- * written; the probed counters are left at zero. Return 0, or EIO (an
- * access faulted) or ENODEV (a value did not stick) with the MSR in
- * *msrp. Boot CPU, before any other access but detection's.
+ * written; the probed counters are left at zero. Return 0, or EIO or
+ * ENODEV with the MSR in *msrp. Boot CPU, before any other access but
+ * detection's.
  */
 static int
 pmu_intel_probe(uint32_t *msrp)
 {
     const struct pmu_intel_info *info = &pmu_intel_info;
-    struct pmu_intel_probe_write writes[8];
+    struct pmu_x86_probe_write writes[8];
     unsigned int nr_writes = 0;
-    uint64_t status;
     uint32_t msr;
-    int error;
 
     if (pmu_intel_has_pmi()) {
-        writes[nr_writes++] = (struct pmu_intel_probe_write){
+        writes[nr_writes++] = (struct pmu_x86_probe_write){
             PMU_INTEL_MSR_GLOBAL_CTRL, 0 };
     }
 
     if (info->nr_gp != 0) {
         msr = info->full_width_writes ? PMU_INTEL_MSR_A_PMC(0)
                                       : PMU_INTEL_MSR_PMC(0);
-        writes[nr_writes++] = (struct pmu_intel_probe_write){
+        writes[nr_writes++] = (struct pmu_x86_probe_write){
             PMU_INTEL_MSR_EVTSEL(0), PMU_INTEL_PROBE_EVTSEL };
-        writes[nr_writes++] = (struct pmu_intel_probe_write){
+        writes[nr_writes++] = (struct pmu_x86_probe_write){
             PMU_INTEL_MSR_EVTSEL(0), 0 };
-        writes[nr_writes++] = (struct pmu_intel_probe_write){
+        writes[nr_writes++] = (struct pmu_x86_probe_write){
             msr, PMU_INTEL_PROBE_COUNT
                  & bitops_width_mask(info->gp_width) };
-        writes[nr_writes++] = (struct pmu_intel_probe_write){ msr, 0 };
+        writes[nr_writes++] = (struct pmu_x86_probe_write){ msr, 0 };
     }
 
     if (info->fixed_mask != 0) {
         msr = PMU_INTEL_MSR_FIXED_CTR(__builtin_ctz(info->fixed_mask));
-        writes[nr_writes++] = (struct pmu_intel_probe_write){
+        writes[nr_writes++] = (struct pmu_x86_probe_write){
             PMU_INTEL_MSR_FIXED_CTRL, 0 };
-        writes[nr_writes++] = (struct pmu_intel_probe_write){
+        writes[nr_writes++] = (struct pmu_x86_probe_write){
             msr, PMU_INTEL_PROBE_COUNT
                  & bitops_width_mask(info->fixed_width) };
-        writes[nr_writes++] = (struct pmu_intel_probe_write){ msr, 0 };
+        writes[nr_writes++] = (struct pmu_x86_probe_write){ msr, 0 };
     }
 
-    for (unsigned int i = 0; i < nr_writes; i++) {
-        error = pmu_x86_probe_msr(writes[i].msr, writes[i].value, msrp);
-
-        if (error) {
-            return error;
-        }
-    }
-
-    if (!pmu_intel_has_pmi()) {
-        return 0;
-    }
-
-    *msrp = PMU_INTEL_MSR_GLOBAL_STATUS;
-    error = cpu_get_msr_safe(PMU_INTEL_MSR_GLOBAL_STATUS, &status);
-
-    if (error) {
-        return error;
-    }
-
-    *msrp = PMU_INTEL_MSR_GLOBAL_OVF;
-    return cpu_set_msr_safe(PMU_INTEL_MSR_GLOBAL_OVF, 0);
+    return pmu_x86_probe(writes, nr_writes,
+                         pmu_intel_has_pmi() ? PMU_INTEL_MSR_GLOBAL_STATUS
+                                             : 0,
+                         PMU_INTEL_MSR_GLOBAL_OVF, msrp);
 }
 
-/* Put the calling CPU's PMU in a known, idle state. */
 /*
  * Firmware may leave IA32_DEBUGCTL.FREEZE_PERFMON_ON_PMI set: every PMI
  * request would then stop all counters until the handler restarts them,
@@ -971,7 +665,7 @@ pmu_intel_probe(uint32_t *msrp)
  * "Freezing LBR and Performance Counters on PMI"). The bit exists with
  * PDCM and version 2; the safe accessors cover a hypervisor that does not
  * emulate DEBUGCTL, and one that ignores the write leaves the handler's
- * restart (from pmu_intel_cpu, and CTR_Frz acknowledged) to cope.
+ * restart (from the shadow, and CTR_Frz acknowledged) to cope.
  */
 static void
 pmu_intel_freeze_disable(void)
@@ -985,15 +679,14 @@ pmu_intel_freeze_disable(void)
     }
 }
 
+/* Put the calling CPU's PMU in a known, idle state, shadows zeroed. */
 static void
 pmu_intel_setup_local(void *arg)
 {
-    struct pmu_intel_cpu *cpu = cpu_local_ptr(pmu_intel_cpu);
-
     (void)arg;
+    pmu_x86_cpu_reset();
 
     for (unsigned int i = 0; i < pmu_intel_info.nr_gp; i++) {
-        cpu->evtsel[i] = 0;
         cpu_set_msr(PMU_INTEL_MSR_EVTSEL(i), 0);
     }
 
@@ -1001,14 +694,8 @@ pmu_intel_setup_local(void *arg)
         pmu_intel_freeze_disable();
 
         /* GLOBAL_CTRL may come out of reset with counters enabled. */
-        cpu->global_ctrl = 0;
-        cpu->global_hw = 0;
-        cpu->stopped = 0;
-        cpu->batch = false;
-        cpu->pmi = false;
-        cpu->fixed_ctrl = 0;
-        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_ctrl);
-        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, cpu->fixed_ctrl);
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, 0);
+        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, 0);
 
         /* Stale overflows, and counters a firmware PMI left frozen. */
         cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF,
@@ -1020,11 +707,68 @@ pmu_intel_setup_local(void *arg)
 /* Boot option: pmu_intel.full_width=0 writes counters 32 bits wide. */
 ARG_DEFINE_U64("pmu_intel.full_width", 0, 1);
 
+/*
+ * The hardware suites' queries (struct pmu_x86_vendor): the counters
+ * IA32_PERF_GLOBAL_CTRL enables, and any counter's bit in
+ * IA32_PERF_GLOBAL_STATUS, not only those asked about. Version 2 on.
+ */
+static bool
+pmu_intel_test_enabled(uint64_t *bitsp)
+{
+    if (!pmu_intel_has_pmi()) {
+        return false;
+    }
+
+    *bitsp = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL);
+    return true;
+}
+
+static uint64_t
+pmu_intel_test_pending(uint64_t bits)
+{
+    (void)bits;
+
+    if (!pmu_intel_has_pmi()) {
+        return 0;
+    }
+
+    return cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & pmu_intel_counter_bits();
+}
+
+/* Fixed counters 0 to 2 that generic events take (CPUID has their event). */
+static unsigned int
+pmu_intel_nr_generic_fixed(void)
+{
+    unsigned int n = 0;
+
+    for (unsigned int j = 0; j < 3; j++) {
+        if ((pmu_intel_info.fixed_mask & (1U << j))
+            && (pmu_intel_info.events_available
+                & (1U << pmu_intel_fixed_events[j]))) {
+            n++;
+        }
+    }
+
+    return n;
+}
+
+/* What the x86 layer drives; setup adds the counters that exist. */
+static struct pmu_x86_vendor pmu_intel_vendor = {
+    .dev = &pmu_intel_dev,
+    .msr_global_ctrl = PMU_INTEL_MSR_GLOBAL_CTRL,
+    .msr_global_status = PMU_INTEL_MSR_GLOBAL_STATUS,
+    .msr_global_clear = PMU_INTEL_MSR_GLOBAL_OVF,
+    .raw_insns = 0xc0,                  /* table 21-1 */
+    .set_start_gap = pmu_intel_set_start_gap,
+    .enabled = pmu_intel_test_enabled,
+    .pending = pmu_intel_test_pending,
+};
+
 static int
 pmu_intel_setup(void)
 {
     struct pmu_intel_info *info = &pmu_intel_info;
-    char name[SYSCNT_NAME_SIZE];
+    struct pmu_x86_vendor *vendor = &pmu_intel_vendor;
     uint32_t msr;
     int error;
 
@@ -1052,31 +796,20 @@ pmu_intel_setup(void)
         return 0;
     }
 
-    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
-        snprintf(name, sizeof(name), "pmu_intel_pmis/%u", cpu);
-        syscnt_register(percpu_ptr(pmu_intel_sc_pmis, cpu), name);
-        snprintf(name, sizeof(name), "pmu_intel_spurious/%u", cpu);
-        syscnt_register(percpu_ptr(pmu_intel_sc_spurious, cpu), name);
-        snprintf(name, sizeof(name), "pmu_intel_pmi_giveup/%u", cpu);
-        syscnt_register(percpu_ptr(pmu_intel_sc_giveups, cpu), name);
-    }
-
-    xcall_broadcast(pmu_intel_setup_local, NULL);
-
     pmu_intel_dev.name = "pmu_intel";
     pmu_intel_dev.ops = &pmu_intel_ops;
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
     pmu_intel_dev.nr_pmcs = info->nr_gp + bitops_popcount(info->fixed_mask);
     pmu_intel_dev.min_width = pmu_intel_min_width();
     pmu_intel_dev.max_period = pmu_intel_max_period();
-    pmu_intel_dev.max_rate = cpu_get_freq() / CLOCK_HZ
-                             * PMU_INTEL_MAX_EVENTS_PER_CYCLE;
 
-    pmu_intel_dev.sw = false;
-    error = perfmon_register(&pmu_intel_dev);
+    vendor->counters = pmu_intel_counter_bits();
+    vendor->ack_mask = vendor->counters | pmu_intel_status_other();
+    vendor->nr_general = info->nr_gp;
+    vendor->nr_generic_slots = info->nr_gp + pmu_intel_nr_generic_fixed();
+    error = pmu_x86_register(vendor, pmu_intel_setup_local);
 
     if (error) {
-        log_err("pmu_intel: registration failed: %s", errno_name(error));
         return error;
     }
 

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include <kern/init.h>
+#include <machine/pmu_x86.h>
 
 #define PMU_INTEL_MAX_GP        8
 #define PMU_INTEL_MAX_FIXED     4
@@ -80,11 +81,12 @@ int pmu_intel_generic_to_arch(unsigned int perfmon_id);
  * On a CPU: PMIs taken, spurious PMIs (no counter bit in the status), and
  * PMIs whose handler gave up after its 16 passes, forcing the status
  * clear without reporting what remained (syscnts pmu_intel_pmis/<cpu>,
- * pmu_intel_spurious/<cpu>, pmu_intel_pmi_giveup/<cpu>). Any context.
+ * pmu_intel_spurious/<cpu>, pmu_intel_pmi_giveup/<cpu>). The x86 layer
+ * counts them for whichever driver registered. Any context.
  */
-uint64_t pmu_intel_nr_pmis(unsigned int cpu);
-uint64_t pmu_intel_nr_spurious(unsigned int cpu);
-uint64_t pmu_intel_nr_pmi_giveups(unsigned int cpu);
+#define pmu_intel_nr_pmis           pmu_x86_nr_pmis
+#define pmu_intel_nr_spurious       pmu_x86_nr_spurious
+#define pmu_intel_nr_pmi_giveups    pmu_x86_nr_pmi_giveups
 
 INIT_OP_DECLARE(pmu_intel_setup);
 
