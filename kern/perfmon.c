@@ -27,7 +27,6 @@
 #include <kern/perfmon_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
@@ -46,7 +45,9 @@ perfmon_cpu_op_update(struct perfmon_event *event)
 {
     struct perfmon_cpu_pmc *cpmc = event->cpu_pmc;
 
-    if (!perfmon_cpu_pmc_update_plain(cpu_local_ptr(pmu_soft_bank), cpmc)) {
+    if (!perfmon_cpu_pmc_update_plain(perfmon_cpu_bank(cpu_local_ptr(perfmon_cpu),
+                                                       event->dev),
+                                      cpmc)) {
         cpmc = perfmon_cpu_pmc_update_slot(event->dev, cpmc);
     }
 
@@ -172,13 +173,7 @@ perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
         return EINVAL;
     }
 
-    dev = perfmon_get_dev(event->flags & PERFMON_EF_SW);
-
-    if (dev == NULL) {
-        return ENODEV;
-    }
-
-    error = dev->ops->translate(&config, event->id, event->flags);
+    error = perfmon_dev_find(event->id, event->flags, &dev, &config);
 
     if (error) {
         return error;
@@ -214,13 +209,7 @@ perfmon_event_check(uint64_t id, unsigned int flags)
         return error;
     }
 
-    dev = perfmon_get_dev(flags & PERFMON_EF_SW);
-
-    if (dev == NULL) {
-        return ENODEV;
-    }
-
-    return dev->ops->translate(&config, id, flags);
+    return perfmon_dev_find(id, flags, &dev, &config);
 }
 
 int
@@ -244,6 +233,7 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
     thread_ref(thread);
     perfmon_event_sampling_attach(event);
     event->dev = dev;
+    event->dev_index = dev->state->index;
     event->pmc_index = index;
     event->thread = thread;
     perfmon_events_attach(&event, 1);
@@ -271,6 +261,7 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
 
     perfmon_event_sampling_attach(event);
     event->dev = dev;
+    event->dev_index = dev->state->index;
     event->pmc_index = index;
     event->thread = NULL;
     event->cpu = cpu;
@@ -340,20 +331,21 @@ static inline uint64_t
 perfmon_event_read_thread(struct perfmon_event *event)
 {
     struct thread *thread = event->thread;
-    unsigned int d = event->dev->state.index;
+    unsigned int d = event->dev_index;
     unsigned int index = event->pmc_index;
     const struct perfmon_td_pmc *tpmc;
     struct perfmon_cpu_pmc *cpmc;
+    struct perfmon_cpu *cpu;
     unsigned long flags;
     uint64_t value;
 
     if (thread == thread_self()) {
         flags = cpu_intr_save();
-        cpmc = &cpu_local_ptr(perfmon_cpu)->pmcs[d][index];
+        cpu = cpu_local_ptr(perfmon_cpu);
+        cpmc = &cpu->pmcs[d][index];
 
         if (!event->disabled
-            && perfmon_cpu_pmc_update_plain(cpu_local_ptr(pmu_soft_bank),
-                                            cpmc)) {
+            && perfmon_cpu_pmc_update_plain(cpu->banks[d], cpmc)) {
             tpmc = &thread_perfmon_td(thread)->pmcs[d][index];
             value = tpmc->value + (cpmc->value - tpmc->cpu_start)
                     - event->start;

@@ -24,6 +24,11 @@
  * between updates; with an overflow interrupt, each wrap is reported);
  * the per-thread tier keeps each thread's share, loaded and unloaded on
  * every context switch.
+ *
+ * This header is the clients' (kernel code that counts events). The
+ * other audiences have theirs: kern/perfmon_dev.h for PMU drivers,
+ * kern/perfmon_td.h for the scheduler, kern/perfmon_test.h for tests and
+ * the shell's queries; kern/perfmon_i.h is the core's own.
  */
 #ifndef KERN_PERFMON_H
 #define KERN_PERFMON_H
@@ -34,7 +39,6 @@
 #include <kern/init.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_types.h>
-#include <kern/spinlock.h>
 
 struct thread;
 
@@ -68,6 +72,7 @@ struct perfmon_event {
     uint64_t id;                /* generic, raw or software id */
     unsigned int flags;
     struct perfmon_dev *dev;
+    unsigned int dev_index;     /* its device's, for the reads */
     unsigned int pmc_index;
     unsigned int cpu;           /* CPU events: the CPU */
     struct perfmon_cpu_pmc *cpu_pmc;    /* CPU events: the slot's state on
@@ -400,297 +405,6 @@ int perfmon_event_refresh(struct perfmon_event *event, uint64_t nr_samples);
  */
 int perfmon_event_get_samples(struct perfmon_event *event,
                               uint64_t *nr_samplesp);
-
-/* ------------------------------------------------------------------ */
-/* Drivers                                                             */
-/* ------------------------------------------------------------------ */
-
-/* struct perfmon_intr_ctx: kern/perfmon_types.h. */
-
-/*
- * Operations of a PMU device. "Local" operations run on the CPU whose
- * counter they touch, with interrupts disabled; the others in thread
- * context, under perfmon's global lock for the device.
- */
-struct perfmon_dev_ops {
-    /*
-     * Turn an event into the device's configuration word (what identifies
-     * a raw event: two events with equal words share a slot). Return 0,
-     * EINVAL for a raw code with reserved or unsupported bits, ENODEV for
-     * an event this device cannot count. Must not touch the hardware.
-     */
-    int (*translate)(uint64_t *configp, uint64_t id, unsigned int flags);
-
-    /*
-     * Reserve a hardware counter for config and store its id and width in
-     * bits. Return 0 or EAGAIN (none of the counters that can count
-     * config is free). Called with perfmon's lock of the device held and
-     * interrupts disabled (multiplexing moves counters between raw
-     * events from its rotation thread); only bookkeeping, no hardware
-     * access: which raw event a counter serves on a CPU is perfmon's.
-     */
-    int (*alloc)(unsigned int *pmc_idp, unsigned int *widthp,
-                 uint64_t config);
-
-    /* Release a counter reserved by alloc. As alloc. */
-    void (*free)(unsigned int pmc_id);
-
-    /*
-     * Local: program and enable the counter, with no overflow pending
-     * (an overflow from an earlier use must not be reported), and return
-     * the raw value it was programmed with. perfmon counts from that
-     * value, not from one read afterwards: a running counter may have
-     * advanced, even wrapped, by the time it is read.
-     */
-    uint64_t (*start)(unsigned int pmc_id, uint64_t config);
-
-    /* Local: disable the counter and forget a pending overflow. */
-    void (*stop)(unsigned int pmc_id);
-
-    /* Local: the counter's raw value. */
-    uint64_t (*read)(unsigned int pmc_id);
-
-    /*
-     * Local, needed when the device sets overflow_intr: of the counters
-     * whose ids are set in ids (bit pmc_id), clear the overflows that
-     * their interrupt has not reported yet (so the interrupt will not
-     * report them) and return their bits. perfmon calls it before it
-     * reads counters to bring them up to date with interrupts disabled,
-     * once per batch (a context switch, a poll), so a wrap whose
-     * interrupt is held back by those disabled interrupts is counted
-     * there, and not lost when the counter stops or credited to the next
-     * thread. Counter ids of such a device are below 64.
-     */
-    uint64_t (*overflow_consume)(uint64_t ids);
-
-    /*
-     * Local, needed when the device sets overflow_intr: handle the
-     * overflow interrupt, calling perfmon_report_overflow() with ctx and
-     * the counter's id for each counter that overflowed.
-     */
-    void (*handle_overflow_intr)(const struct perfmon_intr_ctx *ctx);
-
-    /*
-     * Local, needed for sampling (with max_period): make the running
-     * counter overflow after n more events, 1 <= n <= max_period (raw
-     * value 2^width - n), and return the raw value written. Events
-     * between perfmon's last read and the write are not counted, and an
-     * overflow among them is discarded: neither the interrupt nor
-     * overflow_consume may report it afterwards (it would be taken as a
-     * wrap of the preset value, 2^width too many). perfmon calls it from
-     * the overflow interrupt (the report) and outside it: when a slot is
-     * armed (a thread loads, a CPU event attaches, a refresh), after an
-     * update that consumed a pending overflow, at the end of throttling;
-     * with the counter counting, or inside a batch, where a counter
-     * started in it counts only from batch_end.
-     */
-    uint64_t (*preset)(unsigned int pmc_id, uint64_t n);
-
-    /*
-     * Local, optional (both or neither): bracket the starts and stops of
-     * one context switch on this CPU, so that the driver can write what
-     * they share (a global enable register) once, at batch_end, instead
-     * of once per counter. Inside a batch a started counter may only
-     * count from batch_end on and a stopped one until then; neither is
-     * read again before batch_end (perfmon counts from start's value and
-     * has read a counter for the last time before stopping it).
-     */
-    void (*batch_begin)(void);
-    void (*batch_end)(void);
-};
-
-/*
- * A slot: a raw event and, while it is scheduled (its bit in the device's
- * sched_mask), the counter it holds on every CPU (the CPUs follow the
- * schedule when they next look at it).
- */
-struct perfmon_pmc {
-    unsigned int nr_refs;
-    unsigned int nr_pinned;     /* references that pin it */
-    unsigned int nr_enabled;    /* references by enabled events */
-    unsigned int pmc_id;
-    unsigned int width;
-    uint64_t mask;              /* 2^width - 1 */
-    uint64_t config;
-    struct perfmon_event *sampler;  /* the slot's only event, sampling */
-    uint64_t sched_time;        /* TSC time scheduled, for fair turns */
-};
-
-/* perfmon's state of a device: private to kern/perfmon.c. */
-struct perfmon_dev_state {
-    unsigned int index;
-    uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
-    struct spinlock lock;       /* the global tier: slots, the schedule */
-    uint32_t sched_changed;     /* slots changed by the current write */
-    uint32_t used_mask;         /* slots with references */
-    uint32_t sched_mask;        /* slots holding counters (the schedule) */
-    unsigned int mux_next;      /* multiplexing: the slot whose unit
-                                   comes first at the next rotation */
-    bool mux_waiting;           /* a unit waits for counters */
-    uint64_t sched_stamp;       /* TSC of the last schedule change */
-    uint64_t nr_rotations;
-    struct perfmon_pmc pmcs[PERFMON_MAX_SLOTS];
-    uint16_t links[PERFMON_MAX_SLOTS][PERFMON_MAX_SLOTS];
-    uint32_t link_masks[PERFMON_MAX_SLOTS];     /* links[i][j] != 0 */
-
-    /*
-     * Schedule version, odd while written: read by every context switch
-     * that involves the device, on a line of its own, away from the
-     * lock's traffic.
-     */
-    unsigned int sched_seq __attribute__((aligned(64)));
-                                /* attached groups holding both slots */
-};
-
-/*
- * A PMU device: what the driver sets, then perfmon's state, which drivers
- * and tests leave alone (queries below give what they need of it).
- */
-struct perfmon_dev {
-    const char *name;
-    const struct perfmon_dev_ops *ops;
-    unsigned int nr_pmcs;       /* counters, at most PERFMON_MAX_PMCS */
-    unsigned int min_width;     /* narrowest counter, for the poll period */
-    bool sw;                    /* serves PERFMON_EF_SW events */
-    bool overflow_intr;         /* overflows interrupt; else perfmon polls */
-    uint64_t max_rate;          /* polled: most events a counter counts
-                                   per clock tick */
-    uint64_t max_period;        /* longest preset (ops->preset); 0: the
-                                   device cannot sample */
-
-    struct perfmon_dev_state state;
-};
-
-/*
- * Register a device. Boot only, after perfmon_setup, thread context.
- *
- * A device without an overflow interrupt is polled: every counter is read
- * at least twice per wrap time at its max_rate, i.e. every
- * floor(2^min_width / max_rate / 2) ticks (no poll for 64-bit counters).
- * Its counts are exact as long as no counter counts faster than max_rate.
- *
- * Return 0, EINVAL for a device with no or too many slots, a bad width, a
- * polled device whose max_rate is 0 or so high that a counter could wrap
- * within two ticks (no poll period is safe), a
- * missing operation (handle_overflow_intr and overflow_consume are needed
- * with overflow_intr; batch_begin comes with batch_end),
- * EBUSY when a device of the same kind (hardware or software) exists.
- */
-int perfmon_register(struct perfmon_dev *dev);
-
-/*
- * Report that counter pmc_id of dev wrapped once on the calling CPU since
- * its previous report: perfmon brings the 64-bit value of the slot that
- * holds the counter on this CPU up to date,
- * counting the wrap even when the raw value is back above where it last
- * read it, and takes the samples due, at ctx (never NULL; ip and fp 0
- * when unknown), presetting the counter for the next. A driver calls it
- * from its overflow interrupt handler, once per wrap. Local, interrupts
- * disabled.
- */
-void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
-                             const struct perfmon_intr_ctx *ctx);
-
-/*
- * The overflow interrupt of the hardware PMU device, and the software
- * PMU's emulated one: run the device's handler. Called by the arch, which
- * owns the vectors and sends the EOI afterwards, with where the interrupt
- * came. Interrupt context.
- */
-void perfmon_pmi_intr(const struct perfmon_intr_ctx *ctx);
-void perfmon_pmu_soft_intr(const struct perfmon_intr_ctx *ctx);
-
-/* ------------------------------------------------------------------ */
-/* Scheduler hooks                                                     */
-/* ------------------------------------------------------------------ */
-
-void perfmon_td_init(struct perfmon_td *td);
-
-/* True when no event uses the thread. Any context. */
-bool perfmon_td_unused(const struct perfmon_td *td);
-
-/*
- * The context switch from prev to next on the calling CPU, at TSC now
- * (the scheduler's, which its run times use too): what prev's counters
- * counted is added to prev, next's counters are loaded. Slots both use
- * keep counting (one counter read each); only slots that differ are
- * stopped or started. Interrupts and preemption disabled.
- */
-void perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
-                       uint64_t now);
-
-/*
- * Load a thread's counters on the calling CPU when no thread was loaded
- * there before (a CPU's first thread). Interrupts disabled.
- */
-void perfmon_td_load(struct perfmon_td *td);
-
-/* ------------------------------------------------------------------ */
-/* Queries, for tests and the shell                                    */
-/* ------------------------------------------------------------------ */
-
-/* The hardware (sw false) or software device, or NULL. Any context. */
-struct perfmon_dev *perfmon_get_dev(bool sw);
-
-/*
- * Whether slot index of dev holds a raw event that holds a counter, and
- * then the counter's id and width. Any context (a snapshot).
- */
-bool perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
-                     unsigned int *pmc_idp, unsigned int *widthp);
-
-/* The poll period of a device in ticks, 0 when it is not polled. */
-uint64_t perfmon_dev_poll_ticks(const struct perfmon_dev *dev);
-
-/*
- * Slots of a device holding a raw event, a snapshot taken without a lock.
- * Any context, interrupt handlers included.
- */
-unsigned int perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev);
-
-/* The slot an attached event uses. Any context. */
-unsigned int perfmon_event_pmc_index(const struct perfmon_event *event);
-
-/* Slots of all devices in use on a CPU (per-CPU tier). Any context. */
-unsigned int perfmon_cpu_nr_used_pmcs(unsigned int cpu);
-
-/* A CPU's overflow count (syscnt perfmon_overflows/<cpu>). */
-uint64_t perfmon_nr_overflows(unsigned int cpu);
-
-/*
- * Run the poll of dev on the calling CPU now, as its timer does (for the
- * benchmark). Local.
- */
-void perfmon_poll_local(struct perfmon_dev *dev);
-
-/*
- * Multiplexing. Whether an attached, enabled event's raw event holds a
- * counter on the calling CPU now (whether its count advances here; false
- * for an event that is not attached, or disabled): local, with
- * interrupts disabled, which keeps the answer true until they are
- * enabled (a rotation reaches a CPU through an interrupt).
- */
-bool perfmon_event_counting_here(const struct perfmon_event *event);
-
-/*
- * Rotate dev's multiplexed raw events now, as the rotation thread does,
- * and bring every CPU to the new schedule before returning. Return
- * whether anything rotated (some raw event was waiting). Thread context.
- */
-bool perfmon_mux_rotate(struct perfmon_dev *dev);
-
-/* Rotations of dev so far (by the thread or perfmon_mux_rotate). */
-uint64_t perfmon_mux_nr_rotations(const struct perfmon_dev *dev);
-
-/*
- * The version of dev's schedule: it moves whenever a slot gains or loses
- * a counter, so a call that must move no counter leaves it as it was.
- * Any context.
- */
-unsigned int perfmon_mux_sched_seq(const struct perfmon_dev *dev);
-
-/* The rotation interval in ticks (perfmon.mux_ticks). Any context. */
-uint64_t perfmon_mux_ticks(void);
 
 INIT_OP_DECLARE(perfmon_setup);
 

@@ -100,7 +100,8 @@ perfmon_cpu_pmc_update_slot(struct perfmon_dev *dev,
         pending = dev->ops->overflow_consume(cpmc->id_bit);
     }
 
-    perfmon_cpu_pmc_sync(dev, perfmon_dev_bank(dev), cpmc, pending);
+    perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu_local_ptr(perfmon_cpu), dev),
+                         cpmc, pending);
 
     /* An overflow consumed here is not reported: its samples are due. */
     if (__builtin_expect(cpmc->sampler != NULL, 0)) {
@@ -117,7 +118,7 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 {
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
 
-    if (perfmon_cpu_pmc_update_plain(cpu_local_ptr(pmu_soft_bank), cpmc)) {
+    if (perfmon_cpu_pmc_update_plain(perfmon_cpu_bank(cpu, dev), cpmc)) {
         return cpmc;
     }
 
@@ -127,13 +128,13 @@ perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 static void
 perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
 {
-    if (dev->state.poll_ticks == 0 || cpu->poll_armed[dev->state.index]) {
+    if (dev->state->poll_ticks == 0 || cpu->poll_armed[dev->state->index]) {
         return;
     }
 
-    cpu->poll_armed[dev->state.index] = true;
-    timer_schedule(&cpu->poll_timers[dev->state.index],
-                   clock_get_time() + dev->state.poll_ticks);
+    cpu->poll_armed[dev->state->index] = true;
+    timer_schedule(&cpu->poll_timers[dev->state->index],
+                   clock_get_time() + dev->state->poll_ticks);
 }
 
 /*
@@ -151,7 +152,7 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
 
     if (cpmc->nr_refs == 0) {
-        const struct perfmon_pmc *pmc = &dev->state.pmcs[index];
+        const struct perfmon_pmc *pmc = &dev->state->pmcs[index];
 
         perfmon_cpu_sched_check(cpu, dev, td);
 
@@ -162,10 +163,11 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 
         cpmc->wrap_seen = false;
         cpmc->sampler = pmc->sampler;
-        cpmc->plain = dev->sw && !dev->overflow_intr && pmc->sampler == NULL;
+        cpmc->plain = dev->bank != NULL && !dev->overflow_intr
+                      && pmc->sampler == NULL;
         cpmc->armed = false;
         cpmc->throttled_periods = 0;
-        cpu->used[dev->state.index] |= 1U << index;
+        cpu->used[dev->state->index] |= 1U << index;
         perfmon_poll_arm(cpu, dev);
     }
 
@@ -193,7 +195,7 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
             dev->ops->stop(cpmc->pmc_id);
         }
 
-        cpu->used[dev->state.index] &= ~(1U << index);
+        cpu->used[dev->state->index] &= ~(1U << index);
         cpmc->sampler = NULL;
         cpmc->plain = false;
         cpmc->armed = false;
@@ -214,7 +216,7 @@ __attribute__((noinline)) void
 perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                         struct perfmon_td *td, uint64_t now)
 {
-    const struct perfmon_dev_state *state = &dev->state;
+    const struct perfmon_dev_state *state = dev->state;
     unsigned int d = state->index;
     struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[d];
     uint32_t here = ~cpu->unsched[d], sched, lose, gain, stopping;
@@ -271,15 +273,17 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         assert(cpmc->sampler == NULL);
 
         if (stopping & (1U << i)) {
-            perfmon_cpu_pmc_sync(dev, perfmon_dev_bank(dev), cpmc, pending);
+            perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu, dev), cpmc,
+                                 pending);
             dev->ops->stop(cpmc->pmc_id);
         }
 
         cpu->slot_of[d][cpmc->pmc_id] = PERFMON_SLOT_NONE;
         cpmc->sched = false;
 
-        if (dev->sw) {
-            cpmc->pmc_id = PMU_SOFT_NULL_PMC;
+        /* A bank's last counter always reads 0. */
+        if (dev->bank != NULL) {
+            cpmc->pmc_id = dev->nr_pmcs;
         }
 
         cpmc->mask = 0;
@@ -339,9 +343,9 @@ void
 perfmon_poll_local(struct perfmon_dev *dev)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    const struct pmu_soft_bank *bank = perfmon_dev_bank(dev);
-    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state.index];
-    uint32_t used = cpu->used[dev->state.index];
+    const struct perfmon_bank *bank = perfmon_cpu_bank(cpu, dev);
+    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state->index];
+    uint32_t used = cpu->used[dev->state->index];
     uint64_t pending = perfmon_dev_consume(cpu, dev, used);
 
     FOR_EACH_BIT(index, used) {
@@ -363,21 +367,29 @@ perfmon_poll_timer(struct timer *timer)
 
     perfmon_poll_local(dev);
 
-    if (cpu->used[dev->state.index] != 0) {
-        timer_schedule(timer, clock_get_time() + dev->state.poll_ticks);
+    if (cpu->used[dev->state->index] != 0) {
+        timer_schedule(timer, clock_get_time() + dev->state->poll_ticks);
     } else {
-        cpu->poll_armed[dev->state.index] = false;
+        cpu->poll_armed[dev->state->index] = false;
     }
 }
 
-/* Each kind of device interrupts on its own vector. */
+/*
+ * Each kind of device interrupts on its own vector; every device of the
+ * kind that interrupts looks for its overflows.
+ */
 static void
 perfmon_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(sw);
+    unsigned int nr_devs = __atomic_load_n(&perfmon_nr_devs,
+                                           __ATOMIC_ACQUIRE);
 
-    if (dev != NULL && dev->overflow_intr) {
-        dev->ops->handle_overflow_intr(ctx);
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        if (dev->sw == sw && dev->overflow_intr) {
+            dev->ops->handle_overflow_intr(ctx);
+        }
     }
 }
 
@@ -433,21 +445,23 @@ perfmon_nr_overflows(unsigned int cpu)
 void
 perfmon_cpu_dev_init(struct perfmon_dev *dev)
 {
-    unsigned int d = dev->state.index;
+    unsigned int d = dev->state->index;
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
 
         timer_init(&pcpu->poll_timers[d], perfmon_poll_timer, dev, cpu);
+        pcpu->banks[d] = (dev->bank != NULL) ? percpu_ptr(*dev->bank, cpu)
+                                             : NULL;
         pcpu->unsched[d] = ~0U;
-        pcpu->sched_seq[d] = dev->state.sched_seq;
+        pcpu->sched_seq[d] = dev->state->sched_seq;
 
         for (unsigned int i = 0; i < ARRAY_SIZE(pcpu->slot_of[d]); i++) {
             pcpu->slot_of[d][i] = PERFMON_SLOT_NONE;
         }
 
         for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-            pcpu->pmcs[d][i].pmc_id = dev->sw ? PMU_SOFT_NULL_PMC : 0;
+            pcpu->pmcs[d][i].pmc_id = (dev->bank != NULL) ? dev->nr_pmcs : 0;
         }
     }
 }

@@ -21,7 +21,6 @@
 #include <kern/perfmon_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
@@ -140,10 +139,12 @@ perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
         }
     }
 
-    dev = perfmon_get_dev(group->events[0]->flags & PERFMON_EF_SW);
+    /* The leader's device counts the group, or none. */
+    error = perfmon_dev_find(group->events[0]->id, group->events[0]->flags,
+                             &dev, &configs[0]);
 
-    if (dev == NULL) {
-        return ENODEV;
+    if (error) {
+        return error;
     }
 
     /* Events with equal configurations share a counter. */
@@ -203,6 +204,7 @@ perfmon_group_attach(struct perfmon_group *group, struct thread *thread)
 
         thread_ref(thread);
         event->dev = dev;
+        event->dev_index = dev->state->index;
         event->pmc_index = indexes[i];
         event->thread = thread;
     }
@@ -238,6 +240,7 @@ perfmon_group_attach_cpu(struct perfmon_group *group, unsigned int cpu)
         struct perfmon_event *event = group->events[i];
 
         event->dev = dev;
+        event->dev_index = dev->state->index;
         event->pmc_index = indexes[i];
         event->thread = NULL;
         event->cpu = cpu;

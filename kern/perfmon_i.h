@@ -48,11 +48,59 @@
 
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
-#include <kern/pmu_soft.h>
+#include <kern/perfmon_dev.h>
+#include <kern/perfmon_td.h>
+#include <kern/perfmon_test.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
 #include <kern/timer.h>
 #include <machine/cpu.h>
+
+/*
+ * A slot: a raw event and, while it is scheduled (its bit in the device's
+ * sched_mask), the counter it holds on every CPU (the CPUs follow the
+ * schedule when they next look at it).
+ */
+struct perfmon_pmc {
+    unsigned int nr_refs;
+    unsigned int nr_pinned;     /* references that pin it */
+    unsigned int nr_enabled;    /* references by enabled events */
+    unsigned int pmc_id;
+    unsigned int width;
+    uint64_t mask;              /* 2^width - 1 */
+    uint64_t config;
+    struct perfmon_event *sampler;  /* the slot's only event, sampling */
+    uint64_t sched_time;        /* TSC time scheduled, for fair turns */
+};
+
+/*
+ * perfmon's state of a device (struct perfmon_dev's state points to it),
+ * one per registered device.
+ */
+struct perfmon_dev_state {
+    unsigned int index;
+    uint64_t poll_ticks;        /* poll timer period, 0 with an interrupt */
+    struct spinlock lock;       /* the global tier: slots, the schedule */
+    uint32_t sched_changed;     /* slots changed by the current write */
+    uint32_t used_mask;         /* slots with references */
+    uint32_t sched_mask;        /* slots holding counters (the schedule) */
+    unsigned int mux_next;      /* multiplexing: the slot whose unit
+                                   comes first at the next rotation */
+    bool mux_waiting;           /* a unit waits for counters */
+    uint64_t sched_stamp;       /* TSC of the last schedule change */
+    uint64_t nr_rotations;
+    struct perfmon_pmc pmcs[PERFMON_MAX_SLOTS];
+    uint16_t links[PERFMON_MAX_SLOTS][PERFMON_MAX_SLOTS];
+    uint32_t link_masks[PERFMON_MAX_SLOTS];     /* links[i][j] != 0 */
+
+    /*
+     * Schedule version, odd while written: read by every context switch
+     * that involves the device, on a line of its own, away from the
+     * lock's traffic.
+     */
+    unsigned int sched_seq __attribute__((aligned(64)));
+                                /* attached groups holding both slots */
+};
 
 #define PERFMON_EVENT_MAGIC     0x70666d6eU
 
@@ -141,6 +189,8 @@ struct perfmon_cpu {
     uint32_t unsched[PERFMON_MAX_DEVS];     /* slots without a counter */
     unsigned int sched_seq[PERFMON_MAX_DEVS];   /* schedule followed */
     uint8_t slot_of[PERFMON_MAX_DEVS][64];  /* counter id -> slot */
+    struct perfmon_bank *banks[PERFMON_MAX_DEVS];   /* counters in memory
+                                                       here, or NULL */
     struct timer poll_timers[PERFMON_MAX_DEVS];
     bool poll_armed[PERFMON_MAX_DEVS];
     struct perfmon_throttle throttle;
@@ -324,7 +374,7 @@ static inline struct perfmon_cpu_pmc *
 perfmon_cpu_pmc(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
                 unsigned int index)
 {
-    return &cpu->pmcs[dev->state.index][index];
+    return &cpu->pmcs[dev->state->index][index];
 }
 
 /*
@@ -357,7 +407,7 @@ static inline uint64_t
 perfmon_dev_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                     uint32_t mask)
 {
-    const struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state.index];
+    const struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state->index];
     uint64_t ids = 0;
 
     if (!dev->overflow_intr) {
@@ -373,25 +423,27 @@ perfmon_dev_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 }
 
 /*
- * The bank of the software PMU's counters on this CPU for dev, else NULL:
- * they are per-CPU memory, read inline rather than through the driver.
+ * The counters of dev on cpu (this CPU) when they are per-CPU memory (a
+ * device with a bank: read inline rather than through the driver), else
+ * NULL.
  */
-static inline const struct pmu_soft_bank *
-perfmon_dev_bank(const struct perfmon_dev *dev)
+static inline struct perfmon_bank *
+perfmon_cpu_bank(const struct perfmon_cpu *cpu, const struct perfmon_dev *dev)
 {
-    return dev->sw ? cpu_local_ptr(pmu_soft_bank) : NULL;
+    return cpu->banks[dev->state->index];
 }
 
 /* A slot's raw counter value. Local, interrupts disabled. */
 static inline uint64_t
 perfmon_cpu_pmc_read(const struct perfmon_dev *dev,
-                     const struct pmu_soft_bank *bank,
+                     const struct perfmon_bank *bank,
                      const struct perfmon_cpu_pmc *cpmc)
 {
     uint64_t raw;
 
-    if (bank != NULL) {
-        raw = pmu_soft_bank_read(bank, cpmc->pmc_id);
+    /* A hooked bank counter needs more than a load: the driver's read. */
+    if (bank != NULL && !(bank->hooked & (1U << cpmc->pmc_id))) {
+        raw = bank->values[cpmc->pmc_id];
     } else {
         raw = dev->ops->read(cpmc->pmc_id);
     }
@@ -401,12 +453,12 @@ perfmon_cpu_pmc_read(const struct perfmon_dev *dev,
 
 /*
  * Bring a slot up to date, given what the consume before it returned and
- * perfmon_dev_bank(dev). Hot: every poll comes here per slot, and the
+ * perfmon_cpu_bank(cpu, dev). Hot: every poll comes here per slot, and the
  * switches and reads that are off their fast path.
  */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_sync(const struct perfmon_dev *dev,
-                     const struct pmu_soft_bank *bank,
+                     const struct perfmon_bank *bank,
                      struct perfmon_cpu_pmc *cpmc, uint64_t pending)
 {
     perfmon_cpu_pmc_add(dev, cpmc, perfmon_cpu_pmc_read(dev, bank, cpmc),
@@ -422,13 +474,13 @@ perfmon_cpu_pmc_sync(const struct perfmon_dev *dev,
  * perfmon_cpu_pmc_sync). Local, interrupts disabled.
  */
 static inline bool
-perfmon_cpu_pmc_update_plain(const struct pmu_soft_bank *bank,
+perfmon_cpu_pmc_update_plain(const struct perfmon_bank *bank,
                              struct perfmon_cpu_pmc *cpmc)
 {
     uint64_t raw;
 
-    /* id_bit: a software PMU counter's id is below 64. */
-    if (!cpmc->plain || (pmu_soft_bank_hooked(bank) & cpmc->id_bit) != 0) {
+    /* Plain: its device has a bank (never NULL here); ids are below 64. */
+    if (!cpmc->plain || (bank->hooked & cpmc->id_bit) != 0) {
         return false;
     }
 
@@ -448,8 +500,8 @@ static inline bool
 perfmon_cpu_sched_stale(const struct perfmon_cpu *cpu,
                         const struct perfmon_dev *dev)
 {
-    return cpu->sched_seq[dev->state.index]
-           != __atomic_load_n(&dev->state.sched_seq, __ATOMIC_ACQUIRE);
+    return cpu->sched_seq[dev->state->index]
+           != __atomic_load_n(&dev->state->sched_seq, __ATOMIC_ACQUIRE);
 }
 
 /*

@@ -24,7 +24,6 @@
 #include <kern/perfmon_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
@@ -136,10 +135,12 @@ perfmon_mux_unit(const struct perfmon_dev_state *state, unsigned int index)
 void
 perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit)
 {
-    FOR_EACH_BIT(i, unit & dev->state.sched_mask) {
-        perfmon_sched_write(&dev->state, i);
-        dev->ops->free(dev->state.pmcs[i].pmc_id);
-        WRITE_ONCE(dev->state.sched_mask, dev->state.sched_mask & ~(1U << i));
+    struct perfmon_dev_state *state = dev->state;
+
+    FOR_EACH_BIT(i, unit & state->sched_mask) {
+        perfmon_sched_write(state, i);
+        dev->ops->free(state->pmcs[i].pmc_id);
+        WRITE_ONCE(state->sched_mask, state->sched_mask & ~(1U << i));
     }
 }
 
@@ -147,10 +148,11 @@ perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit)
 static bool
 perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
 {
+    struct perfmon_dev_state *state = dev->state;
     uint32_t taken = 0;
 
-    FOR_EACH_BIT(i, unit & ~dev->state.sched_mask) {
-        struct perfmon_pmc *pmc = &dev->state.pmcs[i];
+    FOR_EACH_BIT(i, unit & ~state->sched_mask) {
+        struct perfmon_pmc *pmc = &state->pmcs[i];
         unsigned int pmc_id, width;
 
         if (dev->ops->alloc(&pmc_id, &width, pmc->config) != 0) {
@@ -159,11 +161,11 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
         }
 
         assert(width >= 1 && width <= 64 && pmc_id < 64);
-        perfmon_sched_write(&dev->state, i);
+        perfmon_sched_write(state, i);
         WRITE_ONCE(pmc->pmc_id, pmc_id);
         pmc->width = width;
         WRITE_ONCE(pmc->mask, bitops_width_mask(width));
-        WRITE_ONCE(dev->state.sched_mask, dev->state.sched_mask | (1U << i));
+        WRITE_ONCE(state->sched_mask, state->sched_mask | (1U << i));
         taken |= 1U << i;
     }
 
@@ -246,7 +248,7 @@ perfmon_mux_take_room(struct perfmon_dev *dev, const uint32_t *units,
             if (victim-- <= k + 1 || !idle[victim]) {
                 return false;
             }
-        } while ((units[victim] & dev->state.sched_mask) == 0);
+        } while ((units[victim] & dev->state->sched_mask) == 0);
 
         perfmon_mux_drop(dev, units[victim]);
     }
@@ -271,7 +273,7 @@ perfmon_mux_take_room(struct perfmon_dev *dev, const uint32_t *units,
 int
 perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
 {
-    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_dev_state *state = dev->state;
     uint32_t units[PERFMON_MAX_SLOTS], used = 0, seen = 0, sched = 0;
     unsigned int firsts[PERFMON_MAX_SLOTS], nr_units = 0, k;
     bool pinned[PERFMON_MAX_SLOTS], waiting = false, skipped = false;
@@ -395,7 +397,7 @@ perfmon_mux_kick(struct perfmon_dev *dev)
 {
     unsigned long flags;
 
-    if (!READ_ONCE(dev->state.mux_waiting)) {
+    if (!READ_ONCE(dev->state->mux_waiting)) {
         return;
     }
 
@@ -459,7 +461,7 @@ perfmon_mux_publish(struct perfmon_dev *dev, uint32_t changed)
 bool
 perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit)
 {
-    const struct perfmon_dev_state *state = &dev->state;
+    const struct perfmon_dev_state *state = dev->state;
     unsigned int pinned = 0;
 
     FOR_EACH_BIT(i, state->sched_mask & ~unit) {
@@ -509,7 +511,7 @@ void
 perfmon_mux_unlink(struct perfmon_dev *dev, const unsigned int *indexes,
                    unsigned int nr_indexes)
 {
-    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_dev_state *state = dev->state;
     unsigned long flags;
     uint32_t changed;
 
@@ -531,7 +533,7 @@ void
 perfmon_mux_enabled_add(struct perfmon_dev *dev, const unsigned int *indexes,
                         unsigned int nr_indexes, int delta)
 {
-    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_dev_state *state = dev->state;
     unsigned long flags;
     uint32_t changed = 0;
     bool toggled = false, any;
@@ -574,7 +576,7 @@ perfmon_mux_enabled_add(struct perfmon_dev *dev, const unsigned int *indexes,
 bool
 perfmon_mux_rotate(struct perfmon_dev *dev)
 {
-    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_dev_state *state = dev->state;
     unsigned long flags;
     uint32_t changed = 0;
     bool rotated = false;
@@ -600,13 +602,13 @@ perfmon_mux_rotate(struct perfmon_dev *dev)
 uint64_t
 perfmon_mux_nr_rotations(const struct perfmon_dev *dev)
 {
-    return READ_ONCE(dev->state.nr_rotations);
+    return READ_ONCE(dev->state->nr_rotations);
 }
 
 unsigned int
 perfmon_mux_sched_seq(const struct perfmon_dev *dev)
 {
-    return __atomic_load_n(&dev->state.sched_seq, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&dev->state->sched_seq, __ATOMIC_ACQUIRE);
 }
 
 uint64_t

@@ -24,7 +24,6 @@
 #include <kern/perfmon_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
@@ -162,12 +161,13 @@ perfmon_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
 
 /*
  * Make the slot's counter overflow at the next sample, or on the way
- * there when the period is longer than the device can preset. reload:
- * the counter was preset before, since it started.
+ * there when the period is longer than the device can preset. bank: the
+ * device's counters in memory here when the counter was preset before,
+ * since it started (a reload is then a store), else NULL.
  */
 static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
-                       bool reload)
+perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_bank *bank,
+                       struct perfmon_cpu_pmc *cpmc)
 {
     uint64_t left = cpmc->sample_next - cpmc->value;
 
@@ -178,10 +178,10 @@ perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
     /* The preset leaves no overflow pending: none was seen early. */
     cpmc->wrap_seen = false;
 
-    /* A software counter's reload is a store, done inline. */
-    if (reload && dev->sw) {
-        cpmc->prev = pmu_soft_bank_reload(cpu_local_ptr(pmu_soft_bank),
-                                          cpmc->pmc_id, left, cpmc->mask);
+    /* A counter in memory preset before: its reload is a store, inline. */
+    if (bank != NULL) {
+        bank->values[cpmc->pmc_id] = (0 - left) & cpmc->mask;
+        cpmc->prev = bank->values[cpmc->pmc_id];
     } else {
         cpmc->prev = dev->ops->preset(cpmc->pmc_id, left) & cpmc->mask;
     }
@@ -208,7 +208,7 @@ perfmon_cpu_pmc_arm(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
      * sample: its period's end is reported, and counted as throttled.
      */
     if (cpmc->armed) {
-        perfmon_cpu_pmc_preset(dev, cpmc, false);
+        perfmon_cpu_pmc_preset(dev, NULL, cpmc);
     }
 }
 
@@ -259,7 +259,7 @@ perfmon_cpu_pmc_sample_inline(struct perfmon_cpu *cpu,
     }
 
     if (reload && !cpu->throttle.active) {
-        perfmon_cpu_pmc_preset(dev, cpmc, true);
+        perfmon_cpu_pmc_preset(dev, perfmon_cpu_bank(cpu, dev), cpmc);
     }
 }
 
@@ -330,7 +330,7 @@ perfmon_throttle_timer(struct timer *timer)
             struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
 
             if (cpmc->sampler != NULL && cpmc->armed) {
-                perfmon_cpu_pmc_preset(dev, cpmc, false);
+                perfmon_cpu_pmc_preset(dev, NULL, cpmc);
             }
         }
     }
@@ -346,7 +346,7 @@ perfmon_cpu_pmc_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                          struct perfmon_cpu_pmc *cpmc,
                          const struct perfmon_intr_ctx *ctx)
 {
-    uint64_t raw = perfmon_cpu_pmc_read(dev, perfmon_dev_bank(dev), cpmc);
+    uint64_t raw = perfmon_cpu_pmc_read(dev, perfmon_cpu_bank(cpu, dev), cpmc);
 
     /* The common case: a wrap reported as it happens. */
     if (__builtin_expect(raw < cpmc->prev && !cpmc->wrap_seen, 1)) {
@@ -380,10 +380,10 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
      * above every used bit). A counter stopped since it overflowed has
      * nothing left to add.
      */
-    pmc_index = cpu->slot_of[dev->state.index][pmc_id];
+    pmc_index = cpu->slot_of[dev->state->index][pmc_id];
 
     if (pmc_index < PERFMON_MAX_SLOTS
-        && (cpu->used[dev->state.index] & (1U << pmc_index))) {
+        && (cpu->used[dev->state->index] & (1U << pmc_index))) {
         perfmon_cpu_pmc_overflow(cpu, dev,
                                  perfmon_cpu_pmc(cpu, dev, pmc_index), ctx);
     }
@@ -480,7 +480,7 @@ static void
 perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
 {
     struct perfmon_td_pmc *tpmc =
-        &op->td->pmcs[op->dev->state.index][op->index];
+        &op->td->pmcs[op->dev->state->index][op->index];
 
     if (loaded) {
         perfmon_cpu_pmc_refresh(cpu_local_ptr(perfmon_cpu), op->dev,
@@ -490,7 +490,8 @@ perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
 
     if (op->event->samples_left == 0) {
         tpmc->sample_left = op->event->period;
-        tpmc->sample_period = tpmc->sample_left;
+        op->td->sample_periods[op->dev->state->index][op->index]
+            = tpmc->sample_left;
     }
 
     op->event->samples_left = op->value;

@@ -29,6 +29,7 @@
 #include <kern/kmem.h>
 #include <kern/perf_util.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/perfmon_shell.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>

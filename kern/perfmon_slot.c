@@ -25,7 +25,6 @@
 #include <kern/perfmon_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
@@ -42,9 +41,16 @@
  */
 #define PERFMON_POLL_SAFETY             2
 
+/*
+ * The registry: devices in registration order, the index of each its
+ * index in every per-CPU and per-thread array. Devices are never
+ * unregistered, so readers take no lock: perfmon_nr_devs is published
+ * (release) after the device's entry and state are ready.
+ */
 static struct spinlock perfmon_devs_lock = SPINLOCK_INITIALIZER;
 struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
 unsigned int perfmon_nr_devs;
+static struct perfmon_dev_state perfmon_dev_states[PERFMON_MAX_DEVS];
 
 static bool
 perfmon_dev_is_registered(const struct perfmon_dev *dev)
@@ -74,6 +80,38 @@ perfmon_get_dev(bool sw)
     return NULL;
 }
 
+int
+perfmon_dev_find(uint64_t id, unsigned int flags, struct perfmon_dev **devp,
+                 uint64_t *configp)
+{
+    unsigned int n = __atomic_load_n(&perfmon_nr_devs, __ATOMIC_ACQUIRE);
+    bool sw = (flags & PERFMON_EF_SW) != 0;
+    int error = ENODEV;
+
+    for (unsigned int i = 0; i < n; i++) {
+        struct perfmon_dev *dev = perfmon_devs[i];
+        int dev_error;
+
+        if (dev->sw != sw) {
+            continue;
+        }
+
+        dev_error = dev->ops->translate(configp, id, flags);
+
+        if (!dev_error) {
+            *devp = dev;
+            return 0;
+        }
+
+        /* The first device's refusal says why, as with one device. */
+        if (error == ENODEV) {
+            error = dev_error;
+        }
+    }
+
+    return error;
+}
+
 /*
  * Drop a reference on slot index (pin: a pinning one; enabled: an
  * enabled event's), freeing the slot with the last; the caller schedules
@@ -84,7 +122,7 @@ static bool
 perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
                   bool enabled)
 {
-    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_dev_state *state = dev->state;
     struct perfmon_pmc *pmc = &state->pmcs[index];
     bool last;
 
@@ -155,7 +193,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
                     const bool *pins, unsigned int nr,
                     struct perfmon_event *sampler, unsigned int *indexes)
 {
-    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_dev_state *state = dev->state;
     uint32_t new = 0, unit = 0, changed = 0;
     uint64_t least, most;
     unsigned long flags;
@@ -256,7 +294,7 @@ void
 perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
                     bool enabled)
 {
-    struct perfmon_dev_state *state = &dev->state;
+    struct perfmon_dev_state *state = dev->state;
     struct perfmon_pmc *pmc = &state->pmcs[index];
     unsigned long flags;
     uint32_t changed;
@@ -284,10 +322,10 @@ perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
         return false;
     }
 
-    pmc = &dev->state.pmcs[index];
+    pmc = &dev->state->pmcs[index];
 
     if (READ_ONCE(pmc->nr_refs) == 0
-        || !(READ_ONCE(dev->state.sched_mask) & (1U << index))) {
+        || !(READ_ONCE(dev->state->sched_mask) & (1U << index))) {
         return false;
     }
 
@@ -299,7 +337,7 @@ perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
 uint64_t
 perfmon_dev_poll_ticks(const struct perfmon_dev *dev)
 {
-    return dev->state.poll_ticks;
+    return dev->state->poll_ticks;
 }
 
 unsigned int
@@ -313,7 +351,7 @@ perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev)
      * Each count is read once; the total is a snapshot.
      */
     for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        n += (READ_ONCE(dev->state.pmcs[i].nr_refs) != 0);
+        n += (READ_ONCE(dev->state->pmcs[i].nr_refs) != 0);
     }
 
     return n;
@@ -369,35 +407,38 @@ perfmon_register(struct perfmon_dev *dev)
 
     spinlock_lock(&perfmon_devs_lock);
 
-    if (perfmon_nr_devs == PERFMON_MAX_DEVS || perfmon_get_dev(dev->sw)
+    /* Software events name no device: one software device at most. */
+    if (perfmon_nr_devs == PERFMON_MAX_DEVS
+        || (dev->sw && perfmon_get_dev(true) != NULL)
         || perfmon_dev_is_registered(dev)) {
         spinlock_unlock(&perfmon_devs_lock);
         return EBUSY;
     }
 
-    dev->state.index = perfmon_nr_devs;
-    spinlock_init(&dev->state.lock);
+    dev->state = &perfmon_dev_states[perfmon_nr_devs];
+    dev->state->index = perfmon_nr_devs;
+    spinlock_init(&dev->state->lock);
 
     for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        dev->state.pmcs[i].nr_refs = 0;
-        dev->state.link_masks[i] = 0;
+        dev->state->pmcs[i].nr_refs = 0;
+        dev->state->link_masks[i] = 0;
     }
 
-    dev->state.used_mask = 0;
-    dev->state.sched_mask = 0;
+    dev->state->used_mask = 0;
+    dev->state->sched_mask = 0;
 
-    dev->state.poll_ticks = poll_ticks;
+    dev->state->poll_ticks = poll_ticks;
 
     perfmon_cpu_dev_init(dev);
-    perfmon_devs[dev->state.index] = dev;
+    perfmon_devs[dev->state->index] = dev;
     __atomic_store_n(&perfmon_nr_devs, perfmon_nr_devs + 1,
                      __ATOMIC_RELEASE);
     spinlock_unlock(&perfmon_devs_lock);
 
-    if (dev->state.poll_ticks != 0) {
+    if (dev->state->poll_ticks != 0) {
         log_info("perfmon: %s: %u counters of %u bits, polled every %llu "
                  "ticks", dev->name, dev->nr_pmcs, dev->min_width,
-                 (unsigned long long)dev->state.poll_ticks);
+                 (unsigned long long)dev->state->poll_ticks);
     } else {
         log_info("perfmon: %s: %u counters of %u bits, %s", dev->name,
                  dev->nr_pmcs, dev->min_width,
@@ -405,4 +446,16 @@ perfmon_register(struct perfmon_dev *dev)
     }
 
     return 0;
+}
+
+void
+perfmon_test_dev_lock(struct perfmon_dev *dev)
+{
+    spinlock_lock(&dev->state->lock);
+}
+
+void
+perfmon_test_dev_unlock(struct perfmon_dev *dev)
+{
+    spinlock_unlock(&dev->state->lock);
 }

@@ -24,7 +24,6 @@
 #include <kern/perfmon_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
@@ -96,7 +95,7 @@ perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
 
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         const struct perfmon_event *event = snap->events[i];
-        unsigned int d = event->dev->state.index;
+        unsigned int d = event->dev->state->index;
         const struct perfmon_cpu_pmc *cpmc;
 
         snap->offs[i] = op->td->off[d][event->pmc_index];

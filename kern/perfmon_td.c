@@ -23,7 +23,6 @@
 #include <kern/perfmon_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
@@ -47,7 +46,7 @@ perfmon_td_init(struct perfmon_td *td)
             td->pmcs[d][i].cpu_start = 0;
             td->pmcs[d][i].value = 0;
             td->pmcs[d][i].sample_left = 0;
-            td->pmcs[d][i].sample_period = 0;
+            td->sample_periods[d][i] = 0;
             td->off[d][i] = 0;
         }
     }
@@ -70,7 +69,7 @@ static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     struct perfmon_dev *dev, unsigned int index)
 {
-    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state.index][index];
+    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state->index][index];
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_get(cpu, dev, index, td);
 
     if (cpmc->nr_refs > 1) {
@@ -85,29 +84,32 @@ perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
      */
     if (cpmc->sampler != NULL) {
         perfmon_cpu_pmc_arm(dev, cpmc, tpmc->sample_left,
-                            tpmc->sample_period);
+                            td->sample_periods[dev->state->index][index]);
     }
 }
 
 /*
- * Keep what is left of a sampling slot's period in the thread leaving the
- * CPU, after taking the samples due (at ctx). The slot is the thread's
- * alone.
+ * Keep what is left of a sampling slot's period (slot index of device d)
+ * in the thread leaving the CPU, with the period it belongs to, after
+ * taking the samples due (at ctx). The slot is the thread's alone.
  */
 static void
-perfmon_td_pmc_save_period(struct perfmon_td_pmc *tpmc,
-                           struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+perfmon_td_pmc_save_period(struct perfmon_td *td, unsigned int d,
+                           unsigned int index, struct perfmon_cpu *cpu,
+                           struct perfmon_dev *dev,
                            struct perfmon_cpu_pmc *cpmc,
                            const struct perfmon_intr_ctx *ctx)
 {
+    struct perfmon_td_pmc *tpmc = &td->pmcs[d][index];
+
     perfmon_cpu_pmc_sample(cpu, dev, cpmc, ctx, false);
 
     if (cpmc->armed) {
         tpmc->sample_left = cpmc->sample_next - cpmc->value;
-        tpmc->sample_period = cpmc->sample_period;
+        td->sample_periods[d][index] = cpmc->sample_period;
     } else {
         tpmc->sample_left = READ_ONCE(cpmc->sampler->period);
-        tpmc->sample_period = tpmc->sample_left;
+        td->sample_periods[d][index] = tpmc->sample_left;
     }
 }
 
@@ -116,7 +118,7 @@ static void
 perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
                       struct perfmon_dev *dev, unsigned int index)
 {
-    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state.index][index];
+    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state->index][index];
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_update(cpu, dev, index);
 
     tpmc->value += cpmc->value - tpmc->cpu_start;
@@ -124,7 +126,8 @@ perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
     if (cpmc->sampler != NULL) {
         struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
 
-        perfmon_td_pmc_save_period(tpmc, cpu, dev, cpmc, &ctx);
+        perfmon_td_pmc_save_period(td, dev->state->index, index, cpu, dev,
+                                   cpmc, &ctx);
     }
 
     perfmon_cpu_pmc_put(cpu, dev, index);
@@ -160,7 +163,7 @@ perfmon_td_switch_off(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                       struct perfmon_td *prev, struct perfmon_td *next,
                       uint64_t now)
 {
-    unsigned int d = dev->state.index;
+    unsigned int d = dev->state->index;
 
     if (perfmon_cpu_sched_stale(cpu, dev)) {
         perfmon_cpu_sched_apply(cpu, dev, prev, now);
@@ -203,7 +206,9 @@ static __attribute__((noinline)) void
 perfmon_td_switch_sync(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
                        uint64_t pending)
 {
-    perfmon_cpu_pmc_sync(dev, perfmon_dev_bank(dev), cpmc, pending);
+    perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu_local_ptr(perfmon_cpu),
+                                               dev),
+                         cpmc, pending);
 }
 
 /*
@@ -213,20 +218,21 @@ perfmon_td_switch_sync(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
  * it is released.
  */
 static void
-perfmon_td_switch_release(struct perfmon_td_pmc *tpmc,
+perfmon_td_switch_release(struct perfmon_td *prev, unsigned int d,
                           struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                           unsigned int index, uint64_t pending,
                           const uintptr_t *frame)
 {
+    struct perfmon_td_pmc *tpmc = &prev->pmcs[d][index];
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
 
-    perfmon_cpu_pmc_sync(dev, perfmon_dev_bank(dev), cpmc, pending);
+    perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu, dev), cpmc, pending);
     tpmc->value += cpmc->value - tpmc->cpu_start;
 
     if (__builtin_expect(cpmc->sampler != NULL, 0)) {
         struct perfmon_intr_ctx ctx = { .ip = frame[1], .fp = frame[0] };
 
-        perfmon_td_pmc_save_period(tpmc, cpu, dev, cpmc, &ctx);
+        perfmon_td_pmc_save_period(prev, d, index, cpu, dev, cpmc, &ctx);
     }
 
     perfmon_cpu_pmc_put(cpu, dev, index);
@@ -245,10 +251,9 @@ perfmon_td_switch_release(struct perfmon_td_pmc *tpmc,
 static inline __attribute__((always_inline)) void
 perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
                       struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                      const struct pmu_soft_bank *bank,
-                      const uintptr_t *frame)
+                      unsigned int d, const uintptr_t *frame)
 {
-    unsigned int d = dev->state.index;
+    const struct perfmon_bank *bank = cpu->banks[d];
     struct perfmon_td_pmc *prev_pmcs = prev->pmcs[d];
     struct perfmon_td_pmc *next_pmcs = next->pmcs[d];
     struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[d];
@@ -268,7 +273,7 @@ perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
     }
 
     FOR_EACH_BIT(index, prev_used & ~next_used) {
-        perfmon_td_switch_release(&prev_pmcs[index], cpu, dev, index,
+        perfmon_td_switch_release(prev, d, cpu, dev, index,
                                   pending, frame);
     }
 
@@ -321,8 +326,7 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
 
             /* Samples due are taken at the caller: its frame is read
                only then. */
-            perfmon_td_switch_dev(prev, next, cpu, dev,
-                                  cpu_local_ptr(pmu_soft_bank),
+            perfmon_td_switch_dev(prev, next, cpu, dev, d,
                                   __builtin_frame_address(0));
 
             if (batch) {
@@ -341,7 +345,7 @@ uint64_t
 perfmon_td_pmc_value(struct perfmon_td *td, struct perfmon_dev *dev,
                      unsigned int index, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state.index][index];
+    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state->index][index];
     struct perfmon_cpu_pmc *cpmc;
 
     if (!loaded || tpmc->nr_refs == 0) {
@@ -401,20 +405,21 @@ void
 perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
 {
     struct perfmon_td_pmc *tpmc =
-        &op->td->pmcs[op->dev->state.index][op->index];
+        &op->td->pmcs[op->dev->state->index][op->index];
 
     if (tpmc->nr_refs == 0) {
         struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
         if (loaded) {
             perfmon_cpu_sched_check(cpu, op->dev, op->td);
-            perfmon_td_off_begin(cpu, op->dev->state.index, 1U << op->index,
+            perfmon_td_off_begin(cpu, op->dev->state->index, 1U << op->index,
                                  cpu_get_tsc());
         }
 
-        op->td->used[op->dev->state.index] |= 1U << op->index;
+        op->td->used[op->dev->state->index] |= 1U << op->index;
         tpmc->sample_left = (op->event != NULL) ? op->event->period : 0;
-        tpmc->sample_period = tpmc->sample_left;
+        op->td->sample_periods[op->dev->state->index][op->index]
+            = tpmc->sample_left;
 
         if (loaded) {
             perfmon_td_pmc_load(op->td, cpu, op->dev, op->index);
@@ -435,13 +440,13 @@ void
 perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
 {
     struct perfmon_td_pmc *tpmc =
-        &op->td->pmcs[op->dev->state.index][op->index];
+        &op->td->pmcs[op->dev->state->index][op->index];
 
     op->value = perfmon_td_pmc_value(op->td, op->dev, op->index, loaded);
     assert(tpmc->nr_refs != 0);
 
     if (--tpmc->nr_refs == 0) {
-        op->td->used[op->dev->state.index] &= ~(1U << op->index);
+        op->td->used[op->dev->state->index] &= ~(1U << op->index);
 
         if (loaded) {
             perfmon_td_pmc_unload(op->td, cpu_local_ptr(perfmon_cpu),

@@ -26,8 +26,6 @@ struct perfmon_td_pmc {
     uint64_t value;         /* the thread's total, up to the last unload */
     uint64_t sample_left;   /* sampling: events to the next sample, kept
                                while the thread is off-CPU */
-    uint64_t sample_period; /* the period sample_left ends (the event's
-                               period may have changed since it began) */
 };
 
 /*
@@ -47,9 +45,31 @@ struct perfmon_td {
      * from pmcs, which the switch's per-slot loop indexes by a shift.
      */
     uint64_t off[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
+
+    /*
+     * Sampling: the period a kept sample_left ends (the event's period may
+     * have changed since it began), apart from pmcs for the same reason.
+     */
+    uint64_t sample_periods[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
 };
 
 #define PERFMON_CPU_NONE (~0U)
+
+/*
+ * Counters in memory, a capability a PMU device may declare (its bank, a
+ * __percpu variable of this type): counters that are words of per-CPU
+ * memory, which perfmon reads inline on its hot paths rather than through
+ * the driver's read, and reloads for sampling with a store rather than
+ * its preset. values[id] is counter id's raw value on the CPU, except for
+ * the counters whose bit is set in hooked: their read needs the driver
+ * (more than a load). values[nr_pmcs] always reads 0: perfmon points a
+ * slot that holds no counter at it, so that it reads as a counter that
+ * never moves. The software PMU (kern/pmu_soft.h) is such a device.
+ */
+struct perfmon_bank {
+    uint64_t values[PERFMON_MAX_PMCS + 1];
+    uint32_t hooked;
+};
 
 /*
  * Where an overflow interrupt (or a software event's count) interrupted

@@ -41,7 +41,7 @@ struct pmu_soft_cpu {
 };
 
 static struct pmu_soft_cpu pmu_soft_cpu __percpu;
-struct pmu_soft_bank pmu_soft_bank __percpu;
+struct perfmon_bank pmu_soft_bank __percpu;
 static uint64_t pmu_soft_mask = ~0ULL;
 static unsigned int pmu_soft_nr_bits = 64;
 static bool pmu_soft_intr;
@@ -176,7 +176,7 @@ pmu_soft_where(unsigned int event, uintptr_t caller_ip, uintptr_t caller_fp,
 __attribute__((noinline)) void
 pmu_soft_count(unsigned int event, uint64_t n)
 {
-    struct pmu_soft_bank *bank;
+    struct perfmon_bank *bank;
     struct pmu_soft_cpu *cpu;
     uint32_t wrapped = 0, sync;
     unsigned long flags;
@@ -248,7 +248,7 @@ uint64_t
 pmu_soft_counter_start(unsigned int id, unsigned int event)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
-    struct pmu_soft_bank *bank = cpu_local_ptr(pmu_soft_bank);
+    struct perfmon_bank *bank = cpu_local_ptr(pmu_soft_bank);
     uint32_t bit = 1U << id;
     bool hooked;
 
@@ -270,7 +270,7 @@ uint64_t
 pmu_soft_counter_preset(unsigned int id, uint64_t n)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
-    struct pmu_soft_bank *bank = cpu_local_ptr(pmu_soft_bank);
+    struct perfmon_bank *bank = cpu_local_ptr(pmu_soft_bank);
 
     /* perfmon has just read the counter: its ticks are accounted. */
     bank->values[id] = (0 - n) & pmu_soft_mask;

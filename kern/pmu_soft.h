@@ -95,16 +95,16 @@ pmu_soft_emit_channel(unsigned int channel, uint64_t n)
 }
 
 /*
- * The counters of a CPU, public for pmu_soft_read_local only: perfmon
- * reads the software PMU's counters inline on its hot paths instead of
- * through the driver's read operation.
+ * The counters of a CPU: a perfmon counter bank (kern/perfmon_types.h),
+ * which the device declares, so that perfmon reads them inline on its hot
+ * paths instead of through the driver's read operation, and reloads a
+ * preset one with a store. values[PMU_SOFT_NULL_PMC] stays 0; hooked:
+ * counters whose read needs pmu_soft_read_hooked.
  */
-struct pmu_soft_bank {
-    uint64_t values[PMU_SOFT_NR_PMCS + 1];  /* and PMU_SOFT_NULL_PMC */
-    uint32_t hooked;    /* counters whose read needs pmu_soft_read_hooked */
-};
+extern struct perfmon_bank pmu_soft_bank __percpu;
 
-extern struct pmu_soft_bank pmu_soft_bank __percpu;
+_Static_assert(PMU_SOFT_NR_PMCS <= PERFMON_MAX_PMCS,
+               "the software PMU's counters fit a perfmon bank");
 
 /* The read of a hooked counter (a tick counter, or any counter polled
  * at a narrow width). Local, interrupts disabled. */
@@ -116,37 +116,13 @@ uint64_t pmu_soft_read_hooked(unsigned int id);
  * unread units reset). Local, interrupts disabled.
  */
 static inline uint64_t
-pmu_soft_bank_read(const struct pmu_soft_bank *bank, unsigned int id)
+pmu_soft_bank_read(const struct perfmon_bank *bank, unsigned int id)
 {
     if (bank->hooked & (1U << id)) {
         return pmu_soft_read_hooked(id);
     }
 
     return bank->values[id];
-}
-
-/*
- * Reload a counter already preset (pmu_soft_counter_preset) so that it
- * wraps after n more units: only its value changes (mask: 2^width - 1).
- * Return the new value. Local, interrupts disabled.
- */
-static inline uint64_t
-pmu_soft_bank_reload(struct pmu_soft_bank *bank, unsigned int id, uint64_t n,
-                     uint64_t mask)
-{
-    bank->values[id] = (0 - n) & mask;
-    return bank->values[id];
-}
-
-/*
- * The counters (bit id) whose pmu_soft_bank_read needs a call; that of
- * any other is a plain load of values[id]. perfmon's call-free fast paths
- * check it. Local, interrupts disabled.
- */
-static inline uint32_t
-pmu_soft_bank_hooked(const struct pmu_soft_bank *bank)
-{
-    return bank->hooked;
 }
 
 /* The same, for the calling CPU's bank. */

@@ -8,6 +8,7 @@
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/pmu_soft.h>
 
 static struct perfmon_dev pmu_soft_dev;
@@ -122,6 +123,7 @@ pmu_soft_dev_setup(void)
     pmu_soft_dev.min_width = pmu_soft_width();
     pmu_soft_dev.max_rate = pmu_soft_max_rate();
     pmu_soft_dev.sw = true;
+    pmu_soft_dev.bank = &pmu_soft_bank;
 
     /* Presets up to a full wrap; at 64 bits, as far as presets go. */
     pmu_soft_dev.max_period = (pmu_soft_width() < 64)

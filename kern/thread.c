@@ -32,6 +32,7 @@
 #include <kern/panic.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_td.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>

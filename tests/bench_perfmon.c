@@ -10,7 +10,9 @@
 #include <stdint.h>
 
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/perfmon_session.h>
+#include <kern/perfmon_test.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/test.h>

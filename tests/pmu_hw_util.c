@@ -8,6 +8,8 @@
 #include <stdint.h>
 
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
+#include <kern/perfmon_test.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>

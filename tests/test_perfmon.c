@@ -14,6 +14,8 @@
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
+#include <kern/perfmon_test.h>
 #include <kern/pmu_soft.h>
 #include <kern/string.h>
 #include <kern/test.h>

@@ -14,7 +14,9 @@
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/perfmon_session.h>
+#include <kern/perfmon_test.h>
 #include <kern/pmu_soft.h>
 #include <kern/string.h>
 #include <kern/test.h>
@@ -1015,18 +1017,21 @@ test_pg_watch_run(void *arg)
 
 static struct test_pg_watch test_pg_watchers[CPU_MAX];
 static struct thread *test_pg_watcher_threads[CPU_MAX];
+static unsigned int test_pg_nr_watching;   /* started, not joined yet */
 static bool test_pg_watch_stop;
 
-/* Undo: the watchers stop before what they read is detached. */
+/*
+ * Stop and join the watchers still running: at the test's end, or as its
+ * undo before what they read is detached (once: a thread is joined once).
+ */
 static void
 test_pg_watchers_stop(void *arg)
 {
-    unsigned int nr_watchers = (unsigned int)(uintptr_t)arg;
-
+    (void)arg;
     __atomic_store_n(&test_pg_watch_stop, true, __ATOMIC_RELEASE);
 
-    for (unsigned int i = 0; i < nr_watchers; i++) {
-        thread_join(test_pg_watcher_threads[i]);
+    while (test_pg_nr_watching > 0) {
+        thread_join(test_pg_watcher_threads[--test_pg_nr_watching]);
     }
 }
 
@@ -1065,6 +1070,8 @@ test_pg_reads_during_changes(bool cpu_group)
     test_detach_on_failure(&single);
     __atomic_store_n(&p.go, true, __ATOMIC_RELEASE);
     test_pg_watch_stop = false;
+    test_pg_nr_watching = 0;
+    test_undo_on_failure(test_pg_watchers_stop, NULL);
 
     /* A watcher on every CPU, this one's too (on one CPU: preempted). */
     for (unsigned int i = 0; i < nr_watchers; i++) {
@@ -1074,13 +1081,13 @@ test_pg_reads_during_changes(bool cpu_group)
         test_pg_watcher_threads[i] = test_thread_start("pg-watch", 1ULL << i,
                                                        test_pg_watch_run,
                                                        &watchers[i]);
+        test_pg_nr_watching++;
     }
 
-    test_undo_on_failure(test_pg_watchers_stop,
-                         (void *)(uintptr_t)nr_watchers);
+    /* At least one round of changes, however fast the pairs go out. */
+    k = 0;
 
-    for (k = 0; __atomic_load_n(&p.emitted, __ATOMIC_ACQUIRE) < p.total;
-         k++) {
+    do {
         TEST_ASSERT_EQ(perfmon_group_disable(&group), 0);
         TEST_ASSERT_EQ(perfmon_event_disable(&single), 0);
         TEST_ASSERT_EQ(perfmon_group_enable(&group), 0);
@@ -1088,20 +1095,18 @@ test_pg_reads_during_changes(bool cpu_group)
         TEST_ASSERT_EQ(perfmon_group_reset(&group), 0);
         TEST_ASSERT_EQ(perfmon_event_reset(&single), 0);
 
-        if (k % 4 == 3) {
+        if (++k % 4 == 0) {
             thread_delay(1);
         }
-    }
+    } while (__atomic_load_n(&p.emitted, __ATOMIC_ACQUIRE) < p.total);
 
     thread_join(p.thread);
-    __atomic_store_n(&test_pg_watch_stop, true, __ATOMIC_RELEASE);
+    test_pg_watchers_stop(NULL);
 
     for (unsigned int i = 0; i < nr_watchers; i++) {
-        thread_join(test_pg_watcher_threads[i]);
         TEST_ASSERT_GT(watchers[i].nr_reads, 0);
     }
 
-    TEST_ASSERT_GT(k, 0);
     TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
     TEST_ASSERT_EQ(value.counts[0], value.counts[1]);
     TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);

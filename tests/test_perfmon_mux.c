@@ -39,6 +39,8 @@
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
+#include <kern/perfmon_test.h>
 #include <kern/pmu_soft.h>
 #include <kern/test.h>
 #include <kern/thread.h>

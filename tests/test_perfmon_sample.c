@@ -14,7 +14,9 @@
 #include <kern/ksym.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/perfmon_session.h>
+#include <kern/perfmon_test.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/string.h>

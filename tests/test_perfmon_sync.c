@@ -16,6 +16,8 @@
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
+#include <kern/perfmon_test.h>
 #include <kern/pmu_soft.h>
 #include <kern/spinlock.h>
 #include <kern/test.h>
@@ -425,7 +427,7 @@ TEST_DEFINE(perfmon, nr_used_pmcs_from_an_interrupt_under_the_device_lock)
     timer_init(&timer, test_sync_query_timer, &q, cpu_id());
 
     /* The device lock is perfmon's, taken here to stand for an attach. */
-    spinlock_lock(&q.dev->state.lock);
+    perfmon_test_dev_lock(q.dev);
     deadline = clock_get_time() + 50;
     timer_schedule(&timer, clock_get_time() + 1);
 
@@ -433,7 +435,7 @@ TEST_DEFINE(perfmon, nr_used_pmcs_from_an_interrupt_under_the_device_lock)
         cpu_pause();
     }
 
-    spinlock_unlock(&q.dev->state.lock);
+    perfmon_test_dev_unlock(q.dev);
     timer_cancel(&timer);
     TEST_ASSERT(q.done);
     TEST_ASSERT_EQ(q.result, 1);

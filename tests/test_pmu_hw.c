@@ -29,8 +29,10 @@
 #include <kern/ksym.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
+#include <kern/perfmon_test.h>
 #include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>

@@ -35,6 +35,8 @@
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
+#include <kern/perfmon_test.h>
 #include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>

@@ -18,6 +18,8 @@
 #include <kern/panic.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
+#include <kern/perfmon_td.h>
 #include <kern/pmu_soft.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
@@ -182,7 +184,7 @@ cpu_get_freq(void)
  * perfmon reads the software PMU's counters inline; the host tests
  * register no software PMU, so these are never reached.
  */
-struct pmu_soft_bank pmu_soft_bank;
+struct perfmon_bank pmu_soft_bank;
 
 uint64_t
 pmu_soft_read_hooked(unsigned int id)

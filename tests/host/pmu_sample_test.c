@@ -7,8 +7,10 @@
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
+#include <kern/perfmon_test.h>
 #include <kern/thread.h>
 #include <machine/trap.h>
 

@@ -24,6 +24,9 @@
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
+#include <kern/perfmon_td.h>
+#include <kern/perfmon_test.h>
 #include <kern/syscnt.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>

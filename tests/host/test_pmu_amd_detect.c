@@ -12,6 +12,7 @@
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <machine/pmu_amd.h>
 
 #include "host_env.h"

@@ -25,6 +25,9 @@
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
+#include <kern/perfmon_td.h>
+#include <kern/perfmon_test.h>
 #include <kern/syscnt.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>

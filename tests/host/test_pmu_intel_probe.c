@@ -12,6 +12,7 @@
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/syscnt.h>
 #include <machine/pmu_intel.h>
 

@@ -6,6 +6,7 @@
  * not nest in the handler).
  */
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/ipi.h>

@@ -30,6 +30,7 @@
 #include <kern/log.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>

@@ -17,6 +17,7 @@
 #include <kern/log.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/printf.h>
 #include <kern/syscnt.h>
 #include <kern/xcall.h>

@@ -35,6 +35,7 @@
 
 #include <kern/perfmon.h>
 #include <kern/percpu.h>
+#include <kern/perfmon_dev.h>
 #include <machine/cpu.h>
 
 /* Event select bits at the same place on both vendors. */

@@ -1,0 +1,84 @@
+/*
+ * perfmon's queries for tests, the benchmark and the shell: what perfmon
+ * holds (slots, counters, the schedule), and a few operations run on
+ * demand that perfmon otherwise runs on its own (a poll, a rotation). Not
+ * for other kernel code, which has kern/perfmon.h.
+ */
+#ifndef KERN_PERFMON_TEST_H
+#define KERN_PERFMON_TEST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
+
+/*
+ * Whether slot index of dev holds a raw event that holds a counter, and
+ * then the counter's id and width. Any context (a snapshot).
+ */
+bool perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
+                     unsigned int *pmc_idp, unsigned int *widthp);
+
+/* The poll period of a device in ticks, 0 when it is not polled. */
+uint64_t perfmon_dev_poll_ticks(const struct perfmon_dev *dev);
+
+/*
+ * Slots of a device holding a raw event, a snapshot taken without a lock.
+ * Any context, interrupt handlers included.
+ */
+unsigned int perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev);
+
+/* The slot an attached event uses. Any context. */
+unsigned int perfmon_event_pmc_index(const struct perfmon_event *event);
+
+/* Slots of all devices in use on a CPU (per-CPU tier). Any context. */
+unsigned int perfmon_cpu_nr_used_pmcs(unsigned int cpu);
+
+/* A CPU's overflow count (syscnt perfmon_overflows/<cpu>). */
+uint64_t perfmon_nr_overflows(unsigned int cpu);
+
+/*
+ * Run the poll of dev on the calling CPU now, as its timer does (for the
+ * benchmark). Local.
+ */
+void perfmon_poll_local(struct perfmon_dev *dev);
+
+/*
+ * Multiplexing. Whether an attached, enabled event's raw event holds a
+ * counter on the calling CPU now (whether its count advances here; false
+ * for an event that is not attached, or disabled): local, with
+ * interrupts disabled, which keeps the answer true until they are
+ * enabled (a rotation reaches a CPU through an interrupt).
+ */
+bool perfmon_event_counting_here(const struct perfmon_event *event);
+
+/*
+ * Rotate dev's multiplexed raw events now, as the rotation thread does,
+ * and bring every CPU to the new schedule before returning. Return
+ * whether anything rotated (some raw event was waiting). Thread context.
+ */
+bool perfmon_mux_rotate(struct perfmon_dev *dev);
+
+/* Rotations of dev so far (by the thread or perfmon_mux_rotate). */
+uint64_t perfmon_mux_nr_rotations(const struct perfmon_dev *dev);
+
+/*
+ * The version of dev's schedule: it moves whenever a slot gains or loses
+ * a counter, so a call that must move no counter leaves it as it was.
+ * Any context.
+ */
+unsigned int perfmon_mux_sched_seq(const struct perfmon_dev *dev);
+
+/* The rotation interval in ticks (perfmon.mux_ticks). Any context. */
+uint64_t perfmon_mux_ticks(void);
+
+/*
+ * Take and release dev's lock (the global tier's) as an attach does, with
+ * interrupts left as they are: for tests of what other contexts may do
+ * meanwhile. Thread context.
+ */
+void perfmon_test_dev_lock(struct perfmon_dev *dev);
+void perfmon_test_dev_unlock(struct perfmon_dev *dev);
+
+#endif /* KERN_PERFMON_TEST_H */
