@@ -39,7 +39,6 @@ static unsigned int host_env_locks_held;
 static uint64_t host_env_now = HOST_ENV_START_TIME;
 static bool host_env_tsc_held;
 static uint64_t host_env_tsc;
-static unsigned int host_env_wakeups;
 static struct list host_env_timers = LIST_INITIALIZER(host_env_timers);
 static struct list host_env_syscnts = LIST_INITIALIZER(host_env_syscnts);
 static trap_handler_fn_t host_env_traps[TRAP_NR_VECTORS];
@@ -109,13 +108,6 @@ void
 thread_wakeup(struct thread *thread)
 {
     (void)thread;
-    host_env_wakeups++;
-}
-
-unsigned int
-host_env_nr_wakeups(void)
-{
-    return host_env_wakeups;
 }
 
 void *

@@ -59,12 +59,6 @@ void host_env_thread_init(struct thread *thread);
 void host_env_switch_in(struct thread *thread);
 void host_env_switch_out(struct thread *thread);
 
-/*
- * Wakeups of a thread (thread_wakeup) since the start: the host runs no
- * threads, so perfmon's rotation thread is only ever woken, never run.
- */
-unsigned int host_env_nr_wakeups(void);
-
 /* Lines logged (log_msg) since the start. */
 unsigned int host_env_nr_log_lines(void);
 

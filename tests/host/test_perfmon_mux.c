@@ -1106,4 +1106,140 @@ HOST_TEST(uneven_turns_even_out_by_time_served)
     px_end();
 }
 
+/* ------------------------------------------------------------------ */
+/* Sampling                                                            */
+/* ------------------------------------------------------------------ */
+
+#define PX_PERIOD       100
+#define PX_RING         8192
+
+/* Event i made a sampling event of session with PX_PERIOD. */
+static struct perfmon_event *
+px_sampling_event(unsigned int i, struct perfmon_session *session)
+{
+    struct perfmon_event *event = px_event(i, 0);
+    struct perfmon_sample_attr attr = {
+        .session = session, .period = PX_PERIOD,
+    };
+
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
+    return event;
+}
+
+static uint64_t
+px_nr_samples(struct perfmon_event *event)
+{
+    uint64_t n = UINT64_MAX;
+
+    HOST_ASSERT_EQ(perfmon_event_get_samples(event, &n), 0);
+    return n;
+}
+
+/*
+ * A sampling event shares no slot: beside a counting event of its raw
+ * event it takes a slot of its own, pinned (it holds a counter at once).
+ * Each period of PX_PERIOD events, one overflow, is one sample, exactly;
+ * the counting event counts them all (with one counter it has none: the
+ * sampling event took it). A refresh of 3 gives 3 more samples, then
+ * none, while it keeps counting.
+ */
+HOST_TEST(sampling_event_takes_its_own_slot_one_sample_per_period)
+{
+    uint64_t shared = (PX_S > 1);   /* the counting event counts too */
+    struct perfmon_session *session;
+    struct perfmon_event *sampler;
+
+    if (!PX_INTR) {
+        printf("# sampling needs the overflow interrupt\n");
+        return;
+    }
+
+    px_begin();
+    host_env_advance(1);
+    HOST_ASSERT_EQ(perfmon_session_create(&session, PX_RING), 0);
+    px_attach_cpu(0, 1, 0);
+    sampler = &px_events[1];
+    HOST_ASSERT_EQ(perfmon_event_init(sampler, PX_CODE(0), PX_FLAGS), 0);
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(sampler,
+                                              &(struct perfmon_sample_attr){
+                                                  .session = session,
+                                                  .period = PX_PERIOD,
+                                              }), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(sampler, 0), 0);
+    HOST_ASSERT(perfmon_event_pmc_index(sampler)
+                != perfmon_event_pmc_index(&px_events[0]));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(px_dev()), 2);
+    HOST_ASSERT(px_counting(1));
+    HOST_ASSERT_EQ(px_counting(0), shared);
+
+    for (unsigned int k = 0; k < 7; k++) {
+        pmu_fake_count(PX_CONFIG_OF(0), PX_PERIOD);
+    }
+
+    HOST_ASSERT_EQ(px_nr_samples(sampler), 7);
+    HOST_ASSERT_EQ(perfmon_event_read(sampler), 7 * PX_PERIOD);
+    HOST_ASSERT_EQ(perfmon_event_read(&px_events[0]),
+                   shared * 7 * PX_PERIOD);
+
+    /* Half a period: no sample yet. */
+    pmu_fake_count(PX_CONFIG_OF(0), PX_PERIOD / 2);
+    HOST_ASSERT_EQ(px_nr_samples(sampler), 7);
+    pmu_fake_count(PX_CONFIG_OF(0), PX_PERIOD / 2);
+    HOST_ASSERT_EQ(px_nr_samples(sampler), 8);
+
+    HOST_ASSERT_EQ(perfmon_event_refresh(sampler, 3), 0);
+
+    for (unsigned int k = 0; k < 5; k++) {
+        pmu_fake_count(PX_CONFIG_OF(0), PX_PERIOD);
+    }
+
+    HOST_ASSERT_EQ(px_nr_samples(sampler), 11);
+    HOST_ASSERT_EQ(perfmon_event_read(sampler), 13 * PX_PERIOD);
+    HOST_ASSERT_EQ(perfmon_event_read(&px_events[0]),
+                   shared * 13 * PX_PERIOD);
+    px_detach(0, 2);
+    HOST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    px_end();
+}
+
+/*
+ * More samples in one tick than perfmon.max_samples_per_tick (1000): the
+ * TSC held, every period falls in one tick, so exactly 1000 samples, then
+ * none until the tick ends; after it, one per period again. The count
+ * stays exact throughout.
+ */
+HOST_TEST(sampling_throttles_at_the_tick_budget)
+{
+    struct perfmon_session *session;
+    struct perfmon_event *sampler;
+
+    if (!PX_INTR) {
+        printf("# sampling needs the overflow interrupt\n");
+        return;
+    }
+
+    px_begin();
+    host_env_advance(1);
+    HOST_ASSERT_EQ(perfmon_session_create(&session, PX_RING), 0);
+    sampler = px_sampling_event(0, session);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(sampler, 0), 0);
+
+    for (unsigned int k = 0; k < 1005; k++) {
+        pmu_fake_count(PX_CONFIG_OF(0), PX_PERIOD);
+    }
+
+    HOST_ASSERT_EQ(px_nr_samples(sampler), 1000);
+    host_env_advance(1);
+
+    for (unsigned int k = 0; k < 3; k++) {
+        pmu_fake_count(PX_CONFIG_OF(0), PX_PERIOD);
+    }
+
+    HOST_ASSERT_EQ(px_nr_samples(sampler), 1003);
+    HOST_ASSERT_EQ(perfmon_event_read(sampler), 1008 * PX_PERIOD);
+    px_detach(0, 1);
+    HOST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    px_end();
+}
+
 HOST_TEST_MAIN()
