@@ -362,7 +362,7 @@ lint: deps
 	    --enable=warning,performance,portability \
 	    --inline-suppr --suppressions-list=tools/cppcheck.supp \
 	    -I. -Iarch/x86 -D__x86_64__ -DPMU_TEST_VERSION=5 \
-	    -DPMU_TEST_CONFIG=4 $(LINT_SRCS)
+	    -DPMU_TEST_CONFIG=4 -DPX_CONFIG=2 $(LINT_SRCS)
 	@echo "lint: cppcheck clean ($(words $(LINT_SRCS)) files)"
 
 clean:
