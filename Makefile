@@ -148,9 +148,11 @@ iso: $(ISO)
 # --- host unit tests --------------------------------------------------------
 
 HOST_PMU_AMD_CONFIGS := legacy extcore v2 zen4 poll
+HOST_PX_CONFIGS := 1 2 4 16
 HOST_TESTS := printf init_order string arg clock_calib pmu_model \
     pmu_intel_detect pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5 \
-    $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) pmu_amd_detect
+    $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) pmu_amd_detect \
+    $(addprefix perfmon_mux_,$(HOST_PX_CONFIGS))
 
 # Host tests in Python (tools/test_NAME.py, KTAP on stdout), run by the
 # runner with the C ones.
@@ -244,6 +246,25 @@ HOST_DEFINES_pmu_amd_extcore := -DPMU_TEST_CONFIG=2
 HOST_DEFINES_pmu_amd_v2 := -DPMU_TEST_CONFIG=3
 HOST_DEFINES_pmu_amd_zen4 := -DPMU_TEST_CONFIG=4
 HOST_DEFINES_pmu_amd_poll := -DPMU_TEST_CONFIG=5
+
+# perfmon's core, unchanged, over a fake PMU device (tests/host/pmu_fake.c)
+# whose counters count what the test says, with the TSC held: the
+# multiplexing policy, slots and times with exact expectations. One binary
+# per device (PX_CONFIG: its number of counters; width and interrupt with
+# it), since perfmon registers one hardware device per process.
+HOST_PX_SRCS := tests/host/pmu_fake.c tests/host/host_env.c kern/errno.c \
+    $(PERFMON_CORE_SRCS) kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
+HOST_PX_HDRS := tests/host/host_test.h tests/host/pmu_fake.h \
+    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h
+
+$(addprefix $(BUILD)/host/test_perfmon_mux_,$(HOST_PX_CONFIGS)): \
+    tests/host/test_perfmon_mux.c $(HOST_PX_SRCS) $(HOST_PX_HDRS)
+
+$(foreach c,$(HOST_PX_CONFIGS),\
+    $(eval HOST_INCLUDES_perfmon_mux_$(c) := -Itests/host/model)\
+    $(eval HOST_DEFINES_perfmon_mux_$(c) := -DPX_CONFIG=$(c))\
+    $(eval HOST_RENAMES_perfmon_mux_$(c) = $$(HOST_RENAMES_string) \
+        $$(HOST_RENAMES_arg_keys)))
 
 # The kernel's libc-named functions under test are renamed in both the
 # kernel source and the test, so they do not replace the host C library's.
@@ -341,7 +362,7 @@ lint: deps
 	    --enable=warning,performance,portability \
 	    --inline-suppr --suppressions-list=tools/cppcheck.supp \
 	    -I. -Iarch/x86 -D__x86_64__ -DPMU_TEST_VERSION=5 \
-	    -DPMU_TEST_CONFIG=4 $(LINT_SRCS)
+	    -DPMU_TEST_CONFIG=4 -DPX_CONFIG=2 $(LINT_SRCS)
 	@echo "lint: cppcheck clean ($(words $(LINT_SRCS)) files)"
 
 clean:

@@ -39,6 +39,8 @@
 static bool host_env_intr = true;
 static unsigned int host_env_locks_held;
 static uint64_t host_env_now = HOST_ENV_START_TIME;
+static bool host_env_tsc_held;
+static uint64_t host_env_tsc;
 static struct list host_env_timers = LIST_INITIALIZER(host_env_timers);
 static struct list host_env_syscnts = LIST_INITIALIZER(host_env_syscnts);
 static trap_handler_fn_t host_env_traps[TRAP_NR_VECTORS];
@@ -48,7 +50,30 @@ cpu_get_tsc(void)
 {
     static uint64_t nr_reads;
 
+    if (host_env_tsc_held) {
+        return host_env_tsc;
+    }
+
     return host_env_now * 1000 + nr_reads++;
+}
+
+void
+host_env_tsc_hold(void)
+{
+    if (!host_env_tsc_held) {
+        host_env_tsc = cpu_get_tsc();
+        host_env_tsc_held = true;
+    }
+}
+
+void
+host_env_tsc_advance(uint64_t cycles)
+{
+    if (!host_env_tsc_held) {
+        panic("host_env: TSC advanced while it runs on its own");
+    }
+
+    host_env_tsc += cycles;
 }
 
 void
@@ -346,6 +371,7 @@ host_env_advance(uint64_t ticks)
         unsigned long flags;
 
         if (timer->expiry > host_env_now) {
+            host_env_tsc += (timer->expiry - host_env_now) * 1000;
             host_env_now = timer->expiry;
         }
 
@@ -361,6 +387,7 @@ host_env_advance(uint64_t ticks)
         }
     }
 
+    host_env_tsc += (end - host_env_now) * 1000;
     host_env_now = end;
 }
 

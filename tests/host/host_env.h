@@ -24,6 +24,16 @@
  */
 void host_env_advance(uint64_t ticks);
 
+/*
+ * Hold the TSC: from now on cpu_get_tsc() returns the same value until
+ * the test moves it, with host_env_tsc_advance() or, a tick per 1000
+ * cycles, host_env_advance(), so that times computed from it are exact.
+ * Before, it runs on its own (the clock's ticks times 1000, plus one per
+ * read, so that no two reads are equal). Held for the rest of the run.
+ */
+void host_env_tsc_hold(void);
+void host_env_tsc_advance(uint64_t cycles);
+
 /* Pending timers and the earliest expiry (UINT64_MAX when none). */
 unsigned int host_env_nr_timers_pending(void);
 uint64_t host_env_next_expiry(void);

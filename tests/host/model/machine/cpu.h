@@ -52,7 +52,10 @@ cpu_id(void)
 unsigned int cpu_count(void);
 bool cpu_online(unsigned int cpu);
 
-/* A time stamp: the host clock's ticks, times 1000, plus reads so far. */
+/*
+ * A time stamp: the host clock's ticks, times 1000, plus reads so far;
+ * or, once a test holds it (host_env_tsc_hold), what the test set.
+ */
 uint64_t cpu_get_tsc(void);
 uint64_t cpu_get_freq(void);
 
