@@ -8,6 +8,7 @@
 #include <kern/macros.h>
 #include <kern/panic.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
 #include <machine/trap.h>

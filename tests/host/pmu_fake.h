@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 
 #define PMU_FAKE_GENERIC        0x100000000ULL
 #define PMU_FAKE_RING_SHIFT     40

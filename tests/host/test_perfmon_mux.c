@@ -26,7 +26,9 @@
 #include <kern/init.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon_dev.h>
 #include <kern/perfmon_session.h>
+#include <kern/perfmon_test.h>
 #include <machine/cpu.h>
 
 #include "host_env.h"
