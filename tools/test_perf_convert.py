@@ -285,6 +285,9 @@ def v2_damaged_call_chains_are_errors():
     expect_error(BEGIN2 + "pd sample 0 1 7 1 0 0x1 ?\npd lost 0 1\n" + chain
                  + TOTALS + END2, 4,
                  "callchain: not among the lines of a sample")
+    expect_error(GOOD2.replace(" 0xffffffff80100230 main+0x30", "")
+                 .replace("callchain 1", "callchain 0"), 4,
+                 "callchain: no frame")
     expect_error(GOOD2.replace("callchain 1", "callchain 2"), 4,
                  "callchain: announces 2 frames but has 2 address/symbol "
                  "words")
