@@ -46,7 +46,7 @@
 #define PERF_RECORD_MAX_FUNCS       512U
 #define PERF_RECORD_REPORT_TOP      20U
 #define PERF_RECORD_LINE_SIZE       2048U
-#define PERF_RECORD_DUMP_VERSION    1
+#define PERF_RECORD_DUMP_VERSION    2
 
 /* Default periods: one sample per event for the rare software events. */
 #define PERF_RECORD_PERIOD_EMIT     10000ULL
@@ -791,21 +791,39 @@ perf_record_line_frame(struct perf_record_line *line, uint64_t addr)
     }
 }
 
+/*
+ * A sample's lines: its fixed part, then its call chain, when it has
+ * callers, on a line of its own (the dump's lines follow the record's
+ * parts: a new chunk type becomes a new kind of line after the sample).
+ */
 static void
 perf_record_script_sample(struct perf_record_line *line,
-                          const struct perfmon_record_sample *s)
+                          const struct perfmon_record_sample *s,
+                          uint64_t *nr_linesp)
 {
-    unsigned int nr_frames = MIN(s->nr_frames, PERFMON_MAX_FRAMES);
+    const struct perfmon_record_callchain *chain;
+    unsigned int nr_frames;
 
-    perf_record_line_add(line, "pd sample %u %llu %u %llu %llu %u",
+    perf_record_line_add(line, "pd sample %u %llu %u %llu %llu",
                          s->header.cpu, (unsigned long long)s->time, s->tid,
                          (unsigned long long)s->period,
-                         (unsigned long long)s->cookie, nr_frames + 1);
+                         (unsigned long long)s->cookie);
     perf_record_line_frame(line, s->ip);
+    perf_record_line_put(line, nr_linesp);
+    chain = perfmon_record_sample_callchain(s, s->header.size);
+    nr_frames = (chain == NULL) ? 0 : chain->chunk.nr;
+
+    if (nr_frames == 0) {
+        return;
+    }
+
+    perf_record_line_add(line, "pd callchain %u", nr_frames);
 
     for (unsigned int i = 0; i < nr_frames; i++) {
-        perf_record_line_frame(line, s->frames[i]);
+        perf_record_line_frame(line, chain->frames[i]);
     }
+
+    perf_record_line_put(line, nr_linesp);
 }
 
 void
@@ -848,16 +866,15 @@ perf_record_cmd_script(int argc, char **argv)
 
     while ((rec = perf_record_next(last, &offset)) != NULL) {
         if (rec->header.type == PERFMON_RECORD_SAMPLE) {
-            perf_record_script_sample(&line, &rec->sample);
-        } else {
-            perf_record_line_add(&line, "pd throttle %u %llu %llu %llu",
-                                 rec->header.cpu,
-                                 (unsigned long long)rec->throttle.time_start,
-                                 (unsigned long long)rec->throttle.time_end,
-                                 (unsigned long long)
-                                 rec->throttle.nr_periods);
+            perf_record_script_sample(&line, &rec->sample, &nr_lines);
+            continue;
         }
 
+        perf_record_line_add(&line, "pd throttle %u %llu %llu %llu",
+                             rec->header.cpu,
+                             (unsigned long long)rec->throttle.time_start,
+                             (unsigned long long)rec->throttle.time_end,
+                             (unsigned long long)rec->throttle.nr_periods);
         perf_record_line_put(&line, &nr_lines);
     }
 

@@ -61,16 +61,19 @@ perfmon_sample_frames(uintptr_t fp, uint64_t *frames, unsigned int max)
 }
 
 _Static_assert(sizeof(struct perfmon_record_sample)
+               + sizeof(struct perfmon_record_callchain)
                + PERFMON_MAX_FRAMES * sizeof(uint64_t)
                <= PERFMON_SESSION_RECORD_MAX,
                "a sample with a full call chain fits a session record");
 
 /*
  * Write one sample of event into its session's ring of this CPU, and
- * return its time. The record has room for the event's call chain depth;
- * a shorter chain leaves the rest unused (nr_frames tells), which spares
- * a walk into a buffer and a copy. Inlined into its one caller, the
- * overflow path.
+ * return its time: the fixed part, then, when the event asks for a call
+ * chain, its chunk, which has room for the event's depth; a shorter
+ * chain leaves the rest unused (the chunk's nr tells), which spares a
+ * walk into a buffer and a copy. One reservation for both, so a sample
+ * and its chain are kept or lost together. Inlined into its one caller,
+ * the overflow path.
  */
 static inline __attribute__((always_inline)) uint64_t
 perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
@@ -78,37 +81,41 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
 {
     struct perfmon_session_ring *ring;
     struct perfmon_record_sample *record;
+    struct perfmon_record_callchain *chain;
     uint64_t now = cpu_get_tsc();
     unsigned int nr_frames = event->nr_frames;
+
+    /* No chunk without a call chain, else its head and room: no branch. */
+    size_t ext_size = (nr_frames + (nr_frames != 0)) * sizeof(uint64_t);
 
     event->nr_samples++;
     syscnt_inc(&cpu->sc_samples);
 
     /* A valid size: set_sampling keeps nr_frames to PERFMON_MAX_FRAMES. */
     ring = perfmon_session_ring_local(event->session);
-    record = perfmon_session_ring_reserve(ring, sizeof(*record)
-                                          + nr_frames
-                                            * sizeof(record->frames[0]));
+    record = perfmon_session_ring_reserve(ring, sizeof(*record) + ext_size);
 
     if (record == NULL) {
         return now;     /* counted as lost by the session */
     }
 
     if (nr_frames != 0) {
-        nr_frames = (ctx->fp != 0)
-                    ? perfmon_sample_frames(ctx->fp, record->frames,
-                                            nr_frames)
-                    : 0;
+        chain = (struct perfmon_record_callchain *)(record + 1);
+        chain->chunk.type_size = PERFMON_RECORD_WORD(PERFMON_CHUNK_CALLCHAIN,
+                                                     ext_size);
+        /* fp 0 (no frame to follow) is outside any stack: no frame. */
+        chain->chunk.nr = perfmon_sample_frames(ctx->fp, chain->frames,
+                                                nr_frames);
     }
 
     record->header.type = PERFMON_RECORD_SAMPLE;
     record->header.cpu = cpu_id();
+    record->sizes = PERFMON_RECORD_WORD(sizeof(*record), ext_size);
+    record->tid = thread_id(thread_self());
     record->cookie = event->cookie;
     record->time = now;
     record->ip = ctx->ip;
     record->period = period;
-    record->tid = thread_id(thread_self());
-    record->nr_frames = nr_frames;
     perfmon_session_ring_commit(ring, record);     /* sets the size */
     return now;
 }

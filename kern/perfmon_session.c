@@ -263,6 +263,7 @@ static inline void
 perfmon_session_copy(uint64_t *dst, const uint64_t *src, size_t nr_words)
 {
     switch (nr_words) {
+    PERFMON_SESSION_COPY_WORD(33);
     PERFMON_SESSION_COPY_WORD(32);
     PERFMON_SESSION_COPY_WORD(31);
     PERFMON_SESSION_COPY_WORD(30);
@@ -302,8 +303,8 @@ perfmon_session_copy(uint64_t *dst, const uint64_t *src, size_t nr_words)
     }
 }
 
-_Static_assert(PERFMON_SESSION_RECORD_MAX == 32 * sizeof(uint64_t),
-               "perfmon_session_copy covers records of up to 32 words");
+_Static_assert(PERFMON_SESSION_RECORD_MAX == 33 * sizeof(uint64_t),
+               "perfmon_session_copy covers records of up to 33 words");
 
 /* The counts a LOST or THROTTLE record adds, off the common path. */
 static void __attribute__((noinline))

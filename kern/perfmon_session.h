@@ -97,10 +97,11 @@ unsigned int perfmon_session_nr_refs(const struct perfmon_session *session);
  * in the header (the ring's framing relies on it). Local, interrupts
  * disabled, no lock, no allocation: callable from the overflow interrupt
  * and from the context switch. A ring should hold several of the largest
- * records written to it (with a pending LOST record, a 256-byte record
- * never fits a 256-byte ring).
+ * records written to it (a 256-byte ring never holds a 264-byte record,
+ * nor one above 240 bytes with a LOST record before it). The maximum is
+ * a sample with the deepest call chain (kern/perfmon_record.h).
  */
-#define PERFMON_SESSION_RECORD_MAX  256
+#define PERFMON_SESSION_RECORD_MAX  264
 void *perfmon_session_reserve(struct perfmon_session *session, size_t size);
 void perfmon_session_commit(struct perfmon_session *session, void *record);
 

@@ -133,6 +133,10 @@ test_ps_drain(struct perfmon_session *session, unsigned int cpu,
 
         switch (test_ps_buf.header.type) {
         case PERFMON_RECORD_SAMPLE:
+            TEST_ASSERT_EQ(test_ps_buf.sample.fixed_size,
+                           sizeof(test_ps_buf.sample));
+            TEST_ASSERT_EQ(size, sizeof(test_ps_buf.sample)
+                                 + test_ps_buf.sample.ext_size);
             TEST_ASSERT_EQ(test_ps_buf.sample.cookie, want_cookie);
 
             if (want_tid != ~0U) {
@@ -704,6 +708,7 @@ TEST_DEFINE(perfmon_sample, call_chain_frames)
     };
     unsigned int c = cpu_id();
     struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    const struct perfmon_record_callchain *chain;
     struct perfmon_event event;
     size_t size;
 
@@ -719,14 +724,20 @@ TEST_DEFINE(perfmon_sample, call_chain_frames)
                                              sizeof(test_ps_buf), &size), 0);
         TEST_ASSERT_EQ(test_ps_buf.header.type, PERFMON_RECORD_SAMPLE);
         TEST_ASSERT(test_ps_in(test_ps_buf.sample.ip, "test_ps_emit"));
-        TEST_ASSERT_EQ(test_ps_buf.sample.nr_frames, depth);
-        TEST_ASSERT_EQ(size, sizeof(test_ps_buf.sample) + depth * 8);
+        TEST_ASSERT_EQ(test_ps_buf.sample.fixed_size,
+                       sizeof(test_ps_buf.sample));
+        TEST_ASSERT_EQ(test_ps_buf.sample.ext_size, 8 + depth * 8);
+        TEST_ASSERT_EQ(size, sizeof(test_ps_buf.sample) + 8 + depth * 8);
+        chain = perfmon_record_sample_callchain(&test_ps_buf.sample, size);
+        TEST_ASSERT(chain == (const void *)(&test_ps_buf.sample + 1));
+        TEST_ASSERT_EQ(chain->chunk.type, PERFMON_CHUNK_CALLCHAIN);
+        TEST_ASSERT_EQ(chain->chunk.size, 8 + depth * 8);
+        TEST_ASSERT_EQ(chain->chunk.nr, depth);
 
         for (unsigned int i = 0; i < MIN(depth, ARRAY_SIZE(want)); i++) {
-            if (!test_ps_in(test_ps_buf.sample.frames[i], want[i])) {
+            if (!test_ps_in(chain->frames[i], want[i])) {
                 test_fail_at(__FILE__, __LINE__, "frame %u at %lx, not in %s",
-                             i, (unsigned long)test_ps_buf.sample.frames[i],
-                             want[i]);
+                             i, (unsigned long)chain->frames[i], want[i]);
             }
         }
 
@@ -756,6 +767,7 @@ TEST_DEFINE(perfmon_sample, deepest_call_chain_is_recorded)
 {
     unsigned int c = cpu_id();
     struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    const struct perfmon_record_callchain *chain;
     struct perfmon_session_stats stats;
     struct perfmon_event event;
     size_t size;
@@ -768,11 +780,13 @@ TEST_DEFINE(perfmon_sample, deepest_call_chain_is_recorded)
 
     TEST_ASSERT_EQ(perfmon_session_read(session, c, &test_ps_buf,
                                         sizeof(test_ps_buf), &size), 0);
-    TEST_ASSERT_EQ(test_ps_buf.sample.nr_frames, PERFMON_MAX_FRAMES);
+    TEST_ASSERT_EQ(size, PERFMON_SESSION_RECORD_MAX);
+    chain = perfmon_record_sample_callchain(&test_ps_buf.sample, size);
+    TEST_ASSERT(chain != NULL);
+    TEST_ASSERT_EQ(chain->chunk.nr, PERFMON_MAX_FRAMES);
 
     for (unsigned int i = 0; i < PERFMON_MAX_FRAMES; i++) {
-        TEST_ASSERT(test_ps_in(test_ps_buf.sample.frames[i],
-                               "test_ps_recurse"));
+        TEST_ASSERT(test_ps_in(chain->frames[i], "test_ps_recurse"));
     }
 
     TEST_ASSERT_EQ(perfmon_session_stats(session, c, &stats), 0);
@@ -780,6 +794,95 @@ TEST_DEFINE(perfmon_sample, deepest_call_chain_is_recorded)
     TEST_ASSERT_EQ(stats.dropped, 0);
     TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* A sample of an event that asks for no call chain is its fixed part. */
+TEST_DEFINE(perfmon_sample, sample_without_call_chain_has_no_chunk)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct perfmon_event event;
+    size_t size;
+
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 1, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+    test_ps_chain1();
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+
+    TEST_ASSERT_EQ(perfmon_session_read(session, c, &test_ps_buf,
+                                        sizeof(test_ps_buf), &size), 0);
+    TEST_ASSERT_EQ(test_ps_buf.header.type, PERFMON_RECORD_SAMPLE);
+    TEST_ASSERT_EQ(size, 48);
+    TEST_ASSERT_EQ(sizeof(test_ps_buf.sample), 48);
+    TEST_ASSERT_EQ(test_ps_buf.sample.fixed_size, 48);
+    TEST_ASSERT_EQ(test_ps_buf.sample.ext_size, 0);
+    TEST_ASSERT(test_ps_in(test_ps_buf.sample.ip, "test_ps_emit"));
+    TEST_ASSERT(perfmon_record_sample_callchain(&test_ps_buf.sample, size)
+                == NULL);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * What a later kernel may write: a field appended to the fixed part, a
+ * chunk of a type this one does not know before the call chain, unused
+ * bytes after the extension area. The reader finds the chain by the
+ * sizes, and refuses framing that does not hold.
+ */
+TEST_DEFINE(perfmon_sample, reader_skips_what_it_does_not_know)
+{
+    /* Fixed part 56, chunk 0x7f of 16, call chain 2 of 3 frames, 8. */
+    static const uint64_t later[] = {
+        PERFMON_RECORD_SAMPLE | (112 << 16) | (1ULL << 32),
+        56 | (48 << 16) | (7ULL << 32),
+        42, 1000, 0xffffffff80101234, 1, 0xabcdef,
+        0x7f | (16 << 16), 0x5555,
+        PERFMON_CHUNK_CALLCHAIN | (32 << 16) | (2ULL << 32),
+        0xffffffff80100010, 0xffffffff80100020, 0, 0,
+    };
+    union {
+        struct perfmon_record_sample sample;
+        uint64_t words[ARRAY_SIZE(later)];
+    } rec;
+    const struct perfmon_record_callchain *chain;
+
+    memcpy(&rec, later, sizeof(later));
+    TEST_ASSERT_EQ(rec.sample.header.size, sizeof(later));
+    TEST_ASSERT_EQ(rec.sample.tid, 7);
+    TEST_ASSERT_EQ(rec.sample.ip, 0xffffffff80101234);
+    chain = perfmon_record_sample_callchain(&rec.sample, sizeof(later));
+    TEST_ASSERT(chain == (const void *)&rec.words[9]);
+    TEST_ASSERT_EQ(chain->chunk.nr, 2);
+    TEST_ASSERT_EQ(chain->frames[0], 0xffffffff80100010);
+    TEST_ASSERT_EQ(chain->frames[1], 0xffffffff80100020);
+    TEST_ASSERT(perfmon_record_sample_chunk(&rec.sample, sizeof(later), 0x7f)
+                == (const void *)&rec.words[7]);
+    TEST_ASSERT(perfmon_record_sample_chunk(&rec.sample, sizeof(later), 9)
+                == NULL);
+
+    /* The extension area past the record read. */
+    TEST_ASSERT(perfmon_record_sample_callchain(&rec.sample, 96) == NULL);
+
+    /* A fixed part shorter than this kernel's. */
+    rec.sample.fixed_size = 40;
+    TEST_ASSERT(perfmon_record_sample_callchain(&rec.sample, sizeof(later))
+                == NULL);
+    rec.sample.fixed_size = 56;
+
+    /* A chunk of size 0 (the walk would not advance) or beyond the area. */
+    rec.words[7] = 0x7f;
+    TEST_ASSERT(perfmon_record_sample_callchain(&rec.sample, sizeof(later))
+                == NULL);
+    rec.words[7] = 0x7f | (56 << 16);
+    TEST_ASSERT(perfmon_record_sample_callchain(&rec.sample, sizeof(later))
+                == NULL);
+    rec.words[7] = 0x7f | (16 << 16);
+
+    /* More frames announced than the chunk holds. */
+    rec.words[9] = PERFMON_CHUNK_CALLCHAIN | (32 << 16) | (4ULL << 32);
+    TEST_ASSERT(perfmon_record_sample_callchain(&rec.sample, sizeof(later))
+                == NULL);
 }
 
 /* ------------------------------------------------------------------ */

@@ -808,7 +808,14 @@ torture_s_drain(struct torture_s_worker *w, uint64_t max)
             switch (buf->header.type) {
             case PERFMON_RECORD_SAMPLE:
                 TEST_ASSERT_EQ(buf->sample.cookie >> 8, w->cpu);
-                TEST_ASSERT_LE(buf->sample.nr_frames, 8);
+                /* A chain of the depth asked (0 to 8): room for it. */
+                TEST_ASSERT_LE(size, sizeof(buf->sample)
+                                     + sizeof(struct perfmon_record_callchain)
+                                     + 8 * sizeof(uint64_t));
+                TEST_ASSERT(buf->sample.ext_size == 0
+                            || perfmon_record_sample_callchain(&buf->sample,
+                                                               size)
+                               != NULL);
                 w->received++;
                 break;
             case PERFMON_RECORD_LOST:

@@ -498,7 +498,7 @@ def perf_convert_check(text):
     tool = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         "perf-convert")
     # The recording dumped is the last one before the dump.
-    found = PERF_TOTALS.findall(text[:text.rfind("perfmon-dump 1 begin")])
+    found = PERF_TOTALS.findall(text[:text.rfind("perfmon-dump 2 begin")])
     received = int(found[-1][0]) if found else -1
     out = {}
     for fmt in ("script", "folded"):
@@ -654,9 +654,9 @@ def check_plan(args):
          r"#\n# \d+ received, \d+ lost, \d+ throttled \(\d+ produced\)$",
          None),
         (prompt, "perf script\r"),
-        (r"^perfmon-dump 1 begin cpus=%d tsc_hz=\d+ event=tick period=1 "
+        (r"^perfmon-dump 2 begin cpus=%d tsc_hz=\d+ event=tick period=1 "
          r"frames=8 ms=300 target=all$" % smp, None),
-        (r"^perfmon-dump 1 end lines=\d+$", None),
+        (r"^perfmon-dump 2 end lines=\d+$", None),
         (prompt, "perf record thread main cswitch/2 50\r"),
         (PERF_TOTALS.pattern, None),
         (prompt, "perf record all nosuch 10\r"),

@@ -2,12 +2,16 @@
 """Tests of tools/perf-convert, printed as KTAP for make check's host tests.
 
 The fixture tools/testdata/perf-dump.txt is a console capture written by
-hand (a dump with console lines around and between its records, every
-kind of record); perf-dump.linux-perf.txt and perf-dump.folded are the
-exact outputs expected from it, the folded stacks being also what
-FlameGraph's stackcollapse-perf.pl makes of the perf script text.
-perf-dump-tcg.txt is a real capture from the shell under TCG, with its
-outputs checked the same way.
+hand (a version 1 dump with console lines around and between its
+records, every kind of record); perf-dump.linux-perf.txt and
+perf-dump.folded are the exact outputs expected from it, the folded
+stacks being also what FlameGraph's stackcollapse-perf.pl makes of the
+perf script text. perf-dump-v2.txt is the same recording as a version 2
+dump (call chains on lines of their own), with what a later kernel may
+add (a field appended to a line, a line of a kind this tool does not
+know), and converts to the same files. perf-dump-tcg.txt is a real
+version 1 capture from the shell under TCG, perf-dump-tcg-v2.txt a
+version 2 one, with their outputs checked the same way.
 """
 
 import contextlib
@@ -113,6 +117,31 @@ def tcg_capture_to_perf_script_and_folded():
 
 
 @test
+def v2_fixture_converts_as_the_same_recording_in_v1():
+    dump = pc.parse(read("perf-dump-v2.txt"))
+    check_eq(pc.to_script(dump), read("perf-dump.linux-perf.txt"))
+    check_eq(pc.to_folded(dump), read("perf-dump.folded"))
+    old = pc.parse(read("perf-dump.txt"))
+    check_eq([vars(s) for s in dump.samples], [vars(s) for s in old.samples])
+    check_eq((dump.lost, dump.throttles, dump.totals, dump.threads),
+             (old.lost, old.throttles, old.totals, old.threads))
+
+
+@test
+def tcg_v2_capture_to_perf_script_and_folded():
+    # A real console capture of a version 2 dump: perf record all cswitch
+    # 200 on 2 CPUs under TCG, call chains of 8 frames.
+    dump = pc.parse(read("perf-dump-tcg-v2.txt"))
+    check_eq(dump.info["event"], "cswitch")
+    check_eq(len(dump.samples), dump.totals["received"])
+    check_eq(pc.to_script(dump), read("perf-dump-tcg-v2.linux-perf.txt"))
+    check_eq(pc.to_folded(dump), read("perf-dump-tcg-v2.folded"))
+    # Some samples have callers, each chain on its own line.
+    if not any(len(s.frames) > 1 for s in dump.samples):
+        raise AssertionError("no call chain in the capture")
+
+
+@test
 def fixture_records_and_totals():
     dump = pc.parse(read("perf-dump.txt"))
     check_eq(len(dump.samples), 5)
@@ -194,11 +223,80 @@ def truncated_dump_is_an_error():
 
 @test
 def other_version_is_an_error():
-    expect_error(BEGIN.replace("dump 1 begin", "dump 2 begin"), 1,
-                 "dump version 2 is not supported (this tool reads "
-                 "version 1)")
+    expect_error(BEGIN.replace("dump 1 begin", "dump 3 begin"), 1,
+                 "dump version 3 is not supported (this tool reads "
+                 "versions 1 and 2)")
     expect_error(GOOD.replace("dump 1 end", "dump 3 end"), 5,
                  "dump version 3 is not supported")
+    expect_error(GOOD.replace("dump 1 end", "dump 2 end"), 5,
+                 "end marker of version 2 closes a dump of version 1")
+
+
+# The small dump in version 2: the sample's fixed part, its callers on a
+# line of their own.
+BEGIN2 = BEGIN.replace("dump 1 begin", "dump 2 begin")
+SAMPLE2 = ("pd sample 0 2500000 7 100 0 0xffffffff80100010 spin+0x10\n"
+           "pd callchain 1 0xffffffff80100230 main+0x30\n")
+END2 = "perfmon-dump 2 end lines=4\n"
+GOOD2 = BEGIN2 + "pd thread 7 spin\n" + SAMPLE2 + TOTALS + END2
+
+
+@test
+def v2_call_chain_line_joins_its_sample():
+    dump = pc.parse(GOOD2)
+    check_eq(dump.samples[0].frames, [(0xffffffff80100010, "spin", 0x10),
+                                      (0xffffffff80100230, "main", 0x30)])
+    check_eq(pc.to_folded(dump), "spin;main;spin 100\n")
+    # A sample without callers has no callchain line.
+    text = GOOD2.replace("pd callchain 1 0xffffffff80100230 main+0x30\n",
+                         "").replace("lines=4", "lines=3")
+    check_eq(pc.to_folded(pc.parse(text)), "spin;spin 100\n")
+
+
+@test
+def v2_reads_what_a_later_kernel_adds():
+    # Words appended to lines, a part of a sample of a kind unknown here
+    # (before the call chain), a record of an unknown kind.
+    text = (BEGIN2 + "pd thread 7 spin\n"
+            "pd sample 0 2500000 7 100 0 0xffffffff80100010 spin+0x10 9 x\n"
+            "pd branch_stack 1 0x1 0x2\n"
+            "pd callchain 1 0xffffffff80100230 main+0x30\n"
+            "pd lost 0 2 x\npd throttle 0 1 2 3 x\npd new_record 5\n"
+            + TOTALS.replace("dropped=0", "dropped=0 later=1")
+            + END2.replace("lines=4", "lines=8"))
+    dump = pc.parse(text)
+    check_eq(pc.to_folded(dump), "spin;main;spin 100\n")
+    check_eq((dump.lost, dump.throttles), ([(0, 2)], [(0, 1, 2, 3)]))
+    # Version 1 refuses all of it.
+    expect_error(GOOD.replace("pd thread 7 spin", "pd lost 0 2 x"), 2,
+                 "expected 'pd lost CPU NR'")
+    expect_error(GOOD.replace("pd thread 7 spin", "pd callchain 0"), 2,
+                 "unknown record 'callchain'")
+
+
+@test
+def v2_damaged_call_chains_are_errors():
+    chain = "pd callchain 1 0xffffffff80100230 main+0x30\n"
+    expect_error(GOOD2.replace(chain, chain + chain).replace("lines=4",
+                                                             "lines=5"),
+                 5, "callchain: not among the lines of a sample")
+    expect_error(BEGIN2 + chain + TOTALS + END2, 2,
+                 "callchain: not among the lines of a sample")
+    expect_error(BEGIN2 + "pd sample 0 1 7 1 0 0x1 ?\npd lost 0 1\n" + chain
+                 + TOTALS + END2, 4,
+                 "callchain: not among the lines of a sample")
+    expect_error(GOOD2.replace(" 0xffffffff80100230 main+0x30", "")
+                 .replace("callchain 1", "callchain 0"), 4,
+                 "callchain: no frame")
+    expect_error(GOOD2.replace("callchain 1", "callchain 2"), 4,
+                 "callchain: announces 2 frames but has 2 address/symbol "
+                 "words")
+    expect_error(GOOD2.replace("main+0x30", "main"), 4,
+                 "bad symbol 'main'")
+    expect_error(GOOD2.replace(" 0xffffffff80100010 spin+0x10", ""), 3,
+                 "sample: 7 words, expected at least 9")
+    expect_error(GOOD2.replace("pd thread 7 spin", "pd Bad 1"), 2,
+                 "unknown record 'Bad'")
 
 
 @test

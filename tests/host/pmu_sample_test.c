@@ -160,7 +160,8 @@ pmu_sample_collect(struct perfmon_session *session)
         HOST_ASSERT_EQ(buf.header.type, PERFMON_RECORD_SAMPLE);
         HOST_ASSERT_EQ(buf.header.size, size);
         HOST_ASSERT_EQ(size, sizeof(buf.sample));
-        HOST_ASSERT_EQ(buf.sample.nr_frames, 0);
+        HOST_ASSERT_EQ(buf.sample.fixed_size, sizeof(buf.sample));
+        HOST_ASSERT_EQ(buf.sample.ext_size, 0);
         HOST_ASSERT(pmu_nr_samples < PMU_SAMPLE_MAX);
         sample = &pmu_samples[pmu_nr_samples++];
         sample->cpu = buf.header.cpu;
