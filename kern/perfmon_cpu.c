@@ -22,7 +22,6 @@
 #include <kern/perfmon_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>

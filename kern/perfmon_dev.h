@@ -127,9 +127,11 @@ struct perfmon_dev {
                                    per clock tick */
     uint64_t max_period;        /* longest preset (ops->preset); 0: the
                                    device cannot sample */
-    struct perfmon_bank *bank;  /* optional: counters in per-CPU memory
-                                   (the __percpu variable; see
-                                   kern/perfmon_types.h) */
+    struct perfmon_bank *bank;  /* optional: counters in per-CPU memory:
+                                   a __percpu variable (perfmon reaches
+                                   each CPU's copy), whose counter ids
+                                   are below nr_pmcs; see
+                                   kern/perfmon_types.h */
 
     struct perfmon_dev_state *state;    /* perfmon's */
 };

@@ -171,6 +171,11 @@ struct perfmon_cpu_pmc {
     uint64_t off_mark;
 } __attribute__((aligned(64)));    /* 128 bytes: indexed by a shift */
 
+_Static_assert(sizeof(struct perfmon_cpu_pmc) == 128,
+               "the hot paths index a CPU's slots by a shift");
+_Static_assert(sizeof(struct perfmon_td_pmc) == 32,
+               "the switch indexes a thread's slots by a shift");
+
 /*
  * Sampling limits of a CPU: samples counted per tick-long window of TSC
  * time (the TSC is read for the sample anyway; no division per sample).

@@ -160,7 +160,9 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
             return false;
         }
 
-        assert(width >= 1 && width <= 64 && pmc_id < 64);
+        /* A counter in memory is an entry of the device's bank. */
+        assert(width >= 1 && width <= 64 && pmc_id < 64
+               && (dev->bank == NULL || pmc_id < dev->nr_pmcs));
         perfmon_sched_write(state, i);
         WRITE_ONCE(pmc->pmc_id, pmc_id);
         pmc->width = width;

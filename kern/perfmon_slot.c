@@ -103,7 +103,7 @@ perfmon_dev_find(uint64_t id, unsigned int flags, struct perfmon_dev **devp,
             return 0;
         }
 
-        /* The first device's refusal says why, as with one device. */
+        /* The first refusal says why, as with one device. */
         if (error == ENODEV) {
             error = dev_error;
         }

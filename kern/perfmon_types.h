@@ -10,7 +10,12 @@
 
 #include <kern/spinlock.h>
 
-#define PERFMON_MAX_DEVS    2       /* a hardware PMU and the software PMU */
+/*
+ * Registered devices at most: the software PMU and one hardware PMU. The
+ * registry takes several hardware devices; raise this for a second one
+ * (each device costs every thread and every CPU an array of slots).
+ */
+#define PERFMON_MAX_DEVS    2
 #define PERFMON_MAX_PMCS    16      /* hardware counters per device */
 
 /*
