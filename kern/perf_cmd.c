@@ -1,11 +1,14 @@
 /*
  * The shell's perf command: it only picks the subcommand, so that the
  * subcommands' files (kern/perfmon_shell.c: list, stat; kern/perf_record.c:
- * record, report, script) depend on what they share (kern/perf_util.h) and
- * never on each other. No header: the shell finds the command through its
- * table.
+ * record; kern/perf_report.c: report, script) depend on what they share
+ * (kern/perf_util.h) and never on the command. perf_report.c reads what
+ * perf_record.c recorded, through a private header (kern/perf_record_i.h);
+ * perfmon_shell.c and the sampling files know nothing of each other. No
+ * header: the shell finds the command through its table.
  */
 #include <kern/perf_record.h>
+#include <kern/perf_report.h>
 #include <kern/perfmon_shell.h>
 #include <kern/printf.h>
 #include <kern/shell.h>
@@ -21,9 +24,9 @@ perf_cmd_run(int argc, char **argv)
     } else if (argc >= 2 && strcmp(argv[1], "record") == 0) {
         perf_record_cmd_record(argc, argv);
     } else if (argc >= 2 && strcmp(argv[1], "report") == 0) {
-        perf_record_cmd_report(argc, argv);
+        perf_report_cmd_report(argc, argv);
     } else if (argc >= 2 && strcmp(argv[1], "script") == 0) {
-        perf_record_cmd_script(argc, argv);
+        perf_report_cmd_script(argc, argv);
     } else {
         printf("usage: perf list\n");
         perfmon_shell_stat_usage();

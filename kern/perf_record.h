@@ -1,19 +1,14 @@
 /*
- * The shell's sampling profiler: perf record, perf report, perf script.
+ * The shell's sampling profiler: perf record.
  *
  *   perf record <cpu N | thread NAME | all> <event>[/PERIOD] <MS>
- *   perf report
- *   perf script
  *
  * perf record samples one event for MS milliseconds into a perfmon
  * session (one ring per CPU) with call chains of PERF_RECORD_NR_FRAMES
  * frames, drains the rings into the kernel's buffer of the last recording
  * (PERF_RECORD_BUF_SIZE bytes; what does not fit is counted) and prints
- * the samples received, lost and throttled. perf report prints the
- * functions the samples fell in, most sampled first; perf script prints
- * the last recording as a dump that tools/perf-convert turns into Linux
- * perf script text or folded stacks (format in README, "From the console
- * to a flame graph").
+ * the samples received, lost and throttled. perf report and perf script
+ * read the last recording (kern/perf_report.h).
  */
 #ifndef KERN_PERF_RECORD_H
 #define KERN_PERF_RECORD_H
@@ -22,15 +17,18 @@
 #define PERF_RECORD_NR_FRAMES   8U
 
 /*
- * The perf subcommands kern/perf_cmd.c dispatches to, argv as the shell
- * passes it ("perf", "record", ...). Each prints its result or a message
- * saying what was wrong with its arguments. Shell thread only.
+ * The perf subcommand kern/perf_cmd.c dispatches to, argv as the shell
+ * passes it ("perf", "record", ...). Prints the totals of the recording,
+ * which replaces the last one, or a message saying what was wrong with
+ * its arguments or why it could not record (perf: WHAT: ERRNO), leaving
+ * the last recording as it was. Shell thread only.
  */
 void perf_record_cmd_record(int argc, char **argv);
-void perf_record_cmd_report(int argc, char **argv);
-void perf_record_cmd_script(int argc, char **argv);
 
-/* Print the usage of the three subcommands. Any thread context. */
+/*
+ * Print the usage of perf record, perf report and perf script. Any thread
+ * context.
+ */
 void perf_record_usage(void);
 
 #endif /* KERN_PERF_RECORD_H */

@@ -1,10 +1,11 @@
 /*
  * What the perf shell subcommands share: perf stat and perf list
  * (kern/perfmon_shell.c) and perf record, report and script
- * (kern/perf_record.c) take the same event names, print errors alike and
- * stop on Ctrl-C. The perf command itself (kern/perf_cmd.c) dispatches to
- * them; this file depends on neither, so the includes go one way:
- * perf_cmd, then the subcommands, then perf_util.
+ * (kern/perf_record.c, kern/perf_report.c) take the same event names,
+ * print errors alike and stop on Ctrl-C. The perf command itself
+ * (kern/perf_cmd.c) dispatches to them; this file depends on neither, so
+ * the includes go one way: perf_cmd, then the subcommands, then
+ * perf_util.
  */
 #ifndef KERN_PERF_UTIL_H
 #define KERN_PERF_UTIL_H
