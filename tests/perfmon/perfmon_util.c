@@ -1,5 +1,5 @@
 /*
- * What the perfmon suite's files share (perfmon_util.h).
+ * What the perfmon suites' files share (perfmon_util.h).
  */
 #include <stddef.h>
 

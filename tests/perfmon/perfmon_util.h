@@ -1,7 +1,8 @@
 /*
- * What the perfmon suite's files (test_perfmon.c, test_perfmon_count.c)
- * share: the software PMU's device and the set-up of a software event.
- * Thread context, the running test's thread.
+ * What the files of the perfmon and perfmon_group suites
+ * (test_perfmon*.c, test_perfmon_group*.c) share: the software PMU's
+ * device and the set-up of a software event. Thread context, the running
+ * test's thread.
  */
 #ifndef TESTS_PERFMON_PERFMON_UTIL_H
 #define TESTS_PERFMON_PERFMON_UTIL_H
