@@ -42,13 +42,15 @@ KERNEL_CFLAGS := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror \
     -mno-mmx -mno-sse -mno-sse2 -mno-avx \
     -fno-omit-frame-pointer -fno-asynchronous-unwind-tables \
     -fno-tree-loop-distribute-patterns -fno-toplevel-reorder \
-    -I. -Iarch/x86 -MMD -MP
+    -I. -Iarch/x86 -Itests/lib -MMD -MP
 KERNEL_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 \
     --no-warn-rwx-segments -z noexecstack -T kernel.lds
 
+# The in-kernel suites sit in tests/ by subject (tests/lib/ holds what they
+# share, found through -Itests/lib); tests/host/ is built for the host.
 KERNEL_SRCS := $(wildcard kern/*.c) \
     $(wildcard arch/x86/machine/*.c) $(wildcard arch/x86/machine/*.S) \
-    $(wildcard tests/*.c)
+    $(filter-out tests/host/%,$(wildcard tests/*/*.c))
 KERNEL_OBJS := $(addprefix $(BUILD)/,$(addsuffix .o,$(basename $(KERNEL_SRCS))))
 
 HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror \
@@ -158,11 +160,12 @@ HOST_TESTS := printf init_order string arg clock_calib pmu_model \
 # runner with the C ones.
 HOST_PY_TESTS := tools/test_perf_convert.py
 
-$(BUILD)/host/test_printf: tests/host/test_printf.c kern/printf.c
-$(BUILD)/host/test_init_order: tests/host/test_init_order.c kern/init_order.c
-$(BUILD)/host/test_string: tests/host/test_string.c kern/string.c
-$(BUILD)/host/test_arg: tests/host/test_arg.c kern/arg.c kern/string.c
-$(BUILD)/host/test_clock_calib: tests/host/test_clock_calib.c \
+$(BUILD)/host/test_printf: tests/host/kern/test_printf.c kern/printf.c
+$(BUILD)/host/test_init_order: tests/host/kern/test_init_order.c \
+    kern/init_order.c
+$(BUILD)/host/test_string: tests/host/kern/test_string.c kern/string.c
+$(BUILD)/host/test_arg: tests/host/kern/test_arg.c kern/arg.c kern/string.c
+$(BUILD)/host/test_clock_calib: tests/host/kern/test_clock_calib.c \
     kern/clock_calib.c
 
 # The Intel PMU driver, the x86 layer it shares with AMD's (pmu_x86.c) and
@@ -181,25 +184,26 @@ $(BUILD)/host/test_clock_calib: tests/host/test_clock_calib.c \
 PERFMON_CORE_SRCS := kern/perfmon.c kern/perfmon_slot.c kern/perfmon_mux.c \
     kern/perfmon_cpu.c kern/perfmon_td.c kern/perfmon_snap.c \
     kern/perfmon_sample.c kern/perfmon_group.c kern/perfmon_session.c
-HOST_PMU_SRCS := tests/host/pmu_model.c tests/host/host_env.c kern/errno.c \
-    arch/x86/machine/pmu_intel.c arch/x86/machine/pmu_intel_detect.c \
-    arch/x86/machine/pmu_x86.c $(PERFMON_CORE_SRCS) \
+HOST_PMU_SRCS := tests/host/pmu/pmu_model.c tests/host/host_env.c \
+    kern/errno.c arch/x86/machine/pmu_intel.c \
+    arch/x86/machine/pmu_intel_detect.c arch/x86/machine/pmu_x86.c \
+    $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
-HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu_model.h \
+HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
     arch/x86/machine/pmu_intel.h arch/x86/machine/pmu_x86.h \
     arch/x86/machine/stack.h
 HOST_PMU_CONFIGS := v1 v2 v5
 
-$(BUILD)/host/test_pmu_model: tests/host/test_pmu_model.c \
-    tests/host/pmu_model.c $(HOST_PMU_HDRS)
-$(BUILD)/host/test_pmu_intel_detect: tests/host/test_pmu_intel_detect.c \
+$(BUILD)/host/test_pmu_model: tests/host/pmu/test_pmu_model.c \
+    tests/host/pmu/pmu_model.c $(HOST_PMU_HDRS)
+$(BUILD)/host/test_pmu_intel_detect: tests/host/pmu/test_pmu_intel_detect.c \
     $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
-$(BUILD)/host/test_pmu_intel_probe: tests/host/test_pmu_intel_probe.c \
+$(BUILD)/host/test_pmu_intel_probe: tests/host/pmu/test_pmu_intel_probe.c \
     $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
 $(addprefix $(BUILD)/host/test_pmu_intel_,$(HOST_PMU_CONFIGS)): \
-    tests/host/test_pmu_intel.c tests/host/pmu_sample_test.c \
-    $(HOST_PMU_SRCS) $(HOST_PMU_HDRS) tests/host/pmu_sample_test.h
+    tests/host/pmu/test_pmu_intel.c tests/host/pmu/pmu_sample_test.c \
+    $(HOST_PMU_SRCS) $(HOST_PMU_HDRS) tests/host/pmu/pmu_sample_test.h
 
 HOST_INCLUDES_pmu_model := -Itests/host/model
 HOST_INCLUDES_pmu_intel_detect := -Itests/host/model
@@ -217,23 +221,24 @@ HOST_LDFLAGS_pmu_intel_v2 := -Wl,--wrap=perfmon_report_overflow
 HOST_LDFLAGS_pmu_intel_v5 := -Wl,--wrap=perfmon_report_overflow
 
 # The AMD PMU driver, the x86 layer and perfmon, unchanged, over the AMD
-# register model (tests/host/pmu_model_amd.c), one binary per PMU
+# register model (tests/host/pmu/pmu_model_amd.c), one binary per PMU
 # configuration (PMU_TEST_CONFIG), plus one for detection and setup on PMUs
 # that are absent or misbehave (which never registers). kern/arg.c is not
 # linked: each test defines the arg_is_set answer the driver asks for.
-HOST_PMU_AMD_SRCS := tests/host/pmu_model_amd.c tests/host/host_env.c \
+HOST_PMU_AMD_SRCS := tests/host/pmu/pmu_model_amd.c tests/host/host_env.c \
     kern/errno.c arch/x86/machine/pmu_amd.c arch/x86/machine/pmu_amd_detect.c \
     arch/x86/machine/pmu_x86.c $(PERFMON_CORE_SRCS) \
     kern/string.c
-HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu_model_amd.h \
+HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model_amd.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
     arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h \
     arch/x86/machine/stack.h
 
 $(addprefix $(BUILD)/host/test_pmu_amd_,$(HOST_PMU_AMD_CONFIGS)): \
-    tests/host/test_pmu_amd.c tests/host/pmu_sample_test.c \
-    $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS) tests/host/pmu_sample_test.h
-$(BUILD)/host/test_pmu_amd_detect: tests/host/test_pmu_amd_detect.c \
+    tests/host/pmu/test_pmu_amd.c tests/host/pmu/pmu_sample_test.c \
+    $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS) \
+    tests/host/pmu/pmu_sample_test.h
+$(BUILD)/host/test_pmu_amd_detect: tests/host/pmu/test_pmu_amd_detect.c \
     $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS)
 
 HOST_PMU_AMD_TESTS := $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) \
@@ -247,18 +252,20 @@ HOST_DEFINES_pmu_amd_v2 := -DPMU_TEST_CONFIG=3
 HOST_DEFINES_pmu_amd_zen4 := -DPMU_TEST_CONFIG=4
 HOST_DEFINES_pmu_amd_poll := -DPMU_TEST_CONFIG=5
 
-# perfmon's core, unchanged, over a fake PMU device (tests/host/pmu_fake.c)
-# whose counters count what the test says, with the TSC held: the
-# multiplexing policy, slots and times with exact expectations. One binary
-# per device (PX_CONFIG: its number of counters; width and interrupt with
-# it), since perfmon registers one hardware device per process.
-HOST_PX_SRCS := tests/host/pmu_fake.c tests/host/host_env.c kern/errno.c \
-    $(PERFMON_CORE_SRCS) kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
-HOST_PX_HDRS := tests/host/host_test.h tests/host/pmu_fake.h \
+# perfmon's core, unchanged, over a fake PMU device
+# (tests/host/perfmon/pmu_fake.c) whose counters count what the test says,
+# with the TSC held: the multiplexing policy, slots and times with exact
+# expectations. One binary per device (PX_CONFIG: its number of counters;
+# width and interrupt with it), since perfmon registers one hardware device
+# per process.
+HOST_PX_SRCS := tests/host/perfmon/pmu_fake.c tests/host/host_env.c \
+    kern/errno.c $(PERFMON_CORE_SRCS) kern/arg.c kern/string.c \
+    arch/x86/machine/fwcfg.c
+HOST_PX_HDRS := tests/host/host_test.h tests/host/perfmon/pmu_fake.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h
 
 $(addprefix $(BUILD)/host/test_perfmon_mux_,$(HOST_PX_CONFIGS)): \
-    tests/host/test_perfmon_mux.c $(HOST_PX_SRCS) $(HOST_PX_HDRS)
+    tests/host/perfmon/test_perfmon_mux.c $(HOST_PX_SRCS) $(HOST_PX_HDRS)
 
 $(foreach c,$(HOST_PX_CONFIGS),\
     $(eval HOST_INCLUDES_perfmon_mux_$(c) := -Itests/host/model)\
@@ -353,16 +360,16 @@ torture: deps $(ISO)
 # cppcheck over every C file of the kernel and the tests; a finding fails
 # the target, tools/cppcheck.supp holds the reasoned exceptions. The host
 # tests built once per PMU configuration are checked in one of them.
-LINT_SRCS := $(wildcard kern/*.c arch/x86/machine/*.c tests/*.c \
-    tests/host/*.c)
+LINT_SRCS := $(wildcard kern/*.c arch/x86/machine/*.c tests/*/*.c \
+    tests/host/*/*.c)
 
 lint: deps
 	$(call quiet,LINT,cppcheck)
 	$(Q)cppcheck --quiet --error-exitcode=1 \
 	    --enable=warning,performance,portability \
 	    --inline-suppr --suppressions-list=tools/cppcheck.supp \
-	    -I. -Iarch/x86 -D__x86_64__ -DPMU_TEST_VERSION=5 \
-	    -DPMU_TEST_CONFIG=4 -DPX_CONFIG=2 $(LINT_SRCS)
+	    -I. -Iarch/x86 -Itests/lib -Itests/host -D__x86_64__ \
+	    -DPMU_TEST_VERSION=5 -DPMU_TEST_CONFIG=4 -DPX_CONFIG=2 $(LINT_SRCS)
 	@echo "lint: cppcheck clean ($(words $(LINT_SRCS)) files)"
 
 clean:

@@ -697,7 +697,7 @@ def check_plan(args):
     # reported as failures with their details.
     boots.append(Boot("harness-fail", "test=selftest.deliberate_failure", 1,
                       timeout=60, expect="fail",
-                      output=[r"^# FAIL tests/test_selftest\.c:\d+: "
+                      output=[r"^# FAIL tests/kern/test_selftest\.c:\d+: "
                               r"1 \+ 1 == 3: 2 \(0x2\) vs 3 \(0x3\)$",
                               r"^not ok 1 selftest\.deliberate_failure$"]))
     boots.append(Boot("harness-panic", "test=crash.page_fault", 1, timeout=60,
@@ -723,8 +723,8 @@ def check_plan(args):
     boots.append(Boot("harness-undo",
                       "test=selftest.failure_runs_its_undo_actions,spinlock",
                       1, timeout=60, expect="fail",
-                      output=[r"^# FAIL tests/test_selftest\.c:\d+: last == "
-                              r"0: 7 \(0x7\) vs 0 \(0x0\)\n"
+                      output=[r"^# FAIL tests/kern/test_selftest\.c:\d+: "
+                              r"last == 0: 7 \(0x7\) vs 0 \(0x0\)\n"
                               r"# undo 2: interrupts on, after 7\n"
                               r"# undo 1: interrupts on, after 7\n"
                               r"not ok 1 selftest\.failure_runs_its_undo_"

@@ -18,7 +18,7 @@
  * generations' event tables are pmu_amd_detect.c's.
  *
  * This file is also compiled unchanged into the host tests, against a
- * register-level model of the AMD PMU (tests/host/pmu_model_amd.c).
+ * register-level model of the AMD PMU (tests/host/pmu/pmu_model_amd.c).
  */
 #include <stdbool.h>
 #include <stddef.h>

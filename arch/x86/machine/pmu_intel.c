@@ -15,7 +15,7 @@
  * the events and the quirks.
  *
  * This file is also compiled unchanged into the host tests, against a
- * register-level model of the PMU (tests/host/pmu_model.c).
+ * register-level model of the PMU (tests/host/pmu/pmu_model.c).
  */
 #include <stdbool.h>
 #include <stddef.h>

@@ -94,7 +94,7 @@ struct pmu_x86_vendor {
     uint64_t ack_mask;              /* status bits the PMI clears */
 
     /*
-     * For the hardware test suites (tests/pmu_hw_util.c), which perfmon's
+     * For the hardware test suites (tests/hw/pmu_hw_util.c), which perfmon's
      * API does not tell: counters that take any event (Intel: the general
      * ones); counters generic events can fill together (Intel adds the
      * fixed counters 0 to 2 whose events CPUID reports); the raw code of

@@ -6,7 +6,7 @@
  * time: a test moves the TSC by PX_STEP between steps, rotates as the
  * rotation thread would (perfmon_mux_rotate), and says what happened on
  * the device (pmu_fake_count), so that every count, turn and time is known
- * exactly. The QEMU suite (tests/test_perfmon_mux.c) checks the same
+ * exactly. The QEMU suite (tests/perfmon/test_perfmon_mux.c) checks the same
  * policy on the software PMU with real rotations and SMP, with stated
  * tolerances.
  *
