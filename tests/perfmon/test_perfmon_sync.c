@@ -373,7 +373,9 @@ TEST_DEFINE(perfmon, poll_exact_at_the_promised_rate)
     thread_set_affinity(thread_self(), 1ULL << cpu_id());
     c = cpu_id();
     test_sync_attach_self(&tev, 3);
+    test_detach_on_failure(&tev);
     test_sync_attach_cpu(&cev, 3, c);
+    test_detach_on_failure(&cev);
     lost = pmu_soft_nr_lost(c);
     tick = clock_nr_intrs(c);
 
