@@ -154,7 +154,7 @@ HOST_PX_CONFIGS := 1 2 4 16
 HOST_TESTS := printf init_order string arg clock_calib pmu_model \
     pmu_intel_detect pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5 \
     $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) pmu_amd_detect \
-    $(addprefix perfmon_mux_,$(HOST_PX_CONFIGS))
+    $(addprefix perfmon_mux_,$(HOST_PX_CONFIGS)) perfmon_devs
 
 # Host tests in Python (tools/test_NAME.py, KTAP on stdout), run by the
 # runner with the C ones.
@@ -272,6 +272,17 @@ $(foreach c,$(HOST_PX_CONFIGS),\
     $(eval HOST_DEFINES_perfmon_mux_$(c) := -DPX_CONFIG=$(c))\
     $(eval HOST_RENAMES_perfmon_mux_$(c) = $$(HOST_RENAMES_string) \
         $$(HOST_RENAMES_arg_keys)))
+
+# perfmon's device registry with two hardware devices of the test's own
+# (tests/host/perfmon/test_perfmon_devs.c): where events go, what is
+# refused.
+HOST_DEVS_SRCS := tests/host/host_env.c kern/errno.c $(PERFMON_CORE_SRCS) \
+    kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
+$(BUILD)/host/test_perfmon_devs: tests/host/perfmon/test_perfmon_devs.c \
+    $(HOST_DEVS_SRCS) tests/host/host_test.h tests/host/host_env.h \
+    $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h
+HOST_INCLUDES_perfmon_devs := -Itests/host/model
+HOST_RENAMES_perfmon_devs = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
 
 # The kernel's libc-named functions under test are renamed in both the
 # kernel source and the test, so they do not replace the host C library's.
