@@ -262,10 +262,15 @@ HOST_PX_SRCS := tests/host/perfmon/pmu_fake.c tests/host/host_env.c \
     kern/errno.c $(PERFMON_CORE_SRCS) kern/arg.c kern/string.c \
     arch/x86/machine/fwcfg.c
 HOST_PX_HDRS := tests/host/host_test.h tests/host/perfmon/pmu_fake.h \
-    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h
+    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
+    tests/host/perfmon/mux_fixture.h
 
+# The tests are in two files over a shared fixture; each binary links both
+# (the harness registers every linked test at start-up).
 $(addprefix $(BUILD)/host/test_perfmon_mux_,$(HOST_PX_CONFIGS)): \
-    tests/host/perfmon/test_perfmon_mux.c $(HOST_PX_SRCS) $(HOST_PX_HDRS)
+    tests/host/perfmon/test_perfmon_mux.c \
+    tests/host/perfmon/test_perfmon_mux_groups.c \
+    tests/host/perfmon/mux_fixture.c $(HOST_PX_SRCS) $(HOST_PX_HDRS)
 
 $(foreach c,$(HOST_PX_CONFIGS),\
     $(eval HOST_INCLUDES_perfmon_mux_$(c) := -Itests/host/model)\

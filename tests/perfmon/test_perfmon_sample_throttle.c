@@ -1,0 +1,489 @@
+/*
+ * perfmon sampling at its limits (suite perfmon_sample, with
+ * test_perfmon_sample.c, whose header states the method, and
+ * test_perfmon_sample_period.c): throttling at the per-tick budget and
+ * the THROTTLE records that report it, lost records, the tick event as a
+ * timer profiler, and sampling events that start on a throttled CPU.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/arg.h>
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/ksym.h>
+#include <kern/macros.h>
+#include <kern/perfmon.h>
+#include <kern/perfmon_session.h>
+#include <kern/pmu_soft.h>
+#include <kern/printf.h>
+#include <kern/syscnt.h>
+#include <kern/test.h>
+#include <kern/thread.h>
+#include <machine/cpu.h>
+
+#include "sample_util.h"
+#include "test_util.h"
+
+/* ------------------------------------------------------------------ */
+/* Limits                                                              */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Period 1 past the per-tick budget: sampling stops until the next tick,
+ * the periods that end meanwhile come back in THROTTLE records, samples
+ * plus throttled periods account for every unit, and the count is exact.
+ */
+TEST_DEFINE(perfmon_sample, throttled_periods_are_reported)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session = test_ps_session(1U << 20);
+    struct test_ps_drain d = { 0 };
+    struct perfmon_event event;
+    const uint64_t want = 5000;
+    uint64_t total = 0, nr;
+    unsigned long flags;
+
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 1, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    flags = cpu_intr_save();
+
+    while (total < want) {
+        uint64_t n = MIN(test_ps_max_emit(), want - total);
+
+        test_ps_emit(n);
+        total += n;
+    }
+
+    cpu_intr_restore(flags);
+    thread_delay(3);    /* the throttle timer ends the throttling */
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    TEST_ASSERT_EQ(perfmon_event_read(&event), want);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U,
+                  "test_ps_emit", &d);
+    TEST_ASSERT_EQ(d.nr_samples, nr);
+    TEST_ASSERT_EQ(d.nr_lost, 0);
+    TEST_ASSERT_GE(d.nr_throttle_records, 1);
+    TEST_ASSERT_LT(nr, want);
+    TEST_ASSERT_EQ(nr + d.throttled_periods, want);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+#define TEST_PS_SPIN_MAX    15000   /* 720 KB of samples at most */
+
+struct test_ps_spinner {
+    struct thread *thread;
+    uint64_t emitted;
+    volatile bool stop;
+};
+
+static void
+test_ps_spinner_main(void *arg)
+{
+    struct test_ps_spinner *sp = arg;
+
+    /* Bounded, so that the samples fit the ring: none is lost. */
+    while (!sp->stop && sp->emitted < TEST_PS_SPIN_MAX) {
+        pmu_soft_emit_channel(6, 1);
+        sp->emitted++;
+    }
+}
+
+/*
+ * Period 1 on every CPU (the first 4: each sampling event takes a slot)
+ * while a thread on each emits as fast as it can:
+ * the CPUs get throttled and say so, the test thread still sleeps and
+ * wakes on time, and on each CPU samples plus throttled periods are the
+ * count, exactly.
+ */
+TEST_DEFINE(perfmon_sample, period_one_everywhere_is_throttled)
+{
+    static struct test_ps_spinner spinners[CPU_MAX];
+    static struct perfmon_event events[CPU_MAX];
+    struct perfmon_session *session = test_ps_session(1U << 20);
+    struct perfmon_sample_attr attr = { .session = session, .period = 1 };
+    uint64_t start, nr_throttle_records = 0;
+
+    /* A sampling event takes a slot of its own: at most 4 CPUs' worth. */
+    const unsigned int nr_cpus = MIN(cpu_count(), 4);
+
+    for (unsigned int c = 0; c < nr_cpus; c++) {
+        attr.cookie = 0xc0de0000 + PMU_SOFT_EV_EMIT + 6;
+        TEST_ASSERT_EQ(perfmon_event_init(&events[c], PMU_SOFT_EV_EMIT + 6,
+                                          PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(perfmon_event_set_sampling(&events[c], &attr), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[c], c), 0);
+    }
+
+    for (unsigned int c = 0; c < nr_cpus; c++) {
+        spinners[c] = (struct test_ps_spinner){ .stop = false };
+        spinners[c].thread = test_thread_start("ps-spin", 1ULL << c,
+                                               test_ps_spinner_main,
+                                               &spinners[c]);
+    }
+
+    /* The storm does not keep this thread from its ticks. */
+    start = clock_get_time();
+
+    for (unsigned int i = 0; i < 5; i++) {
+        thread_delay(2);
+    }
+
+    TEST_ASSERT_LT(clock_get_time() - start, 10 + 100);
+
+    for (unsigned int c = 0; c < nr_cpus; c++) {
+        spinners[c].stop = true;
+        thread_join(spinners[c].thread);
+    }
+
+    thread_delay(3);    /* every throttle ends */
+
+    for (unsigned int c = 0; c < nr_cpus; c++) {
+        struct perfmon_session_stats stats;
+        struct test_ps_drain d = { 0 };
+        uint64_t nr;
+
+        TEST_ASSERT_EQ(perfmon_event_detach(&events[c]), 0);
+        TEST_ASSERT_EQ(perfmon_event_read(&events[c]), spinners[c].emitted);
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&events[c], &nr), 0);
+        test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT + 6, ~0U,
+                      "test_ps_spinner_main", &d);
+
+        TEST_ASSERT_EQ(perfmon_session_stats(session, c, &stats), 0);
+        TEST_ASSERT_EQ(stats.dropped, 0);
+        TEST_ASSERT_EQ(d.nr_lost, 0);
+        TEST_ASSERT_EQ(d.nr_samples, nr);
+        TEST_ASSERT_EQ(nr + d.throttled_periods, spinners[c].emitted);
+        nr_throttle_records += d.nr_throttle_records;
+    }
+
+    /* Per CPU, a host that stalls a vCPU can stretch the storm over
+       several ticks; all together, throttling is certain. */
+    TEST_ASSERT_GE(nr_throttle_records, 1);
+
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
+/*
+ * Records that do not fit are lost, and reported: what the consumer
+ * reads plus what LOST records report is every sample produced.
+ */
+TEST_DEFINE(perfmon_sample, lost_samples_are_accounted)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session;
+    struct test_ps_drain d = { 0 };
+    struct perfmon_event event;
+    uint64_t nr;
+
+    session = test_ps_session(PERFMON_SESSION_RING_MIN * 4);
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 1, 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    for (unsigned int i = 0; i < 100; i++) {
+        test_ps_emit(1);
+    }
+
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U,
+                  "test_ps_emit", &d);
+    TEST_ASSERT_LT(d.nr_samples, 100);
+    TEST_ASSERT_EQ(d.nr_lost, 0);
+
+    /* Room again: the next sample comes after one LOST record. */
+    test_ps_emit(1);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U,
+                  "test_ps_emit", &d);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, 101);
+    TEST_ASSERT_EQ(d.nr_samples + d.nr_lost, 101);
+    TEST_ASSERT_GT(d.nr_lost, 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * The tick event with period 1 is a timer profiler: one sample per tick
+ * the CPU accounts, at the code the tick interrupted.
+ */
+TEST_DEFINE(perfmon_sample, tick_samples_where_the_tick_came)
+{
+    unsigned int c = cpu_id();
+    struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+    struct test_ps_drain d = { 0 };
+    struct perfmon_event event;
+    uint64_t count, nr;
+    size_t size;
+
+    test_ps_pin(c);
+    test_ps_init(&event, PMU_SOFT_EV_TICK, session, 1, 4);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+    test_spin_ticks(5);
+    thread_delay(5);
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+    count = perfmon_event_read(&event);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+    TEST_ASSERT_EQ(nr, count);
+    TEST_ASSERT_GE(count, 9);
+
+    while (perfmon_session_read(session, c, &test_ps_buf,
+                                sizeof(test_ps_buf), &size) == 0) {
+        uintptr_t offset;
+
+        TEST_ASSERT_EQ(test_ps_buf.header.type, PERFMON_RECORD_SAMPLE);
+        TEST_ASSERT_EQ(test_ps_buf.sample.period, 1);
+        TEST_ASSERT(ksym_lookup(test_ps_buf.sample.ip, &offset) != NULL);
+        d.nr_samples++;
+    }
+
+    TEST_ASSERT_EQ(d.nr_samples, count);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Starting on a throttled CPU                                         */
+/* ------------------------------------------------------------------ */
+
+/*
+ * Units that wrap narrow counters, in fewer periods than a tick's budget
+ * of samples: the event alone does not throttle the CPU.
+ */
+#define TEST_PS_THROTTLED_N         10000
+#define TEST_PS_THROTTLED_PERIOD    97
+
+/* Emit n units in bursts that cannot wrap a counter twice each. */
+static void
+test_ps_emit_bursts(uint64_t n)
+{
+    while (n > 0) {
+        uint64_t k = MIN(test_ps_max_emit(), n);
+
+        test_ps_emit(k);
+        n -= k;
+    }
+}
+
+/*
+ * Throttle this CPU, interrupts disabled: period-1 samples of an event on
+ * channel 1 until the CPU's budget for a tick is spent (within a tick of
+ * TSC time: a host that stalls this virtual CPU may need a few budgets'
+ * worth). Return the units emitted.
+ */
+static uint64_t
+test_ps_throttle_here(void)
+{
+    uint64_t budget = 1000, before, now, units = 0;
+    char name[32];
+
+    arg_get_u64("perfmon.max_samples_per_tick", &budget);
+    snprintf(name, sizeof(name), "perfmon_throttles/%u", cpu_id());
+    TEST_ASSERT_EQ(syscnt_lookup(name, &before), 0);
+
+    do {
+        uint64_t k = test_ps_max_emit();
+
+        pmu_soft_emit_channel(1, k);
+        units += k;
+        TEST_ASSERT_EQ(syscnt_lookup(name, &now), 0);
+    } while (now == before && units < 10 * budget);
+
+    TEST_ASSERT_NE(now, before);
+
+    /* A period that ends throttled shows in the event's records. */
+    pmu_soft_emit_channel(1, 1);
+    return units + 1;
+}
+
+/*
+ * The end of a test where the sampling event b (channel 0, session sb)
+ * started on CPU c while the period-1 event a (channel 1, session sa)
+ * had throttled it with units, and then counted TEST_PS_THROTTLED_N units: both
+ * counts exact, no wrap lost, and samples plus throttled periods are the
+ * periods that ended. Return whether b's periods ended while the CPU was
+ * throttled (else the throttle ended before b started).
+ */
+static bool
+test_ps_check_throttled(struct perfmon_session *sa, struct perfmon_event *a,
+                        uint64_t units, struct perfmon_session *sb,
+                        struct perfmon_event *b, unsigned int c, uint64_t lost)
+{
+    const uint64_t n = TEST_PS_THROTTLED_N;
+    struct test_ps_drain da = { 0 }, db = { 0 };
+    uint64_t nr;
+
+    TEST_ASSERT_EQ(perfmon_event_read(b), n);
+    TEST_ASSERT_EQ(pmu_soft_nr_lost(c), lost);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(b, &nr), 0);
+    test_ps_drain(sb, c, 0xc0de0000 + PMU_SOFT_EV_EMIT, ~0U, "test_ps_emit",
+                  &db);
+    TEST_ASSERT_EQ(db.nr_lost, 0);
+    TEST_ASSERT_EQ(db.nr_samples, nr);
+    TEST_ASSERT_EQ(nr + db.throttled_periods, n / TEST_PS_THROTTLED_PERIOD);
+
+    /* The CPU was throttled. */
+    TEST_ASSERT_EQ(perfmon_event_read(a), units);
+    TEST_ASSERT_EQ(perfmon_event_get_samples(a, &nr), 0);
+    test_ps_drain(sa, c, 0xc0de0000 + PMU_SOFT_EV_EMIT + 1, ~0U, NULL, &da);
+    TEST_ASSERT_EQ(da.nr_lost, 0);
+    TEST_ASSERT_EQ(da.nr_samples, nr);
+    TEST_ASSERT_GT(da.throttled_periods, 0);
+    TEST_ASSERT_EQ(nr + da.throttled_periods, units);
+    return db.throttled_periods != 0;
+}
+
+/*
+ * A sampling CPU event attached to a CPU throttled for the rest of the
+ * tick counts exactly: its counter reports each wrap even though it is
+ * not preset for a sample then (a polled narrow counter would lose the
+ * wraps of units emitted faster than it is polled, here with interrupts
+ * off). The throttle ends at the CPU's next tick: the test starts just
+ * after one, and tries again when that tick still came before the
+ * attach.
+ */
+TEST_DEFINE(perfmon_sample, cpu_event_attached_while_throttled)
+{
+    unsigned int c = cpu_count() - 1;
+    struct perfmon_session *sa = test_ps_session(1U << 20);
+    struct perfmon_session *sb = test_ps_session(TEST_PS_RING);
+    struct perfmon_event a, b;
+    unsigned int attempt;
+    bool throttled = false;
+
+    test_ps_pin(c);
+    test_detach_on_failure(&a);
+    test_detach_on_failure(&b);
+
+    for (attempt = 1; attempt <= 5 && !throttled; attempt++) {
+        uint64_t lost = pmu_soft_nr_lost(c), intrs, units;
+        unsigned long flags;
+
+        test_ps_init(&a, PMU_SOFT_EV_EMIT + 1, sa, 1, 0);
+        test_ps_init(&b, PMU_SOFT_EV_EMIT, sb, TEST_PS_THROTTLED_PERIOD, 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, c), 0);
+
+        /* A tick of this CPU just came: the next one is a tick away. */
+        intrs = clock_nr_intrs(c);
+
+        while (clock_nr_intrs(c) == intrs) {
+            cpu_pause();
+        }
+
+        flags = cpu_intr_save();
+        units = test_ps_throttle_here();
+        cpu_intr_restore(flags);
+
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&b, c), 0);
+        flags = cpu_intr_save();
+        test_ps_emit_bursts(TEST_PS_THROTTLED_N);
+        cpu_intr_restore(flags);
+
+        thread_delay(3);    /* the throttle ends */
+        TEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
+        TEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+        throttled = test_ps_check_throttled(sa, &a, units, sb, &b, c, lost);
+    }
+
+    test_diag("attached while throttled at attempt %u", attempt - 1);
+    TEST_ASSERT(throttled);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sa), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sb), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * The same for a thread event loaded on a throttled CPU: a throttler
+ * thread throttles the CPU with interrupts off and yields, still with
+ * interrupts off, to the target, which was waiting in its own yield with
+ * interrupts off: the target loads with the CPU throttled and emits
+ * before any tick can end the throttle.
+ */
+struct test_ps_throttled {
+    struct thread *target;
+    struct thread *throttler;
+    uint64_t units;             /* what throttled the CPU */
+    volatile bool go;
+    volatile bool ready;        /* the target yields, interrupts off */
+};
+
+static void
+test_ps_throttler_main(void *arg)
+{
+    struct test_ps_throttled *t = arg;
+    unsigned long flags;
+
+    /* Runnable, so that the target's yield comes here. */
+    while (!t->ready) {
+        thread_yield();
+    }
+
+    flags = cpu_intr_save();
+    t->units = test_ps_throttle_here();
+    thread_yield();
+    cpu_intr_restore(flags);
+}
+
+static void
+test_ps_throttled_target_main(void *arg)
+{
+    struct test_ps_throttled *t = arg;
+    unsigned long flags;
+
+    while (!t->go) {
+        thread_delay(1);
+    }
+
+    flags = cpu_intr_save();
+    t->ready = true;
+    thread_yield();     /* back here loaded on a throttled CPU */
+    test_ps_emit_bursts(TEST_PS_THROTTLED_N);
+    cpu_intr_restore(flags);
+}
+
+TEST_DEFINE(perfmon_sample, thread_event_loaded_while_throttled)
+{
+    static struct test_ps_throttled t;
+    unsigned int c = cpu_count() - 1;
+    struct perfmon_session *sa = test_ps_session(1U << 20);
+    struct perfmon_session *sb = test_ps_session(TEST_PS_RING);
+    struct perfmon_event a, b;
+    unsigned int attempt;
+    bool throttled = false;
+
+    test_detach_on_failure(&a);
+    test_detach_on_failure(&b);
+
+    /* Again if the throttler's yield went to another thread that let a
+       tick end the throttle. */
+    for (attempt = 1; attempt <= 3 && !throttled; attempt++) {
+        uint64_t lost = pmu_soft_nr_lost(c);
+
+        t = (struct test_ps_throttled){ .go = false };
+        test_ps_init(&a, PMU_SOFT_EV_EMIT + 1, sa, 1, 0);
+        test_ps_init(&b, PMU_SOFT_EV_EMIT, sb, TEST_PS_THROTTLED_PERIOD, 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, c), 0);
+        t.target = test_thread_start("ps-throttled", 1ULL << c,
+                                     test_ps_throttled_target_main, &t);
+        TEST_ASSERT_EQ(perfmon_event_attach(&b, t.target), 0);
+        t.throttler = test_thread_start("ps-throttler", 1ULL << c,
+                                        test_ps_throttler_main, &t);
+        t.go = true;
+        thread_join(t.target);
+        thread_join(t.throttler);
+        thread_delay(3);        /* the throttle ends */
+        TEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
+        TEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+        throttled = test_ps_check_throttled(sa, &a, t.units, sb, &b, c, lost);
+    }
+
+    test_diag("loaded while throttled at attempt %u", attempt - 1);
+    TEST_ASSERT(throttled);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sa), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sb), 0);
+}
