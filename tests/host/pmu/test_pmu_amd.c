@@ -1,6 +1,6 @@
 /*
  * Host tests of the AMD PMU driver (arch/x86/machine/pmu_amd.c) through
- * perfmon (kern/perfmon.c), both compiled unchanged, against the register
+ * perfmon (kern/perfmon*.c), both compiled unchanged, against the register
  * model of pmu_model_amd.c in the single-CPU environment of host_env.c.
  *
  * One PMU per binary (perfmon registers one device per process), chosen

@@ -1,6 +1,6 @@
 /*
  * Host tests of the Intel PMU driver (arch/x86/machine/pmu_intel.c) through
- * perfmon (kern/perfmon.c), both compiled unchanged, against the register
+ * perfmon (kern/perfmon*.c), both compiled unchanged, against the register
  * model of pmu_model.c in the single-CPU environment of host_env.c.
  *
  * perfmon and the driver register one device per process, so each binary
