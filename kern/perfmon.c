@@ -43,11 +43,10 @@
 struct perfmon_cpu_pmc *
 perfmon_cpu_op_update(struct perfmon_event *event)
 {
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     struct perfmon_cpu_pmc *cpmc = event->cpu_pmc;
 
-    if (!perfmon_cpu_pmc_update_plain(perfmon_cpu_bank(cpu_local_ptr(perfmon_cpu),
-                                                       event->dev),
-                                      cpmc)) {
+    if (!perfmon_cpu_pmc_update_plain(cpu->banks[event->dev_index], cpmc)) {
         cpmc = perfmon_cpu_pmc_update_slot(event->dev, cpmc);
     }
 

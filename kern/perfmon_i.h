@@ -308,8 +308,9 @@ void perfmon_mux_main(void *arg);
 void perfmon_cpu_pmc_add_wrap(const struct perfmon_dev *dev,
                               struct perfmon_cpu_pmc *cpmc, uint64_t raw,
                               bool reported);
-struct perfmon_cpu_pmc *perfmon_cpu_pmc_update_slot(struct perfmon_dev *dev,
-                                                    struct perfmon_cpu_pmc *cpmc);
+struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_update_slot(struct perfmon_dev *dev,
+                            struct perfmon_cpu_pmc *cpmc);
 struct perfmon_cpu_pmc *perfmon_cpu_pmc_update(struct perfmon_cpu *cpu,
                                                struct perfmon_dev *dev,
                                                unsigned int index);
@@ -351,7 +352,8 @@ void perfmon_snap_take(struct perfmon_snap *snap,
                        struct perfmon_event *const *events,
                        unsigned int nr_events, unsigned int action,
                        void (*apply)(struct perfmon_event *event,
-                       const struct perfmon_snap *snap, unsigned int i));
+                                     const struct perfmon_snap *snap,
+                                     unsigned int i));
 void perfmon_event_apply_disable(struct perfmon_event *event,
                                  const struct perfmon_snap *snap,
                                  unsigned int i);
