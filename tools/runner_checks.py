@@ -1,0 +1,395 @@
+"""The boots of make check for tools/runner.py (check_plan): the suite
+boots, the narrow-counter boots, the serial shell and its perf record and
+perf script checks, and the runner's own harness checks; and the host
+tests and the check that every boot saved its serial log.
+"""
+
+import argparse  # noqa: F401  (host_test_commands' doctest)
+import fnmatch
+import os
+import re
+import subprocess
+import sys
+
+from runner_ktap import Boot, Result, parse_ktap
+
+
+NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample",
+                 "perfmon_group", "perfmon_mux")
+
+
+def narrow_selection(tests):
+    """The entries of a TESTS selection that may select tests of the suites
+    the narrow-counter boots run (NARROW_SUITES), as a test= value; ""
+    when none may, and that boot is left out.
+
+    >>> narrow_selection("kmem,perfmon.*")
+    'perfmon.*'
+    >>> narrow_selection("perfmon*,timer.x")
+    'perfmon*'
+    >>> narrow_selection("kmem,timer")
+    ''
+    >>> narrow_selection("all")
+    'perfmon,pmu_soft,perfmon_torture,perfmon_sample,perfmon_group,perfmon_mux'
+    """
+    if tests in ("", "all"):
+        return ",".join(NARROW_SUITES)
+    keep = []
+    for entry in tests.split(","):
+        suite = entry.split(".", 1)[0]
+        if any(fnmatch.fnmatchcase(s, suite) for s in NARROW_SUITES):
+            keep.append(entry)
+    return ",".join(keep)
+
+
+PERF_TOTALS = re.compile(r"^perf record: (\d+) samples received, (\d+) "
+                         r"lost, (\d+) throttled \((\d+) records "
+                         r"produced\)$", re.M)
+PERF_FRAME = re.compile(r"^\t *[0-9a-f]+ \w+\+0x[0-9a-f]+ "
+                        r"\(\[kernel\.kallsyms\]\)$", re.M)
+
+
+def perf_totals_check(text):
+    """Check every `perf record` totals line of a console log: None when
+    each has received + lost + throttled == produced and the first one
+    received samples, else why not.
+
+    >>> perf_totals_check("perf record: 58 samples received, 2 lost, "
+    ...                   "1 throttled (61 records produced)\\n"
+    ...                   "perf record: 0 samples received, 0 lost, "
+    ...                   "0 throttled (0 records produced)")
+    >>> perf_totals_check("perf record: 58 samples received, 2 lost, "
+    ...                   "0 throttled (61 records produced)")
+    ['58 received + 2 lost + 0 throttled != 61 produced']
+    >>> perf_totals_check("perf record: 0 samples received, 0 lost, "
+    ...                   "0 throttled (0 records produced)")
+    ['no sample received']
+    >>> perf_totals_check("perfmon> ")
+    ['no perf record totals line']
+    """
+    found = [[int(v) for v in f] for f in PERF_TOTALS.findall(text)]
+    if not found:
+        return ["no perf record totals line"]
+    problems = ["%d received + %d lost + %d throttled != %d produced"
+                % tuple(f) for f in found if f[0] + f[1] + f[2] != f[3]]
+    if found[0][0] == 0:
+        problems.append("no sample received")
+    return problems or None
+
+
+def perf_convert_check(text):
+    """Run tools/perf-convert on a console log holding a `perf script`
+    dump of a period-1 recording (every dumped sample kept): None when
+    both outputs are there, with as many samples as the totals line
+    received, symbolized kernel frames, and folded weights summing to
+    that count; else why not."""
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                        "perf-convert")
+    # The recording dumped is the last one before the dump.
+    found = PERF_TOTALS.findall(text[:text.rfind("perfmon-dump 2 begin")])
+    received = int(found[-1][0]) if found else -1
+    out = {}
+    for fmt in ("script", "folded"):
+        proc = subprocess.run([sys.executable, tool, "-f", fmt], input=text,
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            return ["perf-convert -f %s failed (status %d):" % (
+                fmt, proc.returncode)] + proc.stderr.splitlines()[-10:]
+        out[fmt] = proc.stdout
+    problems = []
+    nr_samples = len(re.findall(r"^\S", out["script"], re.M))
+    if nr_samples != received:
+        problems.append("perf script text has %d samples, perf record "
+                        "received %d" % (nr_samples, received))
+    if not PERF_FRAME.search(out["script"]):
+        problems.append("no symbolized kernel frame in the perf script "
+                        "text")
+    weights = [int(l.rsplit(" ", 1)[1]) for l in out["folded"].splitlines()]
+    if sum(weights) != received:
+        problems.append("folded stacks weigh %d, perf record received %d"
+                        % (sum(weights), received))
+    return (problems + ["perf script text:"]
+            + out["script"].splitlines()[:20]) if problems else None
+
+
+def perf_record_checks(text):
+    """The shell boot's checks of perf record and perf script."""
+    return [("perf_record_totals", perf_totals_check(text)),
+            ("perf_convert_accepts_dump", perf_convert_check(text))]
+
+
+def check_plan(args):
+    """The boots of make check. With args.tests (TESTS=), the suite boots
+    run that selection, the narrow-counter boots the part of it that may
+    concern them, and the shell and runner checks are left out."""
+    boots = []
+    tests = getattr(args, "tests", "")
+    extra = getattr(args, "cmdline", "")
+    extra = (" " + extra) if extra else ""
+    # Many vCPUs share the host's few cores: give big machines more time.
+    def timeout(smp):
+        return 180 + 4 * smp
+
+    for smp in args.smp:
+        boots.append(Boot("smp=%d" % smp, "test=%s%s" % (tests or "all",
+                                                        extra),
+                          smp, timeout(smp)))
+    # perfmon with narrow software counters, polled and with the emulated
+    # overflow interrupt (test=all above runs them at width 64); width 8
+    # makes nearly every operation race a wrap.
+    narrow = narrow_selection(tests)
+    for smp in args.smp if narrow else ():
+        for width, intr in ((16, 0), (12, 1), (8, 0), (8, 1)):
+            boots.append(Boot("smp=%d,w%d,%s" % (smp, width,
+                                                 "intr" if intr else "poll"),
+                              "test=%s pmu_soft.width=%d pmu_soft.intr=%d%s"
+                              % (narrow, width, intr, extra),
+                              smp, timeout(smp)))
+    if tests:
+        return boots
+    # The serial shell, driven as a user would: every command answers.
+    smp = max(args.smp)
+    prompt = r"perfmon> $"
+    count = r"^\s+[\d,]+\s+"
+    rate = r"\s+#\s+\d+\.\d{3} /sec  \(100\.00%\)$"
+    boots.append(Boot("shell", "", smp, timeout=timeout(smp), script=[
+        (prompt, "help\r"),
+        (r"^  cpus\s+list the processors$", None),
+        (r"^  poweroff\s+stop the machine$", None),
+        (prompt, "help perf\r"),
+        (r"^usage: perf list \| stat ", None),
+        (prompt, "cpus\r"),
+        (r"(?:^cpu\d+ apic \d+ online ticks \d+\n){%d}" % smp, None),
+        # Up arrow runs cpus again; Ctrl-U and Ctrl-W erase.
+        (prompt, "\x1b[A\r"),
+        (r"^\d+ CPUs?, TSC", None),
+        (prompt, "bogus\x15threads xx\x17\r"),
+        (r"^main\s+\d+\s+running\s+4\s+\d+$", None),
+        (prompt, "cpus extra\r"),
+        (r"^cpus: takes no arguments \(got 'extra'\)$", None),
+        (prompt, "syscnt thread_\r"),
+        (r"^thread_switches/0\s+\d+$", None),
+        (prompt, "syscnt nosuch\r"),
+        (r"^syscnt: no counter name starts with 'nosuch'$", None),
+        (prompt, "perf list\r"),
+        (r"^  instructions\s+instructions retired", None),
+        (r"^  cswitch\s+context switches", None),
+        (r"^  emit7\s+units code emits on channel 7", None),
+        (prompt, "perf stat cpu 0 tick,cswitch,emit 300\r"),
+        (r"^ Performance counter stats for 'cpu 0':\n\n"
+         r"\s+(29|[3-9]\d|\d{3,})\s+tick" + rate + "\n"
+         + count + r"cswitch" + rate + "\n"
+         r"\s+0\s+emit" + rate + r"\n\n\s+0\.\d{3} seconds time elapsed$",
+         None),
+        # A workload, Linux names, a row that cannot be counted.
+        (prompt, "perf stat emit,cs,raw:0xffffffff -- pingpong 100\r"),
+        (r"^ Performance counter stats for 'pingpong 100':\n\n"
+         r"\s+200\s+emit" + rate + "\n" + count + r"cs" + rate + "\n"
+         r"\s+<not supported>\s+raw:0xffffffff\s+# .*\n\n"
+         r"\s+\d+\.\d{3} seconds time elapsed$", None),
+        (prompt, "perf stat all emit,tick -- spin 200\r"),
+        (r"^ Performance counter stats for 'all %d CPUs?':\n\n"
+         % smp + count + r"emit" + rate + "\n" + count + "tick" + rate,
+         None),
+        # Ctrl-C ends a long count early and prints it.
+        (prompt, "perf stat cpu 0 tick 60000\r"),
+        (r"perf stat cpu 0 tick 60000\n", "\x03"),
+        (r"^\^C\n\n Performance counter stats for 'cpu 0':\n\n" + count
+         + "tick" + rate, None),
+        # A group, with each count's times (no multiplexing: running is
+        # enabled, 100%).
+        (prompt, "perf stat -g -v cpu 0 tick,emit,cs 300\r"),
+        (r"^tick: (\d+) (\d+) \2\nemit: 0 \2 \2\ncs: \d+ \2 \2\n\n"
+         r" Performance counter stats for 'cpu 0':\n\n"
+         r"\s+(29|[3-9]\d|\d{3,})\s+tick" + rate + "\n"
+         r"\s+0\s+emit" + rate + "\n" + count + r"cs" + rate, None),
+        # Twelve raw events on the eight software counters take turns:
+        # each runs part of the time, and the count is scaled.
+        (prompt, "perf stat cpu 0 emit,emit1,emit2,emit3,emit4,emit5,"
+                 "emit6,emit7,emit8,emit9,emit10,tick 500\r"),
+        (r"^ Performance counter stats for 'cpu 0':\n\n(?:\s+0\s+emit\d*"
+         r"\s+#\s+0\.000 /sec  \((?!100\.00)\d+\.\d{2}%\)\n){11}"
+         + count + r"tick\s+#\s+\d+\.\d{3} /sec  \((?!100\.00)\d+\.\d{2}%\)$",
+         None),
+        (prompt, "perf stat -x cpu 0 tick 10\r"),
+        (r"^usage: perf stat \[-g\] \[-v\]", None),
+        (prompt, "perf stat -g cpu 0 tick,raw:0xffffffff 10\r"),
+        (r"^perf: no event can be counted$", None),
+        (prompt, "perf stat thread main xcall 50\r"),
+        (r"^ Performance counter stats for 'thread main':\n\n"
+         r"\s+0\s+xcall" + rate, None),
+        (prompt, "perf stat cpu 99 tick 10\r"),
+        (r"^perf: bad CPU: EINVAL \(invalid argument\)$", None),
+        (prompt, "perf stat cpu 0 nosuchevent 10\r"),
+        (r"^perf: unknown event 'nosuchevent' \(see perf list\)$", None),
+        (prompt, "perf stat cpu 0 raw:0xffffffff 10\r"),
+        (r"^perf: no event can be counted$", None),
+        # The sampling profiler: a timer profile of every CPU, its report
+        # and its dump (perf_record_checks checks the totals and converts
+        # the dump); then bad input.
+        (prompt, "perf report\r"),
+        (r"^perf: no recording yet \(perf record first\)$", None),
+        (prompt, "perf record all tick 300\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf report\r"),
+        (r"^# Samples: \d+ of event 'tick', period 1, target all, 300 ms\n"
+         r"#\n# Overhead   Samples  Symbol\n#\n"
+         r"(?:\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\]|"
+         r"\(other functions\))\n)*"
+         r"\s+\d+\.\d\d%\s+\d+  [A-Za-z_]\w*\n"
+         r"(?:\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\]|"
+         r"\(other functions\))\n)*"
+         r"#\n# \d+ received, \d+ lost, \d+ throttled \(\d+ produced\)$",
+         None),
+        (prompt, "perf script\r"),
+        (r"^perfmon-dump 2 begin cpus=%d tsc_hz=\d+ event=tick period=1 "
+         r"frames=8 ms=300 target=all$" % smp, None),
+        (r"^perfmon-dump 2 end lines=\d+$", None),
+        (prompt, "perf record thread main cswitch/2 50\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf record all nosuch 10\r"),
+        (r"^perf: unknown event 'nosuch' \(see perf list\)$", None),
+        (prompt, "perf record all tick/0 10\r"),
+        (r"^perf: bad period '0': 1 to 2\^62 events per sample$", None),
+        (prompt, "perf record cpu 99 tick 10\r"),
+        (r"^perf: bad CPU '99': EINVAL \(0 to %d, online\)$" % (smp - 1),
+         None),
+        (prompt, "perf record thread nosuch tick 10\r"),
+        (r"^perf: no thread named 'nosuch' \(see threads\)$", None),
+        (prompt, "perf record all tick 0\r"),
+        (r"^perf: duration must be 1 to 60000 ms$", None),
+        (prompt, "perf record all instructions 10\r"),
+        (r"^perf: instructions: ENODEV ", None),
+        (prompt, "perf record all tick\r"),
+        (r"^usage: perf record ", None),
+        (prompt, "perf report extra\r"),
+        (r"^usage: perf record ", None),
+        (prompt, "bogus\r"),
+        (r"^bogus: unknown command", None),
+        (prompt, "poweroff\r"),
+        (r"^powering off$", None)], post=perf_record_checks))
+    # Input typed before the prompt, as `printf 'cpus\npoweroff\n' | make
+    # run` sends it, on make run's console: none of it may be lost. It is
+    # longer than what QEMU's console multiplexer buffers (32 bytes).
+    boots.append(Boot("shell-typeahead", "", 1, timeout=timeout(1),
+                      console="mux",
+                      typeahead="help cpus\ncpus\nsyscnt thread_switches/0\n"
+                      "poweroff\n", script=[
+                          (r"^perfmon> help cpus\nusage: cpus", None),
+                          (r"^perfmon> cpus\n1 CPU, TSC \d+ Hz", None),
+                          (r"^cpu0 apic \d+ online ticks \d+$", None),
+                          (r"^perfmon> syscnt thread_switches/0\n"
+                           r"thread_switches/0\s+\d+$", None),
+                          (r"^perfmon> poweroff\npowering off$", None)]))
+    # The runner's own checks: a failing test, a panic and a hang are each
+    # reported as failures with their details.
+    boots.append(Boot("harness-fail", "test=selftest.deliberate_failure", 1,
+                      timeout=60, expect="fail",
+                      output=[r"^# FAIL tests/kern/test_selftest\.c:\d+: "
+                              r"1 \+ 1 == 3: 2 \(0x2\) vs 3 \(0x3\)$",
+                              r"^not ok 1 selftest\.deliberate_failure$"]))
+    boots.append(Boot("harness-panic", "test=crash.page_fault", 1, timeout=60,
+                      expect="panic",
+                      output=[r"^panic: cpu0: page fault at rip=0x[0-9a-f]+ "
+                              r"cr2=0xdead000 ",
+                              r"^  #0  0x[0-9a-f]+ test_fn_crash_page_fault\+",
+                              r"^  #1  0x[0-9a-f]+ test_run_(one|all)\+",
+                              r"^rax=0x"]))
+    # A failed test whose helper thread still runs ends the run there: the
+    # next test must not run.
+    boots.append(Boot("harness-helper",
+                      "test=selftest.failure_with_running_helper,"
+                      "selftest.after_an_aborted_run", 2, timeout=60,
+                      expect="fail",
+                      output=[r"^not ok 1 selftest\.failure_with_running_"
+                              r"helper$",
+                              r"^# aborting the run: the test failed with a "
+                              r"helper thread still running$"],
+                      absent=[r"^(not )?ok 2 ", r"^panic"]))
+    # A failed test's undo actions run last first, before its stack
+    # unwinds, with interrupts back on; the next test runs.
+    boots.append(Boot("harness-undo",
+                      "test=selftest.failure_runs_its_undo_actions,spinlock",
+                      1, timeout=60, expect="fail",
+                      output=[r"^# FAIL tests/kern/test_selftest\.c:\d+: "
+                              r"last == 0: 7 \(0x7\) vs 0 \(0x0\)\n"
+                              r"# undo 2: interrupts on, after 7\n"
+                              r"# undo 1: interrupts on, after 7\n"
+                              r"not ok 1 selftest\.failure_runs_its_undo_"
+                              r"actions$",
+                              r"^ok 2 spinlock\."]))
+    boots.append(Boot("harness-hang", "test=selftest.hang", 1, timeout=20,
+                      expect="timeout", output=[r"^# hanging on purpose$"]))
+    # A selection by suite, glob and name runs exactly those tests; a
+    # suite leaves its manual tests out (selftest would hang).
+    boots.append(Boot("harness-cmdline",
+                      "test=kmem,xcall.*,spinlock.nosuch_no,selftest "
+                      "loglevel=99 nosuchkey=1 panic=x", 1,
+                      timeout=60, expect="fail",
+                      output=[r"^ok \d+ kmem\.", r"^ok \d+ xcall\.",
+                              r"^error: command line: loglevel=99: needs an "
+                              r"integer from 0 to 7$",
+                              r"^error: command line: nosuchkey=1: unknown "
+                              r"key",
+                              r"^error: command line: panic=x: the only "
+                              r"value is halt$",
+                              r"^error: command line: test=spinlock\."
+                              r"nosuch_no: no such test or suite",
+                              r"^error: command line: test=selftest: only "
+                              r"manual tests there"],
+                      absent=[r"^(not )?ok \d+ (?!kmem\.|xcall\.)",
+                              r"^not ok"]))
+    # A glob, the way make check TESTS= passes it, passes alone.
+    boots.append(Boot("select", "test=clock.*,smp", 1, timeout=60,
+                      output=[r"^ok \d+ clock\.", r"^ok \d+ smp\."],
+                      absent=[r"^(not )?ok \d+ (?!clock\.|smp\.)"]))
+    return boots
+
+
+def host_test_commands(args):
+    """(name, command) of each host test: the C binaries of
+    args.host_list in args.host_tests, then the Python scripts of
+    args.host_py (tools/test_NAME.py), each printing KTAP.
+
+    >>> args = argparse.Namespace(host_tests="b/host", host_list="printf",
+    ...                           host_py="tools/test_perf_convert.py")
+    >>> [(n, c[-1]) for n, c in host_test_commands(args)]
+    [('printf', 'b/host/test_printf'), \
+('perf_convert', 'tools/test_perf_convert.py')]
+    """
+    commands = [(name, [os.path.join(args.host_tests, "test_" + name)])
+                for name in args.host_list.split()]
+    for path in getattr(args, "host_py", "").split():
+        name = os.path.basename(path)
+        name = name[len("test_"):] if name.startswith("test_") else name
+        commands.append((name[:-3] if name.endswith(".py") else name,
+                         [sys.executable, path]))
+    return commands
+
+
+def run_host_tests(args):
+    result = Result("host")
+    for name, cmd in host_test_commands(args):
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        plan, seen = parse_ktap(proc.stdout, result, name + ".")
+        if proc.returncode != 0 and result.failed == 0:
+            result.add("fail", name, (proc.stdout + proc.stderr)
+                       .splitlines()[-30:])
+        if plan is None or seen < plan:
+            result.add("fail", name + ".missing-results",
+                       (proc.stdout + proc.stderr).splitlines()[-30:])
+    return result
+
+
+def check_logs_saved(done):
+    """The runner's own check that every boot left its serial log."""
+    res = Result("runner")
+    missing = [log for boot, _, log in done
+               if not (log and os.path.isfile(log)
+                       and os.path.getsize(log) > 0)]
+    if missing:
+        res.add("fail", "logs-saved", ["no serial log at " + m
+                                       for m in missing])
+    else:
+        res.add("ok", "logs-saved")
+    return res
