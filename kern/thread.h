@@ -166,7 +166,10 @@ void thread_join(struct thread *thread);
 void thread_ref(struct thread *thread);
 void thread_unref(struct thread *thread);
 
-/* Give up the CPU to another ready thread of the same or higher priority. */
+/*
+ * Give up the CPU to another ready thread of the same or higher priority.
+ * Thread context.
+ */
 void thread_yield(void);
 
 /*
@@ -284,10 +287,13 @@ void thread_for_each(void (*fn)(struct thread *thread, void *arg),
 /* "running", "ready", "sleeping" or "dead". Any context. */
 const char *thread_state_name(const struct thread *thread);
 
-/* Time slice accounting, from the tick interrupt. */
+/* Time slice accounting. The tick interrupt, interrupts disabled. */
 void thread_tick_intr(void);
 
-/* Number of thread structures alive (for leak checks in tests). */
+/*
+ * Number of thread structures alive (for leak checks in tests). Any
+ * context.
+ */
 unsigned int thread_nr_alive(void);
 
 /*
@@ -297,7 +303,10 @@ unsigned int thread_nr_alive(void);
  */
 void thread_bootstrap(void);
 
-/* Turn the calling boot context into its CPU's idle loop. */
+/*
+ * Turn the calling boot context into its CPU's idle loop. Each CPU's boot
+ * context, once, after thread_bootstrap().
+ */
 void thread_run_idle(void) __noreturn;
 
 INIT_OP_DECLARE(thread_setup);
