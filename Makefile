@@ -307,11 +307,18 @@ HOST_RENAMES_string := -Dmemcpy=kern_memcpy -Dmemmove=kern_memmove \
 HOST_RENAMES_arg_keys := -Darg_keys_start=__start_arg_keys \
     -Darg_keys_end=__stop_arg_keys
 
+# gcc's dependency file names every header, and the last source as the
+# file the binary is made from; an empty rule for each source too (the
+# printf) keeps a source that moved or went away from stopping the next
+# make. The files are named .dep: the .d files of older trees lacked
+# those rules and are left unread.
 $(BUILD)/host/test_%:
 	@mkdir -p $(dir $@)
 	$(call quiet,HOSTCC,$@)
 	$(Q)$(HOSTCC) $(HOST_INCLUDES_$*) $(HOST_CFLAGS) $(HOST_RENAMES_$*) \
-	    $(HOST_DEFINES_$*) $(HOST_LDFLAGS_$*) -o $@ $(filter %.c,$^)
+	    $(HOST_DEFINES_$*) $(HOST_LDFLAGS_$*) -MF $@.dep -o $@ \
+	    $(filter %.c,$^)
+	$(Q)printf '%s:\n' $(filter %.c,$^) >> $@.dep
 
 host-tests: $(addprefix $(BUILD)/host/test_,$(HOST_TESTS))
 
@@ -392,4 +399,4 @@ clean:
 	rm -rf $(BUILD_ROOT)
 
 -include $(KERNEL_OBJS:.o=.d)
--include $(wildcard $(BUILD)/host/*.d)
+-include $(wildcard $(BUILD)/host/*.dep)
