@@ -229,12 +229,8 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
         return error;
     }
 
-    thread_ref(thread);
     perfmon_event_sampling_attach(event);
-    event->dev = dev;
-    event->dev_index = dev->state->index;
-    event->pmc_index = index;
-    event->thread = thread;
+    perfmon_event_bind(event, dev, index, thread, 0);
     perfmon_events_attach(&event, 1);
     event->state = PERFMON_EVENT_THREAD;
     return 0;
@@ -259,15 +255,29 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
     }
 
     perfmon_event_sampling_attach(event);
-    event->dev = dev;
-    event->dev_index = dev->state->index;
-    event->pmc_index = index;
-    event->thread = NULL;
-    event->cpu = cpu;
-    event->cpu_pmc = perfmon_cpu_pmc(percpu_ptr(perfmon_cpu, cpu), dev, index);
+    perfmon_event_bind(event, dev, index, NULL, cpu);
     perfmon_events_attach(&event, 1);
     event->state = PERFMON_EVENT_CPU;
     return 0;
+}
+
+void
+perfmon_event_bind(struct perfmon_event *event, struct perfmon_dev *dev,
+                   unsigned int index, struct thread *thread,
+                   unsigned int cpu)
+{
+    event->dev = dev;
+    event->dev_index = dev->state->index;
+    event->pmc_index = index;
+    event->thread = thread;
+
+    if (thread != NULL) {
+        thread_ref(thread);
+    } else {
+        event->cpu = cpu;
+        event->cpu_pmc = perfmon_cpu_pmc(percpu_ptr(perfmon_cpu, cpu), dev,
+                                         index);
+    }
 }
 
 int

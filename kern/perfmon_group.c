@@ -182,16 +182,16 @@ perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
     return 0;
 }
 
-int
-perfmon_group_attach(struct perfmon_group *group, struct thread *thread)
+/* Attach the group to thread, or to CPU cpu when thread is NULL. */
+static int
+perfmon_group_attach_target(struct perfmon_group *group,
+                            struct thread *thread, unsigned int cpu)
 {
     unsigned int indexes[PERFMON_GROUP_MAX];
+    unsigned int state = (thread != NULL) ? PERFMON_EVENT_THREAD
+                                          : PERFMON_EVENT_CPU;
     struct perfmon_dev *dev;
     int error;
-
-    if (thread == NULL || thread_exited(thread)) {
-        return EINVAL;
-    }
 
     error = perfmon_group_prepare(group, &dev, indexes);
 
@@ -200,62 +200,37 @@ perfmon_group_attach(struct perfmon_group *group, struct thread *thread)
     }
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
-        struct perfmon_event *event = group->events[i];
-
-        thread_ref(thread);
-        event->dev = dev;
-        event->dev_index = dev->state->index;
-        event->pmc_index = indexes[i];
-        event->thread = thread;
+        perfmon_event_bind(group->events[i], dev, indexes[i], thread, cpu);
     }
 
     perfmon_events_attach(group->events, group->nr_events);
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
-        group->events[i]->state = PERFMON_EVENT_THREAD;
+        group->events[i]->state = state;
     }
 
-    group->state = PERFMON_EVENT_THREAD;
+    group->state = state;
     return 0;
+}
+
+int
+perfmon_group_attach(struct perfmon_group *group, struct thread *thread)
+{
+    if (thread == NULL || thread_exited(thread)) {
+        return EINVAL;
+    }
+
+    return perfmon_group_attach_target(group, thread, 0);
 }
 
 int
 perfmon_group_attach_cpu(struct perfmon_group *group, unsigned int cpu)
 {
-    unsigned int indexes[PERFMON_GROUP_MAX];
-    struct perfmon_dev *dev;
-    int error;
-
     if (cpu >= cpu_count() || !cpu_online(cpu)) {
         return EINVAL;
     }
 
-    error = perfmon_group_prepare(group, &dev, indexes);
-
-    if (error) {
-        return error;
-    }
-
-    for (unsigned int i = 0; i < group->nr_events; i++) {
-        struct perfmon_event *event = group->events[i];
-
-        event->dev = dev;
-        event->dev_index = dev->state->index;
-        event->pmc_index = indexes[i];
-        event->thread = NULL;
-        event->cpu = cpu;
-        event->cpu_pmc = perfmon_cpu_pmc(percpu_ptr(perfmon_cpu, cpu), dev,
-                                         indexes[i]);
-    }
-
-    perfmon_events_attach(group->events, group->nr_events);
-
-    for (unsigned int i = 0; i < group->nr_events; i++) {
-        group->events[i]->state = PERFMON_EVENT_CPU;
-    }
-
-    group->state = PERFMON_EVENT_CPU;
-    return 0;
+    return perfmon_group_attach_target(group, NULL, cpu);
 }
 
 int

@@ -368,6 +368,15 @@ void perfmon_events_detach(struct perfmon_event *const *events,
                            unsigned int nr_events);
 
 /* perfmon.c: events */
+
+/*
+ * Bind an event about to be attached to its device, slot index and target:
+ * thread (referenced here), or CPU cpu when thread is NULL. Thread
+ * context.
+ */
+void perfmon_event_bind(struct perfmon_event *event, struct perfmon_dev *dev,
+                        unsigned int index, struct thread *thread,
+                        unsigned int cpu);
 struct perfmon_cpu_pmc *perfmon_cpu_op_update(struct perfmon_event *event);
 bool perfmon_event_valid(const struct perfmon_event *event);
 
