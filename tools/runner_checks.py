@@ -18,6 +18,11 @@ NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample",
                  "perfmon_group", "perfmon_mux")
 
 
+# The boot of make check at more CPUs than counters, and its suites.
+SCALE_SMP = 16
+SCALE_SUITES = ("perfmon_sample", "perfmon_mux")
+
+
 def narrow_selection(tests):
     """The entries of a TESTS selection that may select tests of the suites
     the narrow-counter boots run (NARROW_SUITES), as a test= value; ""
@@ -147,6 +152,12 @@ def check_plan(args):
                               smp, timeout(smp)))
     if tests:
         return boots
+    # More CPUs than any device has counters: samplers share slots across
+    # CPUs and threads, rotations reach only the CPUs that need them.
+    if max(args.smp) < SCALE_SMP:
+        boots.append(Boot("smp=%d" % SCALE_SMP,
+                          "test=%s%s" % (",".join(SCALE_SUITES), extra),
+                          SCALE_SMP, timeout(SCALE_SMP)))
     # The serial shell, driven as a user would: every command answers.
     smp = max(args.smp)
     prompt = r"perfmon> $"
