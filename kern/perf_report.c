@@ -36,6 +36,7 @@
 #include <kern/perfmon_record.h>
 #include <kern/printf.h>
 #include <kern/string.h>
+#include <machine/qemu.h>
 
 #define PERF_REPORT_MAX_ENTRIES     512U
 #define PERF_REPORT_MAX_NODES       1024U
@@ -809,6 +810,7 @@ struct perf_report_line {
     char buf[PERF_REPORT_LINE_SIZE];
     size_t len;
     bool overflow;
+    bool capture;                       /* to QEMU's debugcon, not the log */
 };
 
 static void
@@ -840,7 +842,13 @@ static void
 perf_report_line_put(struct perf_report_line *line, uint64_t *nr_linesp)
 {
     line->buf[line->len++] = '\n';
-    log_write(line->buf, line->len);
+
+    if (line->capture) {
+        qemu_debugcon_write(line->buf, line->len);
+    } else {
+        log_write(line->buf, line->len);
+    }
+
     line->len = 0;
     line->overflow = false;
 
@@ -916,10 +924,18 @@ perf_report_cmd_script(int argc, char **argv)
     uint64_t nr_lines = 0, lost = 0;
     size_t offset = 0;
 
-    (void)argv;
+    line.capture = (argc == 3 && strcmp(argv[2], "--capture") == 0);
 
-    if (argc != 2) {
-        perf_record_usage();
+    if (argc != 2 && !line.capture) {
+        printf("usage: perf script [--capture]\n"
+               "  --capture: write the dump to the capture channel, QEMU's "
+               "debugcon\n");
+        return;
+    }
+
+    if (line.capture && !qemu_debugcon_present()) {
+        printf("perf script: no capture channel: boot QEMU with "
+               "-debugcon file:PATH (make profile does)\n");
         return;
     }
 
@@ -983,4 +999,9 @@ perf_report_cmd_script(int argc, char **argv)
                          PERF_REPORT_DUMP_VERSION,
                          (unsigned long long)nr_lines);
     perf_report_line_put(&line, NULL);
+
+    if (line.capture) {
+        printf("perf script: %llu lines written to the capture channel\n",
+               (unsigned long long)nr_lines + 2);
+    }
 }
