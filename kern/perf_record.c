@@ -67,27 +67,26 @@ struct perf_record_req {
     struct perf_work work;              /* after "--", or none started */
 };
 
+/* In several prints: each fits the console's line buffer. */
 void
 perf_record_usage(void)
 {
     printf("usage: perf record [-g] [-e EVENT] [-c PERIOD] "
            "[-a | -C CPU | cpu N | thread NAME | all]\n"
            "                   [EVENT[/PERIOD]] [MS] "
-           "[" PERF_WORK_USAGE "]\n"
-           "       perf report [-g] [--no-children] "
+           "[" PERF_WORK_USAGE "]\n");
+    printf("       perf report [-g] [--no-children] "
            "[--sort symbol,thread,cpu]\n"
            "       perf annotate SYMBOL\n"
-           "       perf script [--capture]\n"
-           "  EVENT default tick; MS 1 to %llu, or until the workload ends; "
-           "no target:\n"
-           "  the workload's threads; PERIOD 1 to 2^62, default 1 for tick, "
-           "cswitch,\n"
-           "  migration and xcall, %llu for emit*, %llu for hardware "
-           "events;\n"
-           "  call chains of %u frames (always: -g is accepted); Ctrl-C "
-           "stops early\n",
-           PERF_RECORD_MAX_MS, PERF_RECORD_PERIOD_EMIT,
-           PERF_RECORD_PERIOD_HW, PERF_RECORD_NR_FRAMES);
+           "       perf script [--capture]\n");
+    printf("  EVENT default tick; MS 1 to %llu, or until the workload "
+           "ends;\n  no target: the workload's threads;\n",
+           PERF_RECORD_MAX_MS);
+    printf("  PERIOD 1 to 2^62, default 1 for tick, cswitch, migration and "
+           "xcall,\n  %llu for emit*, %llu for hardware events;\n",
+           PERF_RECORD_PERIOD_EMIT, PERF_RECORD_PERIOD_HW);
+    printf("  call chains of %u frames (always: -g is accepted); Ctrl-C "
+           "stops early\n", PERF_RECORD_NR_FRAMES);
     perf_work_usage();
 }
 
