@@ -166,7 +166,7 @@ HOST_TESTS := printf init_order string arg clock_calib pmu_model \
 
 # Host tests in Python (tools/test_NAME.py, KTAP on stdout), run by the
 # runner with the C ones.
-HOST_PY_TESTS := tools/test_perf_convert.py
+HOST_PY_TESTS := tools/test_perf_convert.py tools/test_flamegraph.py
 
 $(BUILD)/host/test_printf: tests/host/kern/test_printf.c kern/printf.c
 $(BUILD)/host/test_init_order: tests/host/kern/test_init_order.c \
