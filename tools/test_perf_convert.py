@@ -426,11 +426,12 @@ def expected_perf_data():
                + struct.pack("<QIIQIIQ", 0xffffffff80100200, 0, 0, 1000, 0,
                              0, 1)
                + struct.pack("<QQQ", 2, KERNEL_CONTEXT, 0xffffffff80100200))
-    sample1 = (struct.pack("<IHH", 9, 1, 88)
+    # The chain's last address, 0, ends the kernel's walk: left out.
+    sample1 = (struct.pack("<IHH", 9, 1, 80)
                + struct.pack("<QIIQIIQ", 0xffffffff80100010, 5, 5, 2000, 1,
                              0, 1)
-               + struct.pack("<QQQQQ", 4, KERNEL_CONTEXT, 0xffffffff80100010,
-                             0xffffffff80100120, 0))
+               + struct.pack("<QQQQ", 3, KERNEL_CONTEXT, 0xffffffff80100010,
+                             0xffffffff80100120))
     data = mmap + comm0 + comm5 + sample0 + sample1
     # EVENT_DESC: nr 1, attr size 112, the attr, nr_ids 1, the name as a
     # perf string (u32 length 64, the text padded to 64), the id.
