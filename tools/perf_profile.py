@@ -277,6 +277,19 @@ def check_outputs(out, workload, result):
         report_shares(text), "perf report")
     result.add("fail" if problems else "ok", "linux_perf_report_shares",
                problems)
+    # Linux perf script of the perf.data: perf-convert's text, but for
+    # the columns' widths.
+    proc = subprocess.run(["perf", "script", "-f", "-i", path["perf.data"],
+                           "--kallsyms", path["kallsyms"]],
+                          capture_output=True, text=True)
+    with open(path["perf-script.txt"]) as f:
+        same = (proc.returncode == 0
+                and re.sub(r" +", " ", proc.stdout)
+                == re.sub(r" +", " ", f.read()))
+    result.add("ok" if same else "fail", "linux_perf_script_equals_text",
+               () if same else ["perf script -i perf.data (status %d) "
+                                "differs from perf-script.txt"
+                                % proc.returncode])
 
 
 class ProfileBoot:
