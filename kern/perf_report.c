@@ -156,7 +156,7 @@ perf_report_print_pct(uint64_t part, uint64_t total)
            (unsigned long long)(bp % 100));
 }
 
-/* ---- perf report --------------------------------------------------------- */
+/* ---- perf report ----------------------------------------------------- */
 
 #define PERF_REPORT_SORT_SYMBOL     0x1U
 #define PERF_REPORT_SORT_THREAD     0x2U

@@ -11,9 +11,11 @@
  * the keys) has itself (Self) and with what it called (Children), most
  * first, then the totals; -g adds each function's callers as a tree;
  * --no-children prints Self alone. perf annotate prints one function's
- * samples per instruction address. perf script prints the last recording as a dump that
- * tools/perf-convert turns into Linux perf script text or folded stacks
- * (format in README, "From the console to a flame graph").
+ * samples per instruction address. perf script prints the last recording
+ * as a dump that tools/perf-convert turns into Linux perf script text,
+ * folded stacks or a perf.data file (format in README, "From the console
+ * to a flame graph"); --capture writes it to QEMU's debugcon, the
+ * capture channel, instead of the console.
  */
 #ifndef KERN_PERF_REPORT_H
 #define KERN_PERF_REPORT_H

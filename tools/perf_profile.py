@@ -303,6 +303,10 @@ class ProfileBoot:
         self.cmdline = ""
         self.elapsed = 0.0
         self.log = None
+        # Not a kernel boot of the suites ("pass"): make soak, which
+        # repeats those in parallel, leaves it out (its outputs go to one
+        # folder).
+        self.expect = "profile"
 
     def run(self, args, accel, log=None, heartbeat=None):
         result = Result(self.name)
