@@ -80,12 +80,14 @@ def record(args, out, log):
     deadline = time.monotonic() + args.timeout
     problem = None
     pos = 0
+    # Whole lines only (up to their newline): a line still arriving
+    # would match cut short.
+    said = r"|^(?:perf[^\n]*: |usage: )[^\n]*\n"
     for pattern, reply in ((PROMPT, rec + "\r"),
-                           (TOTALS.pattern + r"|^perf.*: .*$|^usage: .*$",
-                            None),
+                           (TOTALS.pattern[:-1] + r"\n" + said, None),
                            (PROMPT, "perf script --capture\r"),
-                           (r"^perf script: (\d+) lines written to the "
-                            r"capture channel$|^perf.*: .*$", None),
+                           (r"^perf script: \d+ lines written to the "
+                            r"capture channel\n" + said, None),
                            (PROMPT, "poweroff\r"),
                            (r"^powering off$", None)):
         m = qemu.expect(pattern, pos, deadline)
@@ -94,7 +96,7 @@ def record(args, out, log):
             qemu.kill()
             break
         if m.group(0).startswith(("perf:", "usage:", "perf script: no")):
-            problem = "the shell said: " + m.group(0)
+            problem = "the shell said: " + m.group(0).strip()
             qemu.kill()
             break
         pos = m.end()
