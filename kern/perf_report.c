@@ -164,7 +164,8 @@ perf_report_print_pct(uint64_t part, uint64_t total)
 
 struct perf_report_opts {
     unsigned int sort;                  /* PERF_REPORT_SORT_*, or 0 */
-    unsigned char order[3];             /* the keys in the order given */
+    unsigned char order[3];             /* the keys in the order given,
+                                           each once */
     unsigned int nr_keys;
     bool children;
     bool graph;
@@ -242,10 +243,14 @@ perf_report_parse(struct perf_report_opts *opts, int argc, char **argv)
             size_t len = (comma == NULL) ? strlen(p) : (size_t)(comma - p);
             unsigned int key;
 
-            if (len == 6 && strncmp(p, "symbol", len) == 0) {
+            /* Linux's names too: sym, comm, pid and tid. */
+            if ((len == 6 && strncmp(p, "symbol", len) == 0)
+                || (len == 3 && strncmp(p, "sym", len) == 0)) {
                 key = PERF_REPORT_SORT_SYMBOL;
             } else if ((len == 6 && strncmp(p, "thread", len) == 0)
-                       || (len == 4 && strncmp(p, "comm", len) == 0)) {
+                       || (len == 4 && strncmp(p, "comm", len) == 0)
+                       || (len == 3 && strncmp(p, "pid", len) == 0)
+                       || (len == 3 && strncmp(p, "tid", len) == 0)) {
                 key = PERF_REPORT_SORT_THREAD;
             } else if (len == 3 && strncmp(p, "cpu", len) == 0) {
                 key = PERF_REPORT_SORT_CPU;
@@ -533,7 +538,9 @@ perf_report_print_keys(const struct perf_report *r,
             printf("  %03u", e->cpu);
             break;
         default:
-            printf("  %s", e->name ?: "[unknown]");
+            /* Padded when another column follows. */
+            printf("  %-*s", (k + 1 < r->opts.nr_keys) ? 32 : 0,
+                   e->name ?: "[unknown]");
             break;
         }
     }
@@ -563,7 +570,7 @@ perf_report_print_header(const struct perf_report *r)
             printf("  CPU");
             break;
         default:
-            printf("  Symbol");
+            printf("  %-*s", (k + 1 < r->opts.nr_keys) ? 32 : 0, "Symbol");
             break;
         }
     }
