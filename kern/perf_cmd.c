@@ -1,7 +1,7 @@
 /*
  * The shell's perf command: it only picks the subcommand, so that the
  * subcommands' files (kern/perfmon_shell.c: list, stat; kern/perf_record.c:
- * record; kern/perf_report.c: report, script) depend on what they share
+ * record; kern/perf_report.c: report, annotate, script) depend on what they share
  * (kern/perf_util.h) and never on the command. perf_report.c reads what
  * perf_record.c recorded, through a private header (kern/perf_record_i.h);
  * perfmon_shell.c and the sampling files know nothing of each other. No
@@ -25,6 +25,8 @@ perf_cmd_run(int argc, char **argv)
         perf_record_cmd_record(argc, argv);
     } else if (argc >= 2 && strcmp(argv[1], "report") == 0) {
         perf_report_cmd_report(argc, argv);
+    } else if (argc >= 2 && strcmp(argv[1], "annotate") == 0) {
+        perf_report_cmd_annotate(argc, argv);
     } else if (argc >= 2 && strcmp(argv[1], "script") == 0) {
         perf_report_cmd_script(argc, argv);
     } else {
@@ -36,5 +38,6 @@ perf_cmd_run(int argc, char **argv)
 
 SHELL_CMD_DEFINE(perf_cmd_run, "perf",
                  "list | stat [cpu N|thread NAME|all] EVENTS [MS] [-- WORK] "
-                 "| record TARGET EVENT[/PERIOD] MS | report | script",
+                 "| record [TARGET] EVENT[/PERIOD] [MS] [-- WORK] "
+                 "| report | annotate SYM | script",
                  "list, count or sample events (help perf for more)");

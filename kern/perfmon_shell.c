@@ -3,7 +3,7 @@
  *
  *   perf list
  *   perf stat [-g] [-v] [cpu N | thread NAME | all] <event>[,<event>...]
- *             [MS] [-- spin MS | -- pingpong N]
+ *             [MS] [-- spin MS | -- pingpong N | -- calltree N]
  *
  * perf stat counts the events on one CPU, every CPU, a thread, or (with a
  * built-in workload and no target) the workload's own threads, for MS
@@ -28,6 +28,7 @@
 #include <kern/errno.h>
 #include <kern/kmem.h>
 #include <kern/perf_util.h>
+#include <kern/perf_work.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_shell.h>
@@ -39,7 +40,6 @@
 
 #define PERFMON_SHELL_MAX_EVENTS 16U
 #define PERFMON_SHELL_MAX_MS     60000ULL
-#define PERFMON_SHELL_MAX_ROUNDS 1000000ULL
 #define PERFMON_SHELL_NAME_SIZE  PERF_UTIL_NAME_SIZE
 #define PERFMON_SHELL_MAX_TARGETS 64U   /* CPUs with "all" */
 
@@ -155,120 +155,6 @@ perfmon_shell_parse_events(char *list, struct perfmon_shell_event *events)
     return n;
 }
 
-/* ---- built-in workloads ------------------------------------------- */
-
-struct perfmon_shell_work {
-    volatile bool go;
-    volatile bool stop;
-    volatile unsigned int turn;         /* pingpong: whose turn, 0 or 1 */
-    unsigned int nr_running;            /* workers not yet returned */
-    uint64_t end_tsc;                   /* spin */
-    uint64_t rounds;                    /* pingpong */
-    unsigned int nr_threads;
-    struct thread *threads[2];
-};
-
-static void
-perfmon_shell_work_wait_go(struct perfmon_shell_work *work)
-{
-    while (!__atomic_load_n(&work->go, __ATOMIC_ACQUIRE)) {
-        thread_delay(1);
-    }
-}
-
-/* A busy loop that emits one unit on channel 0 per iteration. */
-static void
-perfmon_shell_spin(void *arg)
-{
-    struct perfmon_shell_work *work = arg;
-
-    perfmon_shell_work_wait_go(work);
-
-    while (!work->stop && cpu_get_tsc() < work->end_tsc) {
-        for (unsigned int i = 0; i < 1000; i++) {
-            cpu_pause();
-        }
-
-        pmu_soft_emit(1);
-    }
-
-    __atomic_sub_fetch(&work->nr_running, 1, __ATOMIC_RELEASE);
-}
-
-/*
- * One of a pair on the same CPU passing a turn back and forth: each pass
- * is a yield to the other thread, so a context switch each way.
- */
-static void
-perfmon_shell_pingpong(void *arg)
-{
-    struct perfmon_shell_work *work = arg;
-    unsigned int self = (thread_self() == work->threads[0]) ? 0 : 1;
-
-    perfmon_shell_work_wait_go(work);
-
-    for (uint64_t i = 0; i < work->rounds && !work->stop; i++) {
-        while (work->turn != self && !work->stop) {
-            thread_yield();
-        }
-
-        pmu_soft_emit(1);
-        __atomic_store_n(&work->turn, 1 - self, __ATOMIC_RELEASE);
-    }
-
-    __atomic_sub_fetch(&work->nr_running, 1, __ATOMIC_RELEASE);
-}
-
-/* Start the workload's threads, waiting for go. Return 0 or an error. */
-static int
-perfmon_shell_work_start(struct perfmon_shell_work *work, const char *kind,
-                         const char *value)
-{
-    struct thread_attr attr = { 0 };
-    unsigned long long v;
-    int error;
-
-    if (string_parse_u64(value, &v) != 0 || v == 0) {
-        return EINVAL;
-    }
-
-    if (strcmp(kind, "spin") == 0 && v <= PERFMON_SHELL_MAX_MS) {
-        work->end_tsc = ~0ULL;
-        work->rounds = v;               /* ms until go sets end_tsc */
-        attr.name = "spin";
-        error = thread_create(&work->threads[0], &attr, perfmon_shell_spin,
-                              work);
-
-        if (error == 0) {
-            work->nr_threads = work->nr_running = 1;
-        }
-
-        return error;
-    }
-
-    if (strcmp(kind, "pingpong") == 0 && v <= PERFMON_SHELL_MAX_ROUNDS) {
-        work->rounds = v;
-        attr.affinity = 1ULL << (cpu_count() - 1);
-
-        for (unsigned int i = 0; i < 2; i++) {
-            attr.name = (i == 0) ? "ping" : "pong";
-            error = thread_create(&work->threads[i], &attr,
-                                  perfmon_shell_pingpong, work);
-
-            if (error) {
-                return error;
-            }
-
-            work->nr_threads++;
-            work->nr_running++;
-        }
-
-        return 0;
-    }
-
-    return EINVAL;
-}
-
 /* ---- perf stat ------------------------------------------------------- */
 
 /* a * b / c without overflow, for c * b below 2^64. */
@@ -303,14 +189,14 @@ perfmon_shell_stat_usage(void)
 {
     printf("usage: perf stat [-g] [-v] [cpu N | thread NAME | all] "
            "<event>[,<event>...] [MS]\n"
-           "                 [-- spin MS | -- pingpong N]\n"
+           "                 [" PERF_WORK_USAGE "]\n"
            "  -g: the events as one group per target; -v: counts with "
            "times enabled and running\n"
            "  at most %u events; MS 1 to %llu; spin MS up to %llu; "
-           "pingpong N up to %llu;\n"
+           "pingpong and calltree N up to %llu;\n"
            "  no target: count the workload's threads; Ctrl-C stops early\n",
            PERFMON_SHELL_MAX_EVENTS, PERFMON_SHELL_MAX_MS,
-           PERFMON_SHELL_MAX_MS, PERFMON_SHELL_MAX_ROUNDS);
+           PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS);
 }
 
 /*
@@ -425,7 +311,7 @@ struct perfmon_shell_target {
     unsigned int nr;
     unsigned int cpu;                   /* the first CPU of a CPU target */
     struct thread *thread;              /* a thread target, referenced */
-    struct perfmon_shell_work *work;    /* a workload, or NULL */
+    struct perf_work *work;             /* a workload, or NULL */
 };
 
 static int
@@ -589,7 +475,7 @@ perfmon_shell_stat(int argc, char **argv)
 {
     struct perfmon_shell_event events[PERFMON_SHELL_MAX_EVENTS];
     struct perfmon_shell_target target = { .nr = 0 };
-    struct perfmon_shell_work work = { .go = false };
+    struct perf_work work = { .go = false };
     struct perfmon_group *groups = NULL;
     unsigned long long ms = 0;
     uint64_t start, end, us, deadline;
@@ -656,15 +542,14 @@ perfmon_shell_stat(int argc, char **argv)
     }
 
     if (dashes != argc) {
-        int error = perfmon_shell_work_start(&work, argv[dashes + 1],
-                                             argv[dashes + 2]);
+        int error = perf_work_start(&work, argv[dashes + 1],
+                                    argv[dashes + 2]);
 
         if (error) {
-            printf("perf: workload must be spin MS (1 to %llu) or pingpong "
-                   "N (1 to %llu): %s\n", PERFMON_SHELL_MAX_MS,
-                   PERFMON_SHELL_MAX_ROUNDS, errno_name(error));
-            work.stop = true;
-            work.go = true;
+            printf("perf: workload must be spin MS (1 to %llu), pingpong "
+                   "N or calltree N (1 to %llu): %s\n", PERF_WORK_MAX_MS,
+                   PERF_WORK_MAX_ROUNDS, errno_name(error));
+            perf_work_stop(&work);
             goto join;
         }
 
@@ -702,24 +587,17 @@ perfmon_shell_stat(int argc, char **argv)
         }
 
         printf("perf: no event can be counted\n");
-        work.stop = true;
-        work.go = true;
+        perf_work_stop(&work);
         goto join;
     }
 
     start = cpu_get_tsc();
-
-    if (work.nr_threads != 0 && strcmp(argv[dashes + 1], "spin") == 0) {
-        work.end_tsc = start + perfmon_shell_muldiv(cpu_get_freq(),
-                                                    work.rounds, 1000);
-    }
-
-    __atomic_store_n(&work.go, true, __ATOMIC_RELEASE);
+    perf_work_go(&work);
     deadline = clock_get_time() + clock_ticks_from_ms(ms);
 
     for (;;) {
         if (work.nr_threads != 0) {
-            if (__atomic_load_n(&work.nr_running, __ATOMIC_ACQUIRE) == 0) {
+            if (perf_work_done(&work)) {
                 break;
             }
         } else if (clock_get_time() >= deadline) {
@@ -728,7 +606,7 @@ perfmon_shell_stat(int argc, char **argv)
 
         if (perf_util_interrupted()) {
             interrupted = true;
-            work.stop = true;
+            perf_work_stop(&work);
             break;
         }
 
@@ -779,9 +657,7 @@ perfmon_shell_stat(int argc, char **argv)
            (unsigned long long)(us / 1000 % 1000));
 
 join:
-    for (unsigned int i = 0; i < work.nr_threads; i++) {
-        thread_join(work.threads[i]);
-    }
+    perf_work_join(&work);
 
 out:
     for (int i = 0; i < n; i++) {

@@ -26,6 +26,7 @@ import time
 # are imported from it.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perf_profile  # noqa: E402
 import runner_checks  # noqa: E402
 import runner_ktap  # noqa: E402
 import runner_qemu  # noqa: E402
@@ -396,7 +397,7 @@ def run_self_tests():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     tests = []
     for module in (sys.modules[__name__], runner_qemu, runner_ktap,
-                   runner_checks):
+                   runner_checks, perf_profile):
         tests += finder.find(module, module.__name__)
     tests.sort(key=lambda test: test.name.split(".", 1)[-1])
     for test in tests:

@@ -11,6 +11,8 @@ import re
 import subprocess
 import sys
 
+from perf_profile import (CALLTREE_CHILDREN, CALLTREE_SELF,  # noqa: E402
+                     ProfileBoot, check_shares)
 from runner_ktap import Boot, Result, parse_ktap
 
 
@@ -117,10 +119,42 @@ def perf_convert_check(text):
             + out["script"].splitlines()[:20]) if problems else None
 
 
+CALLTREE_REPORT = re.compile(
+    r"^# Samples: \d+ of event 'emit', period 1, target calltree \d+, "
+    r"\d+ ms\n(.*?)^#\n# \d+ received", re.M | re.S)
+REPORT_LINE = re.compile(r"^\s+([\d.]+)%\s+([\d.]+)%\s+\d+  (\S+)$", re.M)
+
+
+def calltree_report_check(text):
+    r"""The shell's perf report of the calltree workload, sampled on every
+    emit unit: None when each function's Self and Children shares are the
+    workload's (kern/perf_work.h) within perf_profile.SHARE_BOUND points, else
+    why not.
+
+    >>> good = ("# Samples: 1000 of event 'emit', period 1, target "
+    ...         "calltree 50, 40 ms\n# Event count: 1000\n#\n"
+    ...         + "".join("  %d.00%%  %d.00%%  1  %s\n"
+    ...                   % (CALLTREE_CHILDREN[n], CALLTREE_SELF[n], n)
+    ...                   for n in sorted(CALLTREE_SELF))
+    ...         + "#\n# 1000 received")
+    >>> calltree_report_check(good)
+    >>> calltree_report_check(good.replace("  40.00%  1  perf_work_tree_sh",
+    ...                                    "  30.00%  1  perf_work_tree_sh"))
+    ['perf report: perf_work_tree_shared self 30.00%, want 40% +- 2']
+    """
+    m = CALLTREE_REPORT.search(text)
+    if m is None:
+        return ["no perf report of the calltree workload"]
+    shares = {name: (float(kids), float(own))
+              for kids, own, name in REPORT_LINE.findall(m.group(1))}
+    return check_shares(shares, "perf report") or None
+
+
 def perf_record_checks(text):
     """The shell boot's checks of perf record and perf script."""
     return [("perf_record_totals", perf_totals_check(text)),
-            ("perf_convert_accepts_dump", perf_convert_check(text))]
+            ("perf_convert_accepts_dump", perf_convert_check(text)),
+            ("calltree_report_shares", calltree_report_check(text))]
 
 
 def check_plan(args):
@@ -244,12 +278,12 @@ def check_plan(args):
         (PERF_TOTALS.pattern, None),
         (prompt, "perf report\r"),
         (r"^# Samples: \d+ of event 'tick', period 1, target all, 300 ms\n"
-         r"#\n# Overhead   Samples  Symbol\n#\n"
-         r"(?:\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\]|"
-         r"\(other functions\))\n)*"
-         r"\s+\d+\.\d\d%\s+\d+  [A-Za-z_]\w*\n"
-         r"(?:\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\]|"
-         r"\(other functions\))\n)*"
+         r"# Event count: \d+\n"
+         r"#\n# Children      Self   Samples  Symbol\n#\n"
+         r"(?:\s+\d+\.\d\d%\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\])\n)*"
+         r"\s+\d+\.\d\d%\s+\d+\.\d\d%\s+\d+  [A-Za-z_]\w*\n"
+         r"(?:\s+\d+\.\d\d%\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\])\n)*"
+         r"(?:\s+\d+\.\d\d%\s+\(other entries: self\)\n)?"
          r"#\n# \d+ received, \d+ lost, \d+ throttled \(\d+ produced\)$",
          None),
         (prompt, "perf script\r"),
@@ -258,6 +292,41 @@ def check_plan(args):
         (r"^perfmon-dump 2 end lines=\d+$", None),
         (prompt, "perf record thread main cswitch/2 50\r"),
         (PERF_TOTALS.pattern, None),
+        # The calltree workload, sampled on every emit unit: its report
+        # (calltree_report_check checks the shares), its callers' tree,
+        # other sort keys, one function's addresses; the other workloads
+        # and Linux perf's option spellings.
+        (prompt, "perf record -e emit -c 1 -- calltree 50\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf report\r"),
+        (r"^# Samples: \d+ of event 'emit', period 1, target calltree 50, "
+         r"\d+ ms\n", None),
+        (prompt, "perf report -g --no-children\r"),
+        (r"^\s+\d+\.\d\d%\s+\d+  perf_work_tree_shared\n\s+\|\n"
+         r"\s+\|--\d+\.\d\d%--perf_work_tree_(?:alpha|beta)\n"
+         r"\s+\|\s+perf_work_tree_root$", None),
+        (prompt, "perf report --no-children --sort thread,cpu\r"),
+        (r"^# Overhead   Samples  Thread\s+CPU\n#\n"
+         r"\s+100\.00%\s+\d+  calltree\s+\d{3}$", None),
+        (prompt, "perf annotate perf_work_tree_shared\r"),
+        (r"^# perf annotate perf_work_tree_shared: 0x[0-9a-f]+, \d+ bytes; "
+         r"\d+ samples, \d+\.\d\d% of event 'emit'\n#\n#  Percent.*\n#\n"
+         r"\s+\d+\.\d\d%\s+\d+  0x[0-9a-f]+  perf_work_tree_shared\+0x"
+         r"[0-9a-f]+$", None),
+        (prompt, "perf annotate nosuch\r"),
+        (r"^perf annotate: no function named 'nosuch' in the kernel$", None),
+        (prompt, "perf report --sort nosuch\r"),
+        (r"^perf report: bad sort keys 'nosuch' \(symbol, thread, cpu, "
+         r"comma-separated\)$", None),
+        (prompt, "perf record -a -e tick -- spin 100\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf record cswitch -- pingpong 100\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf record -e emit -- calltree 0\r"),
+        (r"^perf: workload must be spin MS", None),
+        (prompt, "perf script --capture\r"),
+        (r"^perf script: no capture channel: boot QEMU with -debugcon "
+         r"file:PATH", None),
         (prompt, "perf record all nosuch 10\r"),
         (r"^perf: unknown event 'nosuch' \(see perf list\)$", None),
         (prompt, "perf record all tick/0 10\r"),
@@ -274,11 +343,15 @@ def check_plan(args):
         (prompt, "perf record all tick\r"),
         (r"^usage: perf record ", None),
         (prompt, "perf report extra\r"),
-        (r"^usage: perf record ", None),
+        (r"^perf report: unknown option 'extra' \(options: -g, "
+         r"--no-children, --sort KEYS, --stdio\)$", None),
         (prompt, "bogus\r"),
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
         (r"^powering off$", None)], post=perf_record_checks))
+    # make profile, small: a calltree profile through the capture channel,
+    # its outputs checked, and Linux perf's report of its perf.data.
+    boots.append(ProfileBoot(2, timeout(2)))
     # Input typed before the prompt, as `printf 'cpus\npoweroff\n' | make
     # run` sends it, on make run's console: none of it may be lost. It is
     # longer than what QEMU's console multiplexer buffers (32 bytes).
