@@ -20,7 +20,8 @@ NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample",
                  "perfmon_group", "perfmon_mux")
 
 
-# The boot of make check at more CPUs than counters, and its suites.
+# The boots of make check at more CPUs than counters: these suites, and
+# the shell's.
 SCALE_SMP = 16
 SCALE_SUITES = ("perfmon_sample", "perfmon_mux")
 
@@ -192,8 +193,9 @@ def check_plan(args):
         boots.append(Boot("smp=%d" % SCALE_SMP,
                           "test=%s%s" % (",".join(SCALE_SUITES), extra),
                           SCALE_SMP, timeout(SCALE_SMP)))
-    # The serial shell, driven as a user would: every command answers.
-    smp = max(args.smp)
+    # The serial shell, driven as a user would: every command answers; on
+    # more CPUs than counters, where perf record all must still work.
+    smp = max(max(args.smp), SCALE_SMP)
     prompt = r"perfmon> $"
     count = r"^\s+[\d,]+\s+"
     rate = r"\s+#\s+\d+\.\d{3} /sec  \(100\.00%\)$"
