@@ -37,11 +37,11 @@
  *   way (perfmon_cpu_sched_check). A change reaches by a cross-CPU call
  *   only the CPUs that use one of the slots it changed (users, which each
  *   CPU updates for itself); the others follow when they next take one of
- *   those slots into use (perfmon_cpu_pmc_get). A CPU may wait for a schedule write to
- *   end while it holds its run queue lock (a context switch), so nothing
- *   inside a write takes a run queue lock: the rotation thread is woken
- *   (perfmon_mux_lock, then the run queue) after the device lock is
- *   released.
+ *   those slots into use (perfmon_cpu_pmc_get). A CPU may wait for a
+ *   schedule write to end while it holds its run queue lock (a context
+ *   switch), so nothing inside a write takes a run queue lock: the
+ *   rotation thread is woken (perfmon_mux_lock, then the run queue) after
+ *   the device lock is released.
  */
 #ifndef KERN_PERFMON_I_H
 #define KERN_PERFMON_I_H
@@ -108,9 +108,11 @@ struct perfmon_dev_state {
     struct perfmon_pmc pmcs[PERFMON_MAX_SLOTS];
 
     /*
-     * Per slot, the CPUs using it (their per-CPU tier holds a reference):
-     * a schedule change reaches those of its changed slots only. Each CPU
-     * sets and clears its own bit, atomically, without the device lock.
+     * Per slot, the CPUs that may be using it (every CPU whose per-CPU
+     * tier holds a reference, and some that did since the last change
+     * that reached them): a schedule change reaches those of its changed
+     * slots only. Each CPU sets and clears its own bit, atomically,
+     * without the device lock (perfmon_cpu_pmc_user).
      */
     uint64_t users[PERFMON_MAX_SLOTS];
     uint16_t links[PERFMON_MAX_SLOTS][PERFMON_MAX_SLOTS];
@@ -121,7 +123,7 @@ struct perfmon_dev_state {
      * that involves the device, on a line of its own, away from the
      * lock's traffic.
      */
-    unsigned int sched_seq __attribute__((aligned(64)));
+    uint64_t sched_seq __attribute__((aligned(64)));
                                 /* attached groups holding both slots */
 };
 
@@ -216,7 +218,7 @@ struct perfmon_cpu {
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
     uint32_t used[PERFMON_MAX_DEVS];        /* slots with nr_refs > 0 */
     uint32_t unsched[PERFMON_MAX_DEVS];     /* slots without a counter */
-    unsigned int sched_seq[PERFMON_MAX_DEVS];   /* schedule followed */
+    uint64_t sched_seq[PERFMON_MAX_DEVS];   /* schedule followed */
     uint8_t slot_of[PERFMON_MAX_DEVS][64];  /* counter id -> slot */
     struct perfmon_bank *banks[PERFMON_MAX_DEVS];   /* counters in memory
                                                        here, or NULL */
@@ -347,6 +349,8 @@ struct perfmon_cpu_pmc *perfmon_cpu_pmc_get(struct perfmon_cpu *cpu,
                                             struct perfmon_event *sampler);
 void perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                          unsigned int index);
+void perfmon_cpu_pmc_user(struct perfmon_dev *dev, unsigned int index);
+void perfmon_cpu_users_trim(struct perfmon_cpu *cpu, struct perfmon_dev *dev);
 void perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                              struct perfmon_td *td, uint64_t now);
 struct perfmon_td *perfmon_cpu_loaded_td(void);

@@ -424,14 +424,18 @@ perfmon_mux_reschedule(struct perfmon_dev *dev)
     assert(!error);
 }
 
-/* The rotation's cross-CPU call: each CPU follows the new schedule. */
+/*
+ * A schedule change's cross-CPU call: the CPU follows the new schedule,
+ * and stops being told about the slots it let go since the last call.
+ */
 static void
 perfmon_mux_follow(void *arg)
 {
     struct perfmon_dev *dev = arg;
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
-    perfmon_cpu_sched_check(cpu_local_ptr(perfmon_cpu), dev,
-                            perfmon_cpu_loaded_td());
+    perfmon_cpu_sched_check(cpu, dev, perfmon_cpu_loaded_td());
+    perfmon_cpu_users_trim(cpu, dev);
 }
 
 /*
@@ -625,7 +629,7 @@ perfmon_mux_nr_rotations(const struct perfmon_dev *dev)
     return READ_ONCE(dev->state->nr_rotations);
 }
 
-unsigned int
+uint64_t
 perfmon_mux_sched_seq(const struct perfmon_dev *dev)
 {
     return __atomic_load_n(&dev->state->sched_seq, __ATOMIC_ACQUIRE);

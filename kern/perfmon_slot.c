@@ -3,11 +3,11 @@
  * is one raw event of one device, shared (reference counted) by the
  * counting events of that raw event; sampling events of a raw event share
  * a sampling slot of their own wherever they can never need its counter at
- * once on one CPU (perfmon_pmc_sampler_fits). Allocation and release take the device's lock with interrupts
- * disabled and call the schedule (perfmon_mux.c) before they release it;
- * whether a unit of slots could ever run is decided before anything
- * changes, so that a refusal moves no counter. Thread context, except
- * the queries.
+ * once on one CPU (perfmon_pmc_sampler_fits). Allocation and release take
+ * the device's lock with interrupts disabled and call the schedule
+ * (perfmon_mux.c) before they release it; whether a unit of slots could
+ * ever run is decided before anything changes, so that a refusal moves no
+ * counter. Thread context, except the queries.
  */
 #include <stdbool.h>
 #include <stddef.h>

@@ -159,8 +159,9 @@ perfmon_td_off_begin(struct perfmon_cpu *cpu, unsigned int d, uint32_t used,
  * the schedule if it changed: after next's lock, so that the change that
  * gave next's new slots their counters is seen (a slot this CPU has not
  * seen yet is one without a counter here, which is how the switch comes
- * here; changes to slots in use reach every CPU by a cross-CPU call, and
- * until then the CPU counts consistently on its copy). Before the batch:
+ * here; changes to slots in use reach every CPU using them by a cross-CPU
+ * call, and until then the CPU counts consistently on its copy). Before
+ * the batch:
  * the switch reads what this starts. Then, at the scheduler's TSC, so
  * that the times match the threads' run times, prev takes the time it ran
  * without them, next's starts.

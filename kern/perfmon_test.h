@@ -49,13 +49,18 @@ void perfmon_poll_local(struct perfmon_dev *dev);
  * counter on the calling CPU now (whether its count advances here; false
  * for an event that is not attached, or disabled): local, with
  * interrupts disabled, which keeps the answer true until they are
- * enabled (a rotation reaches a CPU through an interrupt).
+ * enabled (a rotation reaches a CPU through an interrupt). Meaningful on
+ * a CPU where the event counts (its CPU, or its thread's while loaded):
+ * elsewhere the CPU's copy of the schedule may lag, since changes reach
+ * only the CPUs that use the slots they change.
  */
 bool perfmon_event_counting_here(const struct perfmon_event *event);
 
 /*
  * Rotate dev's multiplexed raw events now, as the rotation thread does,
- * and bring every CPU to the new schedule before returning. Return
+ * and bring every CPU that uses a slot whose counter changed to the new
+ * schedule before returning (the others follow when they next take such
+ * a slot into use). Return
  * whether anything rotated (some raw event was waiting). Thread context.
  */
 bool perfmon_mux_rotate(struct perfmon_dev *dev);
@@ -68,7 +73,7 @@ uint64_t perfmon_mux_nr_rotations(const struct perfmon_dev *dev);
  * a counter, so a call that must move no counter leaves it as it was.
  * Any context.
  */
-unsigned int perfmon_mux_sched_seq(const struct perfmon_dev *dev);
+uint64_t perfmon_mux_sched_seq(const struct perfmon_dev *dev);
 
 /* The rotation interval in ticks (perfmon.mux_ticks). Any context. */
 uint64_t perfmon_mux_ticks(void);

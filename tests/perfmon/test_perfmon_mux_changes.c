@@ -166,7 +166,8 @@ TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
     unsigned int nr_slots = soft->nr_pmcs, nr_a = nr_slots - 2;
-    unsigned int cpu = cpu_count() - 1, seq;
+    unsigned int cpu = cpu_count() - 1;
+    uint64_t seq;
     struct perfmon_group *a = &set->groups[0], *b = &set->groups[1];
     struct perfmon_group_value value;
 

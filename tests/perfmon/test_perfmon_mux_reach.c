@@ -81,6 +81,7 @@ test_pr_read_xcalls(uint64_t *counts)
  * the pinned call counters leave (those share one slot, which no
  * rotation moves). Every rotation changes the busy CPU's slots only: it
  * gets one call per rotation, every other CPU none but the reads'.
+ * Before the fix, every rotation called every CPU.
  */
 TEST_DEFINE(perfmon_mux, rotation_reaches_only_the_cpus_that_count)
 {
@@ -99,6 +100,13 @@ TEST_DEFINE(perfmon_mux, rotation_reaches_only_the_cpus_that_count)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], busy), 0);
     }
 
+    /*
+     * A CPU that let a slot go is told of the slot's next change once (it
+     * keeps its bit until then, so that its switches write no shared
+     * line): two rotations move every slot, after the earlier tests.
+     */
+    TEST_ASSERT(perfmon_mux_rotate(soft));
+    TEST_ASSERT(perfmon_mux_rotate(soft));
     test_pr_attach_xcalls();
     test_pr_read_xcalls(before);
     rotations = perfmon_mux_nr_rotations(soft);

@@ -56,7 +56,7 @@ HOST_TEST(fair_turns_halve_each_event_exactly)
     unsigned int turns[2 * PX_S] = { 0 };
     struct perfmon_dev *dev = px_dev();
     uint64_t rotations;
-    unsigned int seq;
+    uint64_t seq;
 
     px_begin();
     px_attach_cpu(0, 2 * PX_S, 0);
@@ -137,7 +137,7 @@ HOST_TEST(one_more_event_than_counters_misses_one_step_in_s_plus_one)
 HOST_TEST(rotation_only_while_an_event_waits)
 {
     struct perfmon_dev *dev = px_dev();
-    unsigned int seq;
+    uint64_t seq;
     uint64_t rotations;
 
     px_begin();
@@ -224,7 +224,8 @@ HOST_TEST(pinned_event_takes_a_counter_at_attach_and_keeps_it)
 HOST_TEST(pinned_attach_without_room_is_eagain_and_moves_nothing)
 {
     struct perfmon_dev *dev = px_dev();
-    unsigned int seq, ids[PX_S];
+    unsigned int ids[PX_S];
+    uint64_t seq;
 
     px_begin();
     px_attach_cpu(0, PX_S, PERFMON_EF_PINNED);
@@ -471,7 +472,7 @@ HOST_TEST(events_of_one_raw_event_share_a_slot)
 HOST_TEST(slots_run_out_at_perfmon_max_slots)
 {
     struct perfmon_dev *dev = px_dev();
-    unsigned int seq;
+    uint64_t seq;
 
     px_begin();
     px_attach_cpu(0, PERFMON_MAX_SLOTS, 0);

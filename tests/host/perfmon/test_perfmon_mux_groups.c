@@ -102,7 +102,7 @@ HOST_TEST(refused_group_attach_moves_no_counter)
     struct perfmon_dev *dev = px_dev();
     struct perfmon_group *a, *b;
     struct perfmon_group_value value;
-    unsigned int seq;
+    uint64_t seq;
 
     if (PX_S < 2) {
         printf("# a group of 2 needs 2 counters\n");
@@ -148,7 +148,7 @@ HOST_TEST(refused_group_attach_moves_no_counter)
 HOST_TEST(refused_pinned_group_moves_no_counter)
 {
     struct perfmon_dev *dev = px_dev();
-    unsigned int seq;
+    uint64_t seq;
 
     if (PX_S < 2) {
         printf("# a group of 2 needs 2 counters\n");
@@ -227,7 +227,7 @@ HOST_TEST(unit_that_could_never_run_is_refused_and_others_take_turns)
     unsigned int turns[1 + 2 * PX_S] = { 0 };
     struct perfmon_dev *dev = px_dev();
     unsigned int nr = 1 + 2 * PX_S, singles = PX_S;
-    unsigned int seq;
+    uint64_t seq;
 
     if (PX_S < 2) {
         printf("# the pinned event leaves no counter to share\n");
