@@ -124,10 +124,8 @@ perf_report_cmd_report(int argc, char **argv)
     unsigned int nr_funcs = 0;
     size_t offset = 0;
 
-    (void)argv;
-
     if (argc != 2) {
-        perf_record_usage();
+        perf_util_unexpected(argv[1], argv[2], "it takes no options");
         return;
     }
 
@@ -328,10 +326,8 @@ perf_report_cmd_script(int argc, char **argv)
     uint64_t nr_lines = 0, lost = 0;
     size_t offset = 0;
 
-    (void)argv;
-
     if (argc != 2) {
-        perf_record_usage();
+        perf_util_unexpected(argv[1], argv[2], "it takes no options");
         return;
     }
 

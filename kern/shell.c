@@ -252,23 +252,26 @@ shell_run(void)
 static void
 shell_cmd_help(int argc, char **argv)
 {
-    if (argc > 2) {
-        printf("usage: help [command]\n");
-        return;
-    }
-
     for (size_t i = 0; i < shell_nr_cmds(); i++) {
         const struct shell_cmd *cmd = shell_cmds_start[i];
         char usage[48];
 
-        if (argc == 2) {
-            if (strcmp(argv[1], cmd->name) == 0) {
-                printf("usage: %s %s\n  %s\n", cmd->name, cmd->usage,
-                       cmd->help);
-                return;
+        if (argc >= 2) {
+            if (strcmp(argv[1], cmd->name) != 0) {
+                continue;
             }
 
-            continue;
+            if (cmd->usage_fn != NULL) {
+                cmd->usage_fn(argc - 1, argv + 1);
+            } else if (argc > 2) {
+                printf("help: %s has no subcommands (got '%s'); try help "
+                       "%s\n", cmd->name, argv[2], cmd->name);
+            } else {
+                printf("usage: %s %s\n  %s\n", cmd->name, cmd->usage,
+                       cmd->help);
+            }
+
+            return;
         }
 
         snprintf(usage, sizeof(usage), "%s %s", cmd->name, cmd->usage);
@@ -276,7 +279,7 @@ shell_cmd_help(int argc, char **argv)
                cmd->help);
     }
 
-    if (argc == 2) {
+    if (argc >= 2) {
         printf("help: no command '%s' (try help)\n", argv[1]);
     } else {
         printf("help CMD shows one command's usage; keys: up/down history, "
@@ -284,7 +287,7 @@ shell_cmd_help(int argc, char **argv)
     }
 }
 
-SHELL_CMD_DEFINE(shell_cmd_help, "help", "[command]",
+SHELL_CMD_DEFINE(shell_cmd_help, "help", "[command [subcommand]]",
                  "list the commands, or show one's usage");
 
 static void

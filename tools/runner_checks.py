@@ -156,8 +156,22 @@ def check_plan(args):
         (prompt, "help\r"),
         (r"^  cpus\s+list the processors$", None),
         (r"^  poweroff\s+stop the machine$", None),
+        # help perf gives every subcommand's usage, whole (longer than
+        # the 256 bytes printf once cut at), and help perf SUB one's.
         (prompt, "help perf\r"),
-        (r"^usage: perf list \| stat ", None),
+        (r"^usage: perf list\n  every event with a one-line description\n"
+         r"usage: perf stat .*\n(?:.*\n){2,}usage: perf record ", None),
+        (r"Ctrl-C stops a recording early\n", None),
+        (prompt, "help perf stat\r"),
+        (r"^usage: perf stat ", None),
+        (prompt, "help perf record\r"),
+        (r"^usage: perf record ", None),
+        (prompt, "help perf lsit\r"),
+        (r"^help: perf has no subcommand 'lsit' \(list, stat, record, "
+         r"report, script\)$", None),
+        (prompt, "perf lsit\r"),
+        (r"^perf: no subcommand 'lsit' \(list, stat, record, report, "
+         r"script; help perf shows their usage\)$", None),
         (prompt, "cpus\r"),
         (r"(?:^cpu\d+ apic \d+ online ticks \d+\n){%d}" % smp, None),
         # Up arrow runs cpus again; Ctrl-U and Ctrl-W erase.
@@ -262,8 +276,9 @@ def check_plan(args):
         (r"^perf: instructions: ENODEV ", None),
         (prompt, "perf record all tick\r"),
         (r"^usage: perf record ", None),
-        (prompt, "perf report extra\r"),
-        (r"^usage: perf record ", None),
+        (prompt, "perf report --stdio\r"),
+        (r"^perf report: unexpected '--stdio' \(it takes no options; help "
+         r"perf report\)$", None),
         (prompt, "bogus\r"),
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
@@ -280,6 +295,20 @@ def check_plan(args):
                           (r"^cpu0 apic \d+ online ticks \d+$", None),
                           (r"^perfmon> syscnt thread_switches/0\n"
                            r"thread_switches/0\s+\d+$", None),
+                          (r"^perfmon> poweroff\npowering off$", None)]))
+    # Input piped behind a perf command, as `printf 'perf stat cpu 0 tick
+    # 100\ncpus\npoweroff\n' | make run` sends it: the Ctrl-C check while
+    # perf counts must keep it, and run it after.
+    boots.append(Boot("shell-pipe", "", 2, timeout=timeout(2),
+                      console="mux",
+                      typeahead="perf stat cpu 0 tick 100\ncpus\n"
+                      "perf record cpu 1 tick 100\nthreads\npoweroff\n",
+                      script=[
+                          (r"^ Performance counter stats for 'cpu 0':", None),
+                          (r"^perfmon> cpus\n2 CPUs, TSC \d+ Hz", None),
+                          (r"^perfmon> perf record cpu 1 tick 100\n"
+                           + PERF_TOTALS.pattern[1:], None),
+                          (r"^perfmon> threads\nNAME ", None),
                           (r"^perfmon> poweroff\npowering off$", None)]))
     # The runner's own checks: a failing test, a panic and a hang are each
     # reported as failures with their details.
