@@ -229,10 +229,10 @@ perf_util_online_cpus(unsigned int *cpus)
 
 /* Check one CPU of a list; return 0 or EINVAL after a message. */
 static int
-perf_util_check_cpu(const char *list, unsigned long long cpu)
+perf_util_check_cpu(unsigned long long cpu)
 {
     if (cpu >= cpu_count()) {
-        printf("perf: no CPU %llu in '%s': CPUs are 0 to %u\n", cpu, list,
+        printf("perf: no CPU %llu: CPUs are 0 to %u\n", cpu,
                cpu_count() - 1);
         return EINVAL;
     }
@@ -286,12 +286,12 @@ perf_util_parse_cpus(const char *list, unsigned int *cpus,
         }
 
         /* The last first: the loop below then stays under CPU_MAX. */
-        if (perf_util_check_cpu(list, last) != 0) {
+        if (perf_util_check_cpu(last) != 0) {
             return EINVAL;
         }
 
         for (unsigned long long cpu = first; cpu <= last; cpu++) {
-            if (perf_util_check_cpu(list, cpu) != 0) {
+            if (perf_util_check_cpu(cpu) != 0) {
                 return EINVAL;
             }
 

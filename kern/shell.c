@@ -314,7 +314,8 @@ static void
 shell_print_thread(struct thread *thread, void *arg)
 {
     (void)arg;
-    printf("%-20s %3u %-8s %4u %10llu\n", thread->name, thread_cpu(thread),
+    printf("%-20s %5u %3u %-8s %4u %10llu\n", thread->name,
+           (unsigned int)thread_id(thread), thread_cpu(thread),
            thread_state_name(thread), thread->priority,
            (unsigned long long)thread->nr_switches);
 }
@@ -326,19 +327,19 @@ shell_cmd_threads(int argc, char **argv)
         return;
     }
 
-    printf("%-20s %3s %-8s %4s %10s\n", "NAME", "CPU", "STATE", "PRIO",
-           "SWITCHES");
+    printf("%-20s %5s %3s %-8s %4s %10s\n", "NAME", "TID", "CPU", "STATE",
+           "PRIO", "SWITCHES");
     thread_for_each(shell_print_thread, NULL);
     /*
      * The per-CPU idle threads are not in the thread list, so perf stat
      * cannot name them: they are left out here too.
      */
-    printf("(one idle thread per CPU, not listed: perf stat cpu N counts "
-           "a CPU's idle time)\n");
+    printf("(one idle thread per CPU, id 0, not listed: perf stat cpu N "
+           "counts a CPU's idle time)\n");
 }
 
 SHELL_CMD_DEFINE(shell_cmd_threads, "threads", "",
-                 "list threads: name, CPU, state, priority, switches");
+                 "list threads: name, id, CPU, state, priority, switches");
 
 static void
 shell_print_syscnt(const struct syscnt *syscnt, void *arg)
