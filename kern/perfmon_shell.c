@@ -38,6 +38,7 @@
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/kmem.h>
+#include <kern/perf_num.h>
 #include <kern/perf_util.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
@@ -707,13 +708,6 @@ perfmon_shell_parse(struct perfmon_shell_stat *stat, int argc, char **argv)
 
 /* ---- perf stat: counting --------------------------------------------- */
 
-/* a * b / c without overflow, for c * b below 2^64. */
-static uint64_t
-perfmon_shell_muldiv(uint64_t a, uint64_t b, uint64_t c)
-{
-    return (a / c) * b + (a % c) * b / c;
-}
-
 /*
  * The time an event's count is scaled to. perfmon's time enabled of a
  * thread event includes the time its thread was off its CPU, which
@@ -932,7 +926,7 @@ struct perfmon_shell_run {
 static uint64_t
 perfmon_shell_ns_since(uint64_t start_tsc)
 {
-    return perfmon_shell_muldiv(cpu_get_tsc() - start_tsc, 1000000,
+    return perf_num_muldiv(cpu_get_tsc() - start_tsc, 1000000,
                                 cpu_get_freq()) * 1000;
 }
 
@@ -1121,7 +1115,7 @@ perfmon_shell_run_once(struct perfmon_shell_stat *stat, unsigned int nr_run,
 
     if (run.work.nr_threads != 0 && strcmp(stat->work_kind, "spin") == 0) {
         run.work.end_tsc = run.start_tsc
-                           + perfmon_shell_muldiv(cpu_get_freq(),
+                           + perf_num_muldiv(cpu_get_freq(),
                                                   run.work.rounds, 1000);
     }
 
@@ -1177,58 +1171,6 @@ join:
 
 /* ---- perf stat: output ----------------------------------------------- */
 
-/* n with a comma every three digits, into buf. */
-static void
-perfmon_shell_format_count(char *buf, size_t size, uint64_t n)
-{
-    char digits[24];
-    int len = snprintf(digits, sizeof(digits), "%llu",
-                       (unsigned long long)n);
-    size_t j = 0;
-
-    for (int i = 0; i < len && j + 1 < size; i++) {
-        if (i > 0 && (len - i) % 3 == 0 && j + 2 < size) {
-            buf[j++] = ',';
-        }
-
-        buf[j++] = digits[i];
-    }
-
-    buf[j] = '\0';
-}
-
-/* v / 10^decimals with its decimals, "12.345". */
-static void
-perfmon_shell_format_fixed(char *buf, size_t size, uint64_t v,
-                           unsigned int decimals)
-{
-    uint64_t div = 1;
-
-    for (unsigned int i = 0; i < decimals; i++) {
-        div *= 10;
-    }
-
-    snprintf(buf, size, "%llu.%0*llu", (unsigned long long)(v / div),
-             (int)decimals, (unsigned long long)(v % div));
-}
-
-/* Nanoseconds as milliseconds with two decimals, "1,002.39" (or CSV's). */
-static void
-perfmon_shell_format_msec(char *buf, size_t size, uint64_t ns, bool csv)
-{
-    char whole[32];
-    uint64_t cs = ns / 10000;           /* hundredths of a millisecond */
-
-    if (csv) {
-        snprintf(whole, sizeof(whole), "%llu",
-                 (unsigned long long)(cs / 100));
-    } else {
-        perfmon_shell_format_count(whole, sizeof(whole), cs / 100);
-    }
-
-    snprintf(buf, size, "%s.%02llu", whole, (unsigned long long)(cs % 100));
-}
-
 /* The metric of a row: its value and unit ("" when there is none). */
 struct perfmon_shell_metric {
     char value[24];
@@ -1266,11 +1208,9 @@ perfmon_shell_metric(const struct perfmon_shell_stat *stat,
                      const uint64_t *values, unsigned int i,
                      uint64_t elapsed_ns, struct perfmon_shell_metric *m)
 {
-    static const char *const units[] = { "/sec", "K/sec", "M/sec", "G/sec" };
     const struct perfmon_shell_event *ev = &stat->events[i];
     bool generic = !(ev->ev.flags & (PERFMON_EF_RAW | PERFMON_EF_SW));
-    uint64_t task_ns, cycles, v = values[i], rate, div = 1;
-    unsigned int unit = 0;
+    uint64_t task_ns, cycles, v = values[i];
 
     m->unit = "";
     task_ns = perfmon_shell_find(stat, rows, values, true, 0);
@@ -1283,32 +1223,24 @@ perfmon_shell_metric(const struct perfmon_shell_stat *stat,
 
     if (ev->ev.clock) {
         if (elapsed_ns != 0) {
-            perfmon_shell_format_fixed(m->value, sizeof(m->value),
-                                       perfmon_shell_muldiv(v, 1000,
+            perf_num_format_fixed(m->value, sizeof(m->value),
+                                       perf_num_muldiv(v, 1000,
                                                             elapsed_ns), 3);
             m->unit = "CPUs utilized";
         }
     } else if (generic && ev->ev.id == PERFMON_EV_INSTRUCTION
                && cycles != 0) {
-        perfmon_shell_format_fixed(m->value, sizeof(m->value),
-                                   perfmon_shell_muldiv(v, 100, cycles), 2);
+        perf_num_format_fixed(m->value, sizeof(m->value),
+                                   perf_num_muldiv(v, 100, cycles), 2);
         m->unit = "insn per cycle";
     } else if (generic && ev->ev.id == PERFMON_EV_CYCLE
                && task_ns != 0) {
-        perfmon_shell_format_fixed(m->value, sizeof(m->value),
-                                   perfmon_shell_muldiv(v, 1000, task_ns), 3);
+        perf_num_format_fixed(m->value, sizeof(m->value),
+                                   perf_num_muldiv(v, 1000, task_ns), 3);
         m->unit = "GHz";
     } else if (task_ns >= 1000) {
-        /* Thousandths per second: count * 10^9 / microseconds. */
-        rate = perfmon_shell_muldiv(v, 1000000000ULL, task_ns / 1000);
-
-        while (unit + 1 < ARRAY_SIZE(units) && rate / div >= 1000000) {
-            div *= 1000;
-            unit++;
-        }
-
-        perfmon_shell_format_fixed(m->value, sizeof(m->value), rate / div, 3);
-        m->unit = units[unit];
+        m->unit = perf_num_format_rate(m->value, sizeof(m->value), v,
+                                       task_ns / 1000);
     }
 }
 
@@ -1317,9 +1249,9 @@ static void
 perfmon_shell_format_percent(char *buf, size_t size, uint64_t num,
                              uint64_t den)
 {
-    perfmon_shell_format_fixed(buf, size,
+    perf_num_format_fixed(buf, size,
                                (den == 0) ? 0
-                               : perfmon_shell_muldiv(num, 10000, den), 2);
+                               : perf_num_muldiv(num, 10000, den), 2);
 }
 
 /* Drop trailing blanks (the padding of a line's last column). */
@@ -1355,13 +1287,15 @@ perfmon_shell_print_row(const struct perfmon_shell_stat *stat,
     } else if (row->running == 0) {
         strlcpy(count, "<not counted>", sizeof(count));
     } else {
-        if (ev->ev.clock) {
-            perfmon_shell_format_msec(count, sizeof(count), values[i], csv);
+        if (ev->ev.clock && csv) {
+            perf_num_format_fixed(count, sizeof(count), values[i] / 10000, 2);
+        } else if (ev->ev.clock) {
+            perf_num_format_msec(count, sizeof(count), values[i]);
         } else if (csv) {
             snprintf(count, sizeof(count), "%llu",
                      (unsigned long long)values[i]);
         } else {
-            perfmon_shell_format_count(count, sizeof(count), values[i]);
+            perf_num_format_count(count, sizeof(count), values[i]);
         }
 
         perfmon_shell_metric(stat, rows, values, i, elapsed_ns, &m);
@@ -1369,7 +1303,7 @@ perfmon_shell_print_row(const struct perfmon_shell_stat *stat,
     }
 
     if (vars != NULL) {
-        perfmon_shell_format_fixed(var, sizeof(var), vars[i], 2);
+        perf_num_format_fixed(var, sizeof(var), vars[i], 2);
     }
 
     if (csv) {
@@ -1442,53 +1376,6 @@ perfmon_shell_print(const struct perfmon_shell_stat *stat,
     }
 }
 
-/* The integer square root of n. */
-static uint64_t
-perfmon_shell_isqrt(uint64_t n)
-{
-    uint64_t x = n, y = (n + 1) / 2;
-
-    while (y < x) {
-        x = y;
-        y = (x + n / x) / 2;
-    }
-
-    return x;
-}
-
-/*
- * The mean of n values, and the relative standard deviation of that mean
- * (Linux's "+- x%"), in hundredths of a percent: each value's deviation
- * is taken relative to the mean first (in ten-thousandths), which keeps
- * the squares far from overflow for any count.
- */
-static uint64_t
-perfmon_shell_mean(const uint64_t *values, unsigned int n, uint64_t *varp)
-{
-    uint64_t sum = 0, squares = 0, mean;
-
-    for (unsigned int i = 0; i < n; i++) {
-        sum += values[i];
-    }
-
-    mean = sum / n;
-    *varp = 0;
-
-    if (n < 2 || mean == 0) {
-        return mean;
-    }
-
-    for (unsigned int i = 0; i < n; i++) {
-        uint64_t d = (values[i] > mean) ? values[i] - mean : mean - values[i];
-        uint64_t rel = perfmon_shell_muldiv(d, 10000, mean);
-
-        squares += rel * rel;
-    }
-
-    *varp = perfmon_shell_isqrt(squares / (n - 1) / n);
-    return mean;
-}
-
 /* The summary after the runs: the means, and the time elapsed. */
 static void
 perfmon_shell_print_summary(const struct perfmon_shell_stat *stat,
@@ -1503,10 +1390,10 @@ perfmon_shell_print_summary(const struct perfmon_shell_stat *stat,
         const struct perfmon_shell_event *ev = &stat->events[i];
 
         rows[i] = ev->sum;
-        values[i] = perfmon_shell_mean(ev->values, nr_runs, &vars[i]);
+        values[i] = perf_num_mean(ev->values, nr_runs, &vars[i]);
     }
 
-    elapsed = perfmon_shell_mean(stat->elapsed, nr_runs, &elapsed_var);
+    elapsed = perf_num_mean(stat->elapsed, nr_runs, &elapsed_var);
 
     for (unsigned int i = 0; stat->verbose && i < stat->nr_events; i++) {
         const struct perfmon_shell_event *ev = &stat->events[i];
@@ -1539,13 +1426,13 @@ perfmon_shell_print_summary(const struct perfmon_shell_stat *stat,
     if (nr_runs > 1) {
         char var[16];
 
-        perfmon_shell_format_fixed(var, sizeof(var), elapsed_var, 2);
+        perf_num_format_fixed(var, sizeof(var), elapsed_var, 2);
         printf("\n%8llu.%06llu +- %llu.%06llu seconds time elapsed  "
                "( +- %5s%% )\n\n", (unsigned long long)(elapsed / 1000000000),
                (unsigned long long)(elapsed / 1000 % 1000000),
-               (unsigned long long)(perfmon_shell_muldiv(elapsed, elapsed_var,
+               (unsigned long long)(perf_num_muldiv(elapsed, elapsed_var,
                                                          10000) / 1000000000),
-               (unsigned long long)(perfmon_shell_muldiv(elapsed, elapsed_var,
+               (unsigned long long)(perf_num_muldiv(elapsed, elapsed_var,
                                                          10000)
                                     / 1000 % 1000000), var);
     } else {
