@@ -58,7 +58,7 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror \
     -I. -Iarch/x86 -Itests/host -MMD -MP
 
 .PHONY: all deps run check check-hw debug clean help lint bench torture \
-        host-tests iso soak
+        host-tests iso soak profile
 
 all: $(ISO) host-tests
 
@@ -75,12 +75,18 @@ help:
 	@echo "                AMD host PMU; fails, saying why, when nothing was tested)"
 	@echo "make bench      perfmon benchmark under TCG -icount (instructions)"
 	@echo "make torture    the long perfmon torture run (progress every 10 s)"
+	@echo "make profile    boot, sample WORKLOAD on EVENT every PERIOD events,"
+	@echo "                write build/profile/: perf script text, folded"
+	@echo "                stacks, flamegraph.svg, perf.data + kallsyms for"
+	@echo "                Linux perf"
+	@echo "                (perf report --stdio -i build/profile/perf.data"
+	@echo "                --kallsyms build/profile/kallsyms)"
 	@echo "make debug      boot with QEMU waiting for gdb on GDB_PORT; it prints"
 	@echo "                the gdb line to run (gdb -x tools/gdbinit)"
 	@echo "make lint       cppcheck over kern/, arch/ and tests/: prints"
 	@echo "                'lint: cppcheck clean (N files)' or the findings"
-	@echo "make deps       install QEMU, GRUB, the ISO tools, cppcheck and gdb"
-	@echo "                when missing (as root)"
+	@echo "make deps       install QEMU, GRUB, the ISO tools, cppcheck, gdb and"
+	@echo "                Linux perf when missing (as root, apt-get)"
 	@echo "make clean      remove build/"
 	@echo ""
 	@echo "Variables:"
@@ -92,6 +98,9 @@ help:
 	@echo "  ARGS='words'  extra kernel command line (run, check, torture, ...)"
 	@echo "  TORTURE_OPS=n operations per CPU for make torture (default 500000)"
 	@echo "  RUNS=n        runs for make soak (default 10)"
+	@echo "  WORKLOAD='calltree 1000'  make profile's workload (spin MS,"
+	@echo "                pingpong N, calltree N); EVENT=emit, PERIOD=13 (events"
+	@echo "                per sample; empty: the event's default); SMP=2"
 	@echo "  GDB_PORT=n    TCP port make debug's QEMU waits on (default 1234)"
 	@echo "  DEBUG=1       build the kernel at -Og instead of -O2, in build/debug/"
 	@echo "                (any target: make debug DEBUG=1, make run DEBUG=1)"
@@ -158,7 +167,7 @@ HOST_TESTS := printf init_order string arg clock_calib perf_num pmu_model \
 
 # Host tests in Python (tools/test_NAME.py, KTAP on stdout), run by the
 # runner with the C ones.
-HOST_PY_TESTS := tools/test_perf_convert.py
+HOST_PY_TESTS := tools/test_perf_convert.py tools/test_flamegraph.py
 
 $(BUILD)/host/test_printf: tests/host/kern/test_printf.c kern/printf.c
 $(BUILD)/host/test_init_order: tests/host/kern/test_init_order.c \
@@ -330,6 +339,20 @@ host-tests: $(addprefix $(BUILD)/host/test_,$(HOST_TESTS))
 run: deps $(ISO)
 	$(PYTHON) tools/runner.py run --iso $(ISO) --smp $(SMP) --accel $(ACCEL) \
 	    --mem $(MEM) --cmdline "$(strip $(if $(TESTS),test=$(TESTS)) $(ARGS))"
+
+# make profile: one boot records WORKLOAD through the capture channel
+# (QEMU's debugcon, to build/profile/capture.txt); tools/perf_profile.py
+# converts the dump. The emit period is prime to the calltree's 20 units
+# a round, so that samples fall on every unit in turn.
+WORKLOAD ?= calltree 1000
+EVENT    ?= emit
+PERIOD   ?= 13
+PROFILE_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),2)
+profile: deps $(ISO)
+	@$(PYTHON) tools/perf_profile.py --iso $(ISO) --elf $(KERNEL_ELF) --nm $(NM) \
+	    --out $(BUILD)/profile --smp $(PROFILE_SMP) --accel $(ACCEL) \
+	    --mem $(MEM) --workload "$(WORKLOAD)" --event "$(EVENT)" \
+	    --period "$(PERIOD)"
 
 # gdb reads tools/gdbinit; $port and $elf tell it where when not the
 # defaults (1234, build/kernel.elf). $(info) prints the line verbatim.

@@ -5,7 +5,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/errno.h>
 #include <kern/ksym.h>
+#include <kern/string.h>
 
 struct ksym_entry {
     uint64_t addr;
@@ -41,4 +43,25 @@ ksym_lookup(uintptr_t addr, uintptr_t *offsetp)
 
     *offsetp = addr - ksym_table[low].addr;
     return &ksym_names[ksym_table[low].name];
+}
+
+/*
+ * A linear search: perf annotate looks up one name per command, and the
+ * table is sorted by address, not name.
+ */
+int
+ksym_find(const char *name, uintptr_t *addrp, uintptr_t *sizep)
+{
+    for (size_t i = 0; i < ksym_count; i++) {
+        if (strcmp(&ksym_names[ksym_table[i].name], name) != 0) {
+            continue;
+        }
+
+        *addrp = ksym_table[i].addr;
+        *sizep = ((i + 1 < ksym_count) ? ksym_table[i + 1].addr
+                                       : (uintptr_t)text_end) - *addrp;
+        return 0;
+    }
+
+    return ENOENT;
 }

@@ -14,4 +14,10 @@
  */
 const char *ksym_lookup(uintptr_t addr, uintptr_t *offsetp);
 
+/*
+ * Find a function by name: store its address and its size (up to the
+ * next symbol) and return 0, or return ENOENT. Any context.
+ */
+int ksym_find(const char *name, uintptr_t *addrp, uintptr_t *sizep);
+
 #endif /* KERN_KSYM_H */

@@ -1,8 +1,8 @@
 /*
  * The shell's perf command: it only picks the subcommand, so that the
  * subcommands' files (kern/perfmon_shell.c: list, stat; kern/perf_record.c:
- * record; kern/perf_report.c: report, script) depend on what they share
- * (kern/perf_util.h) and never on the command. perf_report.c reads what
+ * record; kern/perf_report.c: report, annotate, script) depend on what they
+ * share (kern/perf_util.h) and never on the command. perf_report.c reads what
  * perf_record.c recorded, through a private header (kern/perf_record_i.h);
  * perfmon_shell.c and the sampling files know nothing of each other. No
  * header: the shell finds the command through its table.
@@ -17,7 +17,7 @@
 #include <kern/shell.h>
 #include <kern/string.h>
 
-#define PERF_CMD_SUBCOMMANDS "list, stat, record, report, script"
+#define PERF_CMD_SUBCOMMANDS "list, stat, record, report, annotate, script"
 
 static void
 perf_cmd_list_usage(void)
@@ -35,6 +35,7 @@ static const struct perf_cmd_sub {
     { "stat", perfmon_shell_stat_usage },
     { "record", perf_record_usage },
     { "report", perf_record_usage },
+    { "annotate", perf_record_usage },
     { "script", perf_record_usage },
 };
 
@@ -98,6 +99,8 @@ perf_cmd_run(int argc, char **argv)
         perf_record_cmd_record(argc, argv);
     } else if (strcmp(argv[1], "report") == 0) {
         perf_report_cmd_report(argc, argv);
+    } else if (strcmp(argv[1], "annotate") == 0) {
+        perf_report_cmd_annotate(argc, argv);
     } else if (strcmp(argv[1], "script") == 0) {
         perf_report_cmd_script(argc, argv);
     } else {
@@ -107,6 +110,6 @@ perf_cmd_run(int argc, char **argv)
 }
 
 SHELL_CMD_DEFINE_USAGE(perf_cmd_run, "perf",
-                       "list | stat | record | report | script",
+                       "list | stat | record | report | annotate | script",
                        "list, count or sample events (help perf SUB: usage)",
                        perf_cmd_help);

@@ -2,8 +2,9 @@
  * The shell's sampling profiler (kern/perf_record.h).
  *
  * perf record attaches one sampling event per target (a CPU, each online
- * CPU, or a thread) to a session of its own, then, until the duration
- * ends, waits on the session and copies every record out of the rings
+ * CPU, a thread, or each thread of a workload) to a session of its own,
+ * lets the workload go, then, until the duration or the workload ends,
+ * waits on the session and copies every record out of the rings
  * into the buffer of the last recording. The rings are drained while
  * recording, not only at the end, so their size bounds only what arrives
  * between two drains. The buffer keeps the records in the order read (per
@@ -28,6 +29,7 @@
 #include <kern/perf_record.h>
 #include <kern/perf_record_i.h>
 #include <kern/perf_util.h>
+#include <kern/perf_work.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
@@ -37,7 +39,7 @@
 #include <kern/thread.h>
 #include <machine/cpu.h>
 
-#define PERF_RECORD_RING_SIZE       (32U << 10)     /* bytes per CPU */
+#define PERF_RECORD_RING_SIZE       (128U << 10)    /* bytes per CPU */
 #define PERF_RECORD_MAX_MS          60000ULL
 #define PERF_RECORD_DRAIN_TICKS     5U
 
@@ -55,24 +57,37 @@ struct perf_record_req {
     unsigned int flags;
     uint64_t period;
     uint64_t ms;
+    bool have_event;
+    bool have_period;                   /* -c PERIOD */
     unsigned int nr_targets;
     unsigned int cpus[CPU_MAX];         /* CPU targets */
     struct thread *thread;              /* a thread target, referenced */
+    unsigned int nr_threads;            /* thread targets (in threads) */
+    struct thread *threads[PERF_WORK_MAX_THREADS];
+    struct perf_work work;              /* after "--", or none started */
 };
 
+/* In several prints: each fits the console's line buffer. */
 void
 perf_record_usage(void)
 {
-    printf("usage: perf record <cpu N | thread NAME | all> "
-           "<event>[/PERIOD] <MS>\n"
-           "       perf report\n"
-           "       perf script\n"
-           "  MS 1 to %llu; PERIOD 1 to 2^62, default 1 for tick, cswitch,\n"
-           "  migration and xcall, %llu for emit*, %llu for hardware "
-           "events;\n"
-           "  call chains of %u frames; Ctrl-C stops a recording early\n",
-           PERF_RECORD_MAX_MS, PERF_RECORD_PERIOD_EMIT,
-           PERF_RECORD_PERIOD_HW, PERF_RECORD_NR_FRAMES);
+    printf("usage: perf record [-g] [-e EVENT] [-c PERIOD] "
+           "[-a | -C CPU | cpu N | thread NAME | all]\n"
+           "                   [EVENT[/PERIOD]] [MS] "
+           "[" PERF_WORK_USAGE "]\n");
+    printf("       perf report [-g] [--no-children] "
+           "[--sort symbol,thread,cpu]\n"
+           "       perf annotate SYMBOL\n"
+           "       perf script [--capture]\n");
+    printf("  EVENT default tick; MS 1 to %llu, or until the workload "
+           "ends;\n  no target: the workload's threads;\n",
+           PERF_RECORD_MAX_MS);
+    printf("  PERIOD 1 to 2^62, default 1 for tick, cswitch, migration and "
+           "xcall,\n  %llu for emit*, %llu for hardware events;\n",
+           PERF_RECORD_PERIOD_EMIT, PERF_RECORD_PERIOD_HW);
+    printf("  call chains of %u frames (always: -g is accepted); Ctrl-C "
+           "stops early\n", PERF_RECORD_NR_FRAMES);
+    perf_work_usage();
 }
 
 static uint64_t
@@ -85,13 +100,30 @@ perf_record_default_period(uint64_t id, unsigned int flags)
     return (id >= PMU_SOFT_EV_EMIT) ? PERF_RECORD_PERIOD_EMIT : 1;
 }
 
+/* Parse a period into req. Return 0, or -1 after a message. */
+static int
+perf_record_parse_period(struct perf_record_req *req, const char *word)
+{
+    unsigned long long period;
+
+    if (string_parse_u64(word, &period) != 0 || period == 0
+        || period > PERFMON_PERIOD_MAX) {
+        printf("perf: bad period '%s': 1 to 2^62 events per sample\n",
+               word);
+        return -1;
+    }
+
+    req->period = period;
+    req->have_period = true;
+    return 0;
+}
+
 /* Parse "event[/period]" into req. Return 0, or -1 after a message. */
 static int
 perf_record_parse_event(struct perf_record_req *req, const char *word)
 {
     const char *slash = strchr(word, '/');
     size_t len = (slash == NULL) ? strlen(word) : (size_t)(slash - word);
-    unsigned long long period;
 
     if (len == 0 || len >= sizeof(req->event)) {
         printf("perf: bad event '%s' (see perf list)\n", word);
@@ -107,19 +139,64 @@ perf_record_parse_event(struct perf_record_req *req, const char *word)
         return -1;
     }
 
+    req->have_event = true;
+
     if (slash == NULL) {
-        req->period = perf_record_default_period(req->id, req->flags);
+        if (!req->have_period) {
+            req->period = perf_record_default_period(req->id, req->flags);
+        }
+
         return 0;
     }
 
-    if (string_parse_u64(slash + 1, &period) != 0 || period == 0
-        || period > PERFMON_PERIOD_MAX) {
-        printf("perf: bad period '%s': 1 to 2^62 events per sample\n",
-               slash + 1);
+    return perf_record_parse_period(req, slash + 1);
+}
+
+static void
+perf_record_target_all(struct perf_record_req *req)
+{
+    for (unsigned int i = 0; i < cpu_count(); i++) {
+        if (cpu_online(i)) {
+            req->cpus[req->nr_targets++] = i;
+        }
+    }
+
+    snprintf(req->target, sizeof(req->target), "all");
+}
+
+/* A CPU target. Return 0, or -1 after a message. */
+static int
+perf_record_target_cpu(struct perf_record_req *req, const char *word)
+{
+    unsigned long long cpu;
+
+    if (string_parse_u64(word, &cpu) != 0 || cpu >= cpu_count()
+        || !cpu_online((unsigned int)cpu)) {
+        printf("perf: bad CPU '%s': EINVAL (0 to %u, online)\n", word,
+               cpu_count() - 1);
         return -1;
     }
 
-    req->period = period;
+    req->cpus[req->nr_targets++] = (unsigned int)cpu;
+    snprintf(req->target, sizeof(req->target), "cpu %llu", cpu);
+    return 0;
+}
+
+/* A thread target. Return 0, or -1 after a message. */
+static int
+perf_record_target_thread(struct perf_record_req *req, const char *name)
+{
+    req->thread = thread_lookup(name);
+
+    if (req->thread == NULL) {
+        printf("perf: no thread named '%s' (see threads)\n", name);
+        return -1;
+    }
+
+    req->threads[0] = req->thread;
+    req->nr_threads = req->nr_targets = 1;
+    snprintf(req->target, sizeof(req->target), "thread %s",
+             thread_name(req->thread));
     return 0;
 }
 
@@ -130,47 +207,71 @@ perf_record_parse_event(struct perf_record_req *req, const char *word)
 static int
 perf_record_parse_target(struct perf_record_req *req, int argc, char **argv)
 {
-    unsigned long long cpu;
-
     if (argc >= 1 && strcmp(argv[0], "all") == 0) {
-        for (unsigned int i = 0; i < cpu_count(); i++) {
-            if (cpu_online(i)) {
-                req->cpus[req->nr_targets++] = i;
-            }
-        }
-
-        snprintf(req->target, sizeof(req->target), "all");
+        perf_record_target_all(req);
         return 1;
     }
 
     if (argc >= 2 && strcmp(argv[0], "cpu") == 0) {
-        if (string_parse_u64(argv[1], &cpu) != 0 || cpu >= cpu_count()
-            || !cpu_online((unsigned int)cpu)) {
-            printf("perf: bad CPU '%s': EINVAL (0 to %u, online)\n", argv[1],
-                   cpu_count() - 1);
-            return -1;
-        }
-
-        req->cpus[req->nr_targets++] = (unsigned int)cpu;
-        snprintf(req->target, sizeof(req->target), "cpu %llu", cpu);
-        return 2;
+        return (perf_record_target_cpu(req, argv[1]) == 0) ? 2 : -1;
     }
 
     if (argc >= 2 && strcmp(argv[0], "thread") == 0) {
-        req->thread = thread_lookup(argv[1]);
-
-        if (req->thread == NULL) {
-            printf("perf: no thread named '%s' (see threads)\n", argv[1]);
-            return -1;
-        }
-
-        req->nr_targets = 1;
-        snprintf(req->target, sizeof(req->target), "thread %s",
-                 thread_name(req->thread));
-        return 2;
+        return (perf_record_target_thread(req, argv[1]) == 0) ? 2 : -1;
     }
 
     return 0;
+}
+
+/*
+ * Parse the options (Linux perf record's spellings: -e, -c, -a, -C; -g
+ * is accepted, call chains are always recorded); return how many argv
+ * entries they took, or -1 after a message (the usage when unknown).
+ */
+static int
+perf_record_parse_options(struct perf_record_req *req, int argc, char **argv)
+{
+    int i;
+
+    for (i = 0; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0;
+         i++) {
+        const char *opt = argv[i];
+        int error = 0;
+
+        if (strcmp(opt, "-g") == 0) {
+            continue;
+        }
+
+        if (strcmp(opt, "-a") == 0 && req->nr_targets == 0) {
+            perf_record_target_all(req);
+            continue;
+        }
+
+        /* One target only: -a or -C once. */
+        if (i + 1 == argc
+            || (strcmp(opt, "-C") == 0 && req->nr_targets != 0)
+            || (strcmp(opt, "-e") != 0 && strcmp(opt, "-c") != 0
+                && strcmp(opt, "-C") != 0)) {
+            perf_record_usage();
+            return -1;
+        }
+
+        i++;
+
+        if (strcmp(opt, "-e") == 0) {
+            error = perf_record_parse_event(req, argv[i]);
+        } else if (strcmp(opt, "-c") == 0) {
+            error = perf_record_parse_period(req, argv[i]);
+        } else {
+            error = perf_record_target_cpu(req, argv[i]);
+        }
+
+        if (error) {
+            return -1;
+        }
+    }
+
+    return i;
 }
 
 /* ---- the thread table ------------------------------------------------ */
@@ -298,8 +399,8 @@ perf_record_attach(const struct perf_record_req *req,
         }
 
         if (error == 0) {
-            error = (req->thread != NULL)
-                    ? perfmon_event_attach(&events[i], req->thread)
+            error = (req->nr_threads != 0)
+                    ? perfmon_event_attach(&events[i], req->threads[i])
                     : perfmon_event_attach_cpu(&events[i], req->cpus[i]);
         }
 
@@ -341,15 +442,20 @@ perf_record_reset(struct perf_record_last *last,
     return 0;
 }
 
-/* Record until the deadline or Ctrl-C. Return whether Ctrl-C ended it. */
+/*
+ * Record until the deadline, the workload's end (when one runs) or
+ * Ctrl-C. Return whether Ctrl-C ended it.
+ */
 static bool
 perf_record_wait(struct perf_record_last *last,
-                 struct perfmon_session *session, uint64_t deadline)
+                 struct perfmon_session *session, struct perf_work *work,
+                 uint64_t deadline)
 {
     for (;;) {
         uint64_t now = clock_get_time();
 
-        if (now >= deadline) {
+        if (now >= deadline || (work->nr_threads != 0
+                                && perf_work_done(work))) {
             return false;
         }
 
@@ -403,50 +509,131 @@ perf_record_account(struct perf_record_last *last,
     }
 }
 
+/*
+ * Parse the words after "perf record" into req: options, a target, an
+ * event and a duration, then the workload after "--", started (waiting).
+ * Return 0, or -1 after a message.
+ */
+static int
+perf_record_parse(struct perf_record_req *req, int argc, char **argv)
+{
+    unsigned long long ms = 0;
+    int dashes, used, nargs;
+
+    for (dashes = 0; dashes < argc && strcmp(argv[dashes], "--") != 0;
+         dashes++) {
+        continue;
+    }
+
+    used = perf_record_parse_options(req, dashes, argv);
+
+    if (used < 0) {
+        return -1;
+    }
+
+    if (req->nr_targets == 0) {
+        int n = perf_record_parse_target(req, dashes - used, argv + used);
+
+        if (n < 0) {
+            return -1;
+        }
+
+        used += n;
+    }
+
+    /* [EVENT[/PERIOD]] [MS]: a number is the duration. */
+    nargs = dashes - used;
+
+    if (nargs == 2 || (nargs == 1 && string_parse_u64(argv[used], &ms))) {
+        if (req->have_event) {
+            perf_record_usage();
+            return -1;
+        }
+
+        if (perf_record_parse_event(req, argv[used]) != 0) {
+            return -1;
+        }
+
+        used++;
+        nargs--;
+    }
+
+    if (nargs > 1 || (dashes != argc && dashes + 3 != argc)
+        || (nargs == 0 && dashes == argc)) {
+        perf_record_usage();
+        return -1;
+    }
+
+    if (nargs == 1
+        && (string_parse_u64(argv[used], &ms) != 0 || ms == 0
+            || ms > PERF_RECORD_MAX_MS)) {
+        printf("perf: duration must be 1 to %llu ms\n", PERF_RECORD_MAX_MS);
+        return -1;
+    }
+
+    req->ms = ms;
+
+    if (!req->have_event && perf_record_parse_event(req, "tick") != 0) {
+        return -1;
+    }
+
+    if (dashes != argc) {
+        int error = perf_work_start(&req->work, argv[dashes + 1],
+                                    argv[dashes + 2]);
+
+        if (error) {
+            printf("perf: workload must be spin MS (1 to %llu), pingpong "
+                   "N or calltree N (1 to %llu): %s\n", PERF_WORK_MAX_MS,
+                   PERF_WORK_MAX_ROUNDS, errno_name(error));
+            return -1;
+        }
+
+        if (req->nr_targets == 0) {
+            for (unsigned int i = 0; i < req->work.nr_threads; i++) {
+                req->threads[i] = req->work.threads[i];
+            }
+
+            req->nr_threads = req->nr_targets = req->work.nr_threads;
+            snprintf(req->target, sizeof(req->target), "%s %s",
+                     argv[dashes + 1], argv[dashes + 2]);
+        }
+    }
+
+    return 0;
+}
+
 void
 perf_record_cmd_record(int argc, char **argv)
 {
     struct perf_record_last *last = &perf_record_last;
-    struct perf_record_req req;
+    struct perf_record_req *req;
     struct perfmon_session *session = NULL;
     struct perfmon_event *events = NULL;
     unsigned int nr_attached = 0;
-    unsigned long long ms;
+    uint64_t start, deadline;
     bool interrupted;
-    int used, error;
+    int error;
 
-    memset(&req, 0, sizeof(req));
-    used = perf_record_parse_target(&req, argc - 2, argv + 2);
+    /* CPU_MAX CPU numbers and the workload: too big for the stack. */
+    req = kmem_zalloc(sizeof(*req));
 
-    if (used < 0) {
+    if (req == NULL) {
+        perf_util_error("cannot record", ENOMEM);
         return;
     }
 
-    if (used == 0 || argc != 2 + used + 2) {
-        perf_record_usage();
+    if (perf_record_parse(req, argc - 2, argv + 2) != 0) {
         goto out;
     }
 
-    if (perf_record_parse_event(&req, argv[2 + used]) != 0) {
-        goto out;
-    }
-
-    if (string_parse_u64(argv[3 + used], &ms) != 0 || ms == 0
-        || ms > PERF_RECORD_MAX_MS) {
-        printf("perf: duration must be 1 to %llu ms\n", PERF_RECORD_MAX_MS);
-        goto out;
-    }
-
-    req.ms = ms;
-
-    error = perfmon_event_check(req.id, req.flags);
+    error = perfmon_event_check(req->id, req->flags);
 
     if (error) {
-        perf_util_error(req.event, error);
+        perf_util_error(req->event, error);
         goto out;
     }
 
-    events = kmem_zalloc(req.nr_targets * sizeof(events[0]));
+    events = kmem_zalloc(req->nr_targets * sizeof(events[0]));
     error = (events == NULL) ? ENOMEM
             : perfmon_session_create(&session, PERF_RECORD_RING_SIZE);
 
@@ -456,15 +643,15 @@ perf_record_cmd_record(int argc, char **argv)
     }
 
     perfmon_session_set_watermark(session, 0, PERF_RECORD_RING_SIZE / 2);
-    error = perf_record_attach(&req, session, events, &nr_attached);
+    error = perf_record_attach(req, session, events, &nr_attached);
 
     if (error) {
-        perf_util_error(req.event, error);
+        perf_util_error(req->event, error);
         goto out;
     }
 
     /* Only now is the previous recording replaced. */
-    error = perf_record_reset(last, &req);
+    error = perf_record_reset(last, req);
 
     if (error) {
         perf_util_error("cannot record", error);
@@ -472,9 +659,11 @@ perf_record_cmd_record(int argc, char **argv)
     }
 
     perf_record_threads_scan(last);
-    interrupted = perf_record_wait(last, session,
-                                   clock_get_time()
-                                   + clock_ticks_from_ms(req.ms));
+    start = clock_get_time();
+    deadline = start + clock_ticks_from_ms((req->ms != 0)
+                                           ? req->ms : PERF_RECORD_MAX_MS);
+    perf_work_go(&req->work);
+    interrupted = perf_record_wait(last, session, &req->work, deadline);
     perf_record_detach_all(events, nr_attached);
     nr_attached = 0;
 
@@ -483,6 +672,12 @@ perf_record_cmd_record(int argc, char **argv)
     }
 
     perf_record_account(last, session);
+
+    /* A workload's recording lasts as long as the workload ran. */
+    if (req->ms == 0) {
+        last->ms = clock_ms_from_ticks(clock_get_time() - start);
+    }
+
     last->valid = true;
 
     if (interrupted) {
@@ -493,6 +688,8 @@ perf_record_cmd_record(int argc, char **argv)
 
 out:
     perf_record_detach_all(events, nr_attached);
+    perf_work_stop(&req->work);
+    perf_work_join(&req->work);
 
     if (session != NULL) {
         error = perfmon_session_destroy(session);
@@ -501,9 +698,11 @@ out:
 
     kmem_free(events);
 
-    if (req.thread != NULL) {
-        thread_unref(req.thread);
+    if (req->thread != NULL) {
+        thread_unref(req->thread);
     }
+
+    kmem_free(req);
 }
 
 const struct perf_record_last *

@@ -1,14 +1,21 @@
 /*
  * The shell's sampling profiler: perf record.
  *
- *   perf record <cpu N | thread NAME | all> <event>[/PERIOD] <MS>
+ *   perf record [-g] [-e EVENT] [-c PERIOD]
+ *               [-a | -C CPU | cpu N | thread NAME | all]
+ *               [EVENT[/PERIOD]] [MS] [-- spin MS | -- pingpong N |
+ *                                      -- calltree N]
  *
- * perf record samples one event for MS milliseconds into a perfmon
- * session (one ring per CPU) with call chains of PERF_RECORD_NR_FRAMES
- * frames, drains the rings into the kernel's buffer of the last recording
- * (PERF_RECORD_BUF_SIZE bytes; what does not fit is counted) and prints
- * the samples received, lost and throttled. perf report and perf script
- * read the last recording (kern/perf_report.h).
+ * perf record samples one event (tick when none is named) for MS
+ * milliseconds, or while a built-in workload (kern/perf_work.h) runs,
+ * into a perfmon session (one ring per CPU) with call chains of
+ * PERF_RECORD_NR_FRAMES frames. Without a target it samples the
+ * workload's own threads; -a is every online CPU, -C one CPU, -c the
+ * period (Linux perf record's spellings). It drains the rings into the
+ * kernel's buffer of the last recording (PERF_RECORD_BUF_SIZE bytes;
+ * what does not fit is counted) and prints the samples received, lost
+ * and throttled. perf report, perf annotate and perf script read the
+ * last recording (kern/perf_report.h).
  */
 #ifndef KERN_PERF_RECORD_H
 #define KERN_PERF_RECORD_H

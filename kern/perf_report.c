@@ -1,13 +1,18 @@
 /*
- * Reading the last recording (kern/perf_report.h): perf report and perf
- * script.
+ * Reading the last recording (kern/perf_report.h): perf report, perf
+ * annotate and perf script.
  *
- * Both walk the records perf record kept (kern/perf_record.c), in the
+ * Each walks the records perf record kept (kern/perf_record.c), in the
  * order kept, through perf_record_last_get and the layout in
- * kern/perf_record_i.h; neither changes the recording, so either may run
- * any number of times after one perf record. perf report counts the
- * samples per function (the interrupted instruction's, from the kernel's
- * symbol table) and prints the most sampled; perf script prints the
+ * kern/perf_record_i.h; none changes the recording, so each may run
+ * any number of times after one perf record. perf report sums the
+ * samples' periods per entry (a distinct value of its sort keys: the
+ * function, from the kernel's symbol table, the thread, the CPU) as Self
+ * (the interrupted instruction's entry) and Children (every entry of the
+ * call chain, once per sample), and with -g prints each entry's callers
+ * as a tree built afresh from the samples (a bounded node table, so no
+ * allocation per sample). perf annotate sums one function's samples per
+ * address. perf script prints the
  * dump tools/perf-convert reads (a line per thread, per record and per
  * call chain), each line written at once so that no other output lands
  * inside it.
@@ -31,18 +36,17 @@
 #include <kern/perfmon_record.h>
 #include <kern/printf.h>
 #include <kern/string.h>
+#include <machine/qemu.h>
 
-#define PERF_REPORT_MAX_FUNCS       512U
+#define PERF_REPORT_MAX_ENTRIES     512U
+#define PERF_REPORT_MAX_NODES       1024U
+#define PERF_REPORT_MAX_ADDRS       256U
 #define PERF_REPORT_TOP             20U
 #define PERF_REPORT_LINE_SIZE       2048U
 #define PERF_REPORT_DUMP_VERSION    2
+#define PERF_REPORT_MAX_CHAIN       (PERF_RECORD_NR_FRAMES + 1)
 
-/* ---- perf report ------------------------------------------------------- */
-
-struct perf_report_func {
-    const char *name;                   /* NULL: outside the kernel text */
-    uint64_t nr_samples;
-};
+/* ---- walking the recording ------------------------------------------- */
 
 /* The next kept record at *offsetp, advancing it; NULL at the end. */
 static const union perf_record_rec *
@@ -64,12 +68,54 @@ perf_report_next(const struct perf_record_last *last, size_t *offsetp)
     return rec;
 }
 
+/* The next kept sample at *offsetp, advancing it; NULL at the end. */
+static const struct perfmon_record_sample *
+perf_report_next_sample(const struct perf_record_last *last, size_t *offsetp)
+{
+    const union perf_record_rec *rec;
+
+    while ((rec = perf_report_next(last, offsetp)) != NULL) {
+        if (rec->header.type == PERFMON_RECORD_SAMPLE) {
+            return &rec->sample;
+        }
+    }
+
+    return NULL;
+}
+
 static const char *
 perf_report_func_name(uint64_t ip)
 {
     uintptr_t offset;
 
     return ksym_lookup((uintptr_t)ip, &offset);
+}
+
+/*
+ * A sample's functions, innermost first: the interrupted instruction's,
+ * then its callers' (NULL: outside the kernel text). Return how many.
+ */
+static unsigned int
+perf_report_sample_funcs(const struct perfmon_record_sample *s,
+                         const char **names)
+{
+    const struct perfmon_record_callchain *chain;
+    unsigned int nr = 0;
+
+    names[nr++] = perf_report_func_name(s->ip);
+    chain = perfmon_record_sample_callchain(s, s->header.size);
+
+    /*
+     * A caller outside the kernel text is where the walk left the
+     * thread's frames (the first frame's saved return), not a function.
+     */
+    for (unsigned int i = 0; chain != NULL && i < chain->chunk.nr
+                             && nr < PERF_REPORT_MAX_CHAIN; i++) {
+        names[nr] = perf_report_func_name(chain->frames[i]);
+        nr += (names[nr] != NULL);
+    }
+
+    return nr;
 }
 
 /* The last recording, or NULL after saying there is none. */
@@ -85,24 +131,20 @@ perf_report_require_last(void)
     return last;
 }
 
-/* Sort by count, most first, then by name (insertion: few entries). */
-static void
-perf_report_funcs_sort(struct perf_report_func *funcs, unsigned int nr)
+static const char *
+perf_report_thread_name(const struct perf_record_last *last, uint32_t tid)
 {
-    for (unsigned int i = 1; i < nr; i++) {
-        struct perf_report_func f = funcs[i];
-        unsigned int j = i;
-
-        while (j > 0 && (funcs[j - 1].nr_samples < f.nr_samples
-                         || (funcs[j - 1].nr_samples == f.nr_samples
-                             && strcmp(funcs[j - 1].name ?: "",
-                                       f.name ?: "") > 0))) {
-            funcs[j] = funcs[j - 1];
-            j--;
-        }
-
-        funcs[j] = f;
+    if (tid == 0) {
+        return "idle";
     }
+
+    for (unsigned int i = 0; i < last->nr_threads; i++) {
+        if (last->threads[i].tid == tid) {
+            return last->threads[i].name;
+        }
+    }
+
+    return "?";
 }
 
 static void
@@ -114,87 +156,436 @@ perf_report_print_pct(uint64_t part, uint64_t total)
            (unsigned long long)(bp % 100));
 }
 
-void
-perf_report_cmd_report(int argc, char **argv)
-{
+/* ---- perf report ----------------------------------------------------- */
+
+#define PERF_REPORT_SORT_SYMBOL     0x1U
+#define PERF_REPORT_SORT_THREAD     0x2U
+#define PERF_REPORT_SORT_CPU        0x4U
+
+struct perf_report_opts {
+    unsigned int sort;                  /* PERF_REPORT_SORT_*, or 0 */
+    unsigned char order[3];             /* the keys in the order given,
+                                           each once */
+    unsigned int nr_keys;
+    bool children;
+    bool graph;
+};
+
+/*
+ * One line of the report: a distinct value of the sort keys (the keys
+ * not sorted by are left 0). self: the periods of the samples it was
+ * interrupted in; children: of the samples it was anywhere in the call
+ * chain of, itself included, counted once per sample.
+ */
+struct perf_report_entry {
+    const char *name;                   /* NULL: outside the kernel text */
+    uint32_t tid;
+    unsigned int cpu;
+    uint64_t self;
+    uint64_t children;
+    uint64_t nr_samples;
+};
+
+/* The call-graph tree of one entry: its callers, innermost first. */
+struct perf_report_node {
+    const char *name;
+    uint64_t weight;
+    int child;                          /* first child, or -1 */
+    int sibling;                        /* next sibling, or -1 */
+};
+
+struct perf_report {
     const struct perf_record_last *last;
-    const union perf_record_rec *rec;
-    struct perf_report_func *funcs;
-    uint64_t nr_kept = 0, other = 0, lost = 0;
-    unsigned int nr_funcs = 0;
-    size_t offset = 0;
+    struct perf_report_opts opts;
+    uint64_t total;                     /* the periods of every sample */
+    uint64_t nr_samples;
+    uint64_t other;                     /* periods past a full table */
+    unsigned int nr_entries;
+    struct perf_report_entry entries[PERF_REPORT_MAX_ENTRIES];
+    unsigned int nr_nodes;
+    bool nodes_full;
+    struct perf_report_node nodes[PERF_REPORT_MAX_NODES];
+};
 
-    if (argc != 2) {
-        perf_util_unexpected(argv[1], argv[2], "it takes no options");
-        return;
-    }
+/* Parse perf report's options. Return 0, or -1 after a message. */
+static int
+perf_report_parse(struct perf_report_opts *opts, int argc, char **argv)
+{
+    opts->children = true;
 
-    last = perf_report_require_last();
+    for (int i = 2; i < argc; i++) {
+        char *keys;
 
-    if (last == NULL) {
-        return;
-    }
-
-    funcs = kmem_zalloc(PERF_REPORT_MAX_FUNCS * sizeof(funcs[0]));
-
-    if (funcs == NULL) {
-        perf_util_error("report", ENOMEM);
-        return;
-    }
-
-    while ((rec = perf_report_next(last, &offset)) != NULL) {
-        const char *name;
-        unsigned int i;
-
-        if (rec->header.type != PERFMON_RECORD_SAMPLE) {
+        if (strcmp(argv[i], "-g") == 0) {
+            opts->graph = true;
             continue;
+        } else if (strcmp(argv[i], "--no-children") == 0) {
+            opts->children = false;
+            continue;
+        } else if (strcmp(argv[i], "--children") == 0) {
+            opts->children = true;
+            continue;
+        } else if (strcmp(argv[i], "--stdio") == 0) {
+            continue;           /* the only output there is */
+        } else if ((strcmp(argv[i], "--sort") != 0
+                    && strcmp(argv[i], "-s") != 0) || i + 1 == argc) {
+            printf("perf report: unknown option '%s' (options: -g, "
+                   "--no-children, --sort KEYS, --stdio)\n", argv[i]);
+            return -1;
         }
 
-        nr_kept++;
-        name = perf_report_func_name(rec->sample.ip);
+        keys = argv[++i];
+        opts->sort = 0;
+        opts->nr_keys = 0;
 
-        for (i = 0; i < nr_funcs && funcs[i].name != name; i++) {
-            continue;
-        }
+        for (char *p = keys; *p != '\0';) {
+            char *comma = strchr(p, ',');
+            size_t len = (comma == NULL) ? strlen(p) : (size_t)(comma - p);
+            unsigned int key;
 
-        if (i == nr_funcs) {
-            if (nr_funcs == PERF_REPORT_MAX_FUNCS) {
-                other++;
-                continue;
+            /* Linux's names too: sym, comm, pid and tid. */
+            if ((len == 6 && strncmp(p, "symbol", len) == 0)
+                || (len == 3 && strncmp(p, "sym", len) == 0)) {
+                key = PERF_REPORT_SORT_SYMBOL;
+            } else if ((len == 6 && strncmp(p, "thread", len) == 0)
+                       || (len == 4 && strncmp(p, "comm", len) == 0)
+                       || (len == 3 && strncmp(p, "pid", len) == 0)
+                       || (len == 3 && strncmp(p, "tid", len) == 0)) {
+                key = PERF_REPORT_SORT_THREAD;
+            } else if (len == 3 && strncmp(p, "cpu", len) == 0) {
+                key = PERF_REPORT_SORT_CPU;
+            } else {
+                printf("perf report: bad sort keys '%s' (symbol, thread, "
+                       "cpu, comma-separated)\n", keys);
+                return -1;
             }
 
-            funcs[nr_funcs++].name = name;
-        }
+            if (!(opts->sort & key)) {
+                opts->sort |= key;
+                opts->order[opts->nr_keys++] = (unsigned char)key;
+            }
 
-        funcs[i].nr_samples++;
+            p += len + (comma != NULL);
+        }
     }
 
-    perf_report_funcs_sort(funcs, nr_funcs);
+    if (opts->sort == 0) {
+        opts->sort = PERF_REPORT_SORT_SYMBOL;
+        opts->order[opts->nr_keys++] = PERF_REPORT_SORT_SYMBOL;
+    }
+
+    return 0;
+}
+
+/* The entry for a key, added when new; NULL when the table is full. */
+static struct perf_report_entry *
+perf_report_entry_get(struct perf_report *r, const char *name, uint32_t tid,
+                      unsigned int cpu)
+{
+    struct perf_report_entry *e;
+
+    name = (r->opts.sort & PERF_REPORT_SORT_SYMBOL) ? name : NULL;
+    tid = (r->opts.sort & PERF_REPORT_SORT_THREAD) ? tid : 0;
+    cpu = (r->opts.sort & PERF_REPORT_SORT_CPU) ? cpu : 0;
+
+    for (unsigned int i = 0; i < r->nr_entries; i++) {
+        e = &r->entries[i];
+
+        if (e->name == name && e->tid == tid && e->cpu == cpu) {
+            return e;
+        }
+    }
+
+    if (r->nr_entries == PERF_REPORT_MAX_ENTRIES) {
+        return NULL;
+    }
+
+    e = &r->entries[r->nr_entries++];
+    e->name = name;
+    e->tid = tid;
+    e->cpu = cpu;
+    return e;
+}
+
+/*
+ * Account one sample: self to the entry of its instruction, children to
+ * every distinct entry of its chain (a recursive function counts once).
+ */
+static void
+perf_report_add_sample(struct perf_report *r,
+                       const struct perfmon_record_sample *s)
+{
+    struct perf_report_entry *seen[PERF_REPORT_MAX_CHAIN];
+    const char *names[PERF_REPORT_MAX_CHAIN];
+    unsigned int nr_names, nr_seen = 0;
+
+    r->total += s->period;
+    r->nr_samples++;
+    nr_names = perf_report_sample_funcs(s, names);
+
+    for (unsigned int i = 0; i < nr_names; i++) {
+        struct perf_report_entry *e;
+        bool known = false;
+
+        e = perf_report_entry_get(r, names[i], s->tid, s->header.cpu);
+
+        if (e == NULL) {
+            r->other += (i == 0) ? s->period : 0;
+            continue;
+        }
+
+        if (i == 0) {
+            e->self += s->period;
+            e->nr_samples++;
+        }
+
+        for (unsigned int j = 0; j < nr_seen; j++) {
+            known |= (seen[j] == e);
+        }
+
+        if (!known) {
+            seen[nr_seen++] = e;
+            e->children += s->period;
+        }
+    }
+}
+
+static uint64_t
+perf_report_entry_weight(const struct perf_report *r,
+                         const struct perf_report_entry *e)
+{
+    return r->opts.children ? e->children : e->self;
+}
+
+/* Most weight first, then by name (insertion: few entries). */
+static void
+perf_report_entries_sort(struct perf_report *r)
+{
+    struct perf_report_entry *entries = r->entries;
+
+    for (unsigned int i = 1; i < r->nr_entries; i++) {
+        struct perf_report_entry e = entries[i];
+        uint64_t w = perf_report_entry_weight(r, &e);
+        unsigned int j = i;
+
+        while (j > 0) {
+            uint64_t wj = perf_report_entry_weight(r, &entries[j - 1]);
+
+            if (wj > w || (wj == w && strcmp(entries[j - 1].name ?: "",
+                                             e.name ?: "") <= 0)) {
+                break;
+            }
+
+            entries[j] = entries[j - 1];
+            j--;
+        }
+
+        entries[j] = e;
+    }
+}
+
+/* ---- the call-graph tree ---------------------------------------------- */
+
+/* The child of node named name, added when new; -1 when no room. */
+static int
+perf_report_node_child(struct perf_report *r, int node, const char *name)
+{
+    struct perf_report_node *n;
+    int i;
+
+    for (i = r->nodes[node].child; i >= 0; i = r->nodes[i].sibling) {
+        if (r->nodes[i].name == name) {
+            return i;
+        }
+    }
+
+    if (r->nr_nodes == PERF_REPORT_MAX_NODES) {
+        r->nodes_full = true;
+        return -1;
+    }
+
+    i = (int)r->nr_nodes++;
+    n = &r->nodes[i];
+    n->name = name;
+    n->weight = 0;
+    n->child = -1;
+    n->sibling = r->nodes[node].child;
+    r->nodes[node].child = i;
+    return i;
+}
+
+/* The tree of e's callers, from the samples whose instruction is in e. */
+static void
+perf_report_graph_build(struct perf_report *r,
+                        const struct perf_report_entry *e)
+{
+    const struct perfmon_record_sample *s;
+    const char *names[PERF_REPORT_MAX_CHAIN];
+    size_t offset = 0;
+
+    r->nr_nodes = 1;
+    r->nodes[0] = (struct perf_report_node){ e->name, 0, -1, -1 };
+
+    while ((s = perf_report_next_sample(r->last, &offset)) != NULL) {
+        unsigned int nr = perf_report_sample_funcs(s, names);
+        int node = 0;
+
+        if (perf_report_entry_get(r, names[0], s->tid, s->header.cpu) != e) {
+            continue;
+        }
+
+        r->nodes[0].weight += s->period;
+
+        for (unsigned int i = 1; i < nr && node >= 0; i++) {
+            node = perf_report_node_child(r, node, names[i]);
+
+            if (node >= 0) {
+                r->nodes[node].weight += s->period;
+            }
+        }
+    }
+}
+
+/* The heaviest child of node not yet printed (weight cleared once). */
+static int
+perf_report_node_next(struct perf_report *r, int node)
+{
+    int best = -1;
+
+    for (int i = r->nodes[node].child; i >= 0; i = r->nodes[i].sibling) {
+        if (r->nodes[i].weight != 0
+            && (best < 0 || r->nodes[i].weight > r->nodes[best].weight)) {
+            best = i;
+        }
+    }
+
+    return best;
+}
+
+/* "NN.NN%" into buf: a share with no padding. */
+static int
+perf_report_format_pct(char *buf, size_t size, uint64_t part, uint64_t total)
+{
+    uint64_t bp = (total == 0) ? 0 : part * 10000 / total;
+
+    return snprintf(buf, size, "%llu.%02llu%%", (unsigned long long)(bp / 100),
+                    (unsigned long long)(bp % 100));
+}
+
+/*
+ * Print node's callers as Linux's graph does: a branch per caller with
+ * its share of every sample, then the callers of a caller that has only
+ * one, a name a line, under it. prefix: the columns to the left, len its
+ * length; the depth is bounded by the call chains' length.
+ */
+static void
+perf_report_graph_print(struct perf_report *r, int node, char *prefix,
+                        size_t len, size_t size)
+{
+    int child = perf_report_node_next(r, node);
+
+    while (child >= 0) {
+        struct perf_report_node *c = &r->nodes[child];
+        char pct[16];
+        size_t pad = len;
+        int next, width;
+
+        width = perf_report_format_pct(pct, sizeof(pct), c->weight,
+                                       r->total);
+        c->weight = 0;
+        next = perf_report_node_next(r, node);
+        printf("%s%s--%s--%s\n", prefix, (next >= 0) ? "|" : " ", pct,
+               c->name ?: "[unknown]");
+
+        /* The callers go under the name: past "|--", the share, "--". */
+        if (len + 5 + (size_t)width < size) {
+            prefix[pad++] = (next >= 0) ? '|' : ' ';
+
+            for (int i = 0; i < 4 + width; i++) {
+                prefix[pad++] = ' ';
+            }
+
+            prefix[pad] = '\0';
+
+            while (c->child >= 0 && r->nodes[c->child].sibling < 0) {
+                c = &r->nodes[c->child];
+                printf("%s%s\n", prefix, c->name ?: "[unknown]");
+            }
+
+            perf_report_graph_print(r, (int)(c - r->nodes), prefix, pad,
+                                    size);
+            prefix[len] = '\0';
+        }
+
+        if (next >= 0) {
+            printf("%s|\n", prefix);
+        }
+
+        child = next;
+    }
+}
+
+static void
+perf_report_print_keys(const struct perf_report *r,
+                       const struct perf_report_entry *e)
+{
+    for (unsigned int k = 0; k < r->opts.nr_keys; k++) {
+        switch (r->opts.order[k]) {
+        case PERF_REPORT_SORT_THREAD:
+            printf("  %-16s", perf_report_thread_name(r->last, e->tid));
+            break;
+        case PERF_REPORT_SORT_CPU:
+            printf("  %03u", e->cpu);
+            break;
+        default:
+            /* Padded when another column follows. */
+            printf("  %-*s", (k + 1 < r->opts.nr_keys) ? 32 : 0,
+                   e->name ?: "[unknown]");
+            break;
+        }
+    }
+
+    printf("\n");
+}
+
+static void
+perf_report_print_header(const struct perf_report *r)
+{
+    const struct perf_record_last *last = r->last;
+
+    printf("# Samples: %llu of event '%s', period %llu, target %s, %llu ms\n"
+           "# Event count: %llu\n#\n#%s",
+           (unsigned long long)r->nr_samples, last->event,
+           (unsigned long long)last->period, last->target,
+           (unsigned long long)last->ms, (unsigned long long)r->total,
+           r->opts.children ? " Children      Self" : " Overhead");
+    printf("   Samples");
+
+    for (unsigned int k = 0; k < r->opts.nr_keys; k++) {
+        switch (r->opts.order[k]) {
+        case PERF_REPORT_SORT_THREAD:
+            printf("  %-16s", "Thread");
+            break;
+        case PERF_REPORT_SORT_CPU:
+            printf("  CPU");
+            break;
+        default:
+            printf("  %-*s", (k + 1 < r->opts.nr_keys) ? 32 : 0, "Symbol");
+            break;
+        }
+    }
+
+    printf("\n#\n");
+}
+
+static void
+perf_report_print_totals(const struct perf_report *r)
+{
+    const struct perf_record_last *last = r->last;
+    uint64_t lost = 0;
 
     for (unsigned int cpu = 0; cpu < last->nr_cpus; cpu++) {
         lost += last->lost[cpu];
-    }
-
-    printf("# Samples: %llu of event '%s', period %llu, target %s, %llu ms\n"
-           "#\n# Overhead   Samples  Symbol\n#\n",
-           (unsigned long long)nr_kept, last->event,
-           (unsigned long long)last->period, last->target,
-           (unsigned long long)last->ms);
-
-    for (unsigned int i = 0; i < nr_funcs && i < PERF_REPORT_TOP;
-         i++) {
-        perf_report_print_pct(funcs[i].nr_samples, nr_kept);
-        printf("  %8llu  %s\n", (unsigned long long)funcs[i].nr_samples,
-               (funcs[i].name == NULL) ? "[unknown]" : funcs[i].name);
-    }
-
-    if (nr_funcs > PERF_REPORT_TOP || other != 0) {
-        for (unsigned int i = PERF_REPORT_TOP; i < nr_funcs; i++) {
-            other += funcs[i].nr_samples;
-        }
-
-        perf_report_print_pct(other, nr_kept);
-        printf("  %8llu  (other functions)\n", (unsigned long long)other);
     }
 
     printf("#\n# %llu received, %llu lost, %llu throttled (%llu produced)",
@@ -208,7 +599,214 @@ perf_report_cmd_report(int argc, char **argv)
     }
 
     printf("\n");
-    kmem_free(funcs);
+}
+
+static void
+perf_report_print(struct perf_report *r)
+{
+    static char prefix[PERF_REPORT_LINE_SIZE / 4];
+    uint64_t other = r->other;
+
+    perf_report_print_header(r);
+
+    for (unsigned int i = 0; i < r->nr_entries; i++) {
+        const struct perf_report_entry *e = &r->entries[i];
+
+        if (i >= PERF_REPORT_TOP) {
+            other += e->self;
+            continue;
+        }
+
+        /* Without children, a function only ever a caller has no line. */
+        if (!r->opts.children && e->self == 0) {
+            continue;
+        }
+
+        if (r->opts.children) {
+            perf_report_print_pct(e->children, r->total);
+            printf("  ");
+        }
+
+        perf_report_print_pct(e->self, r->total);
+        printf("  %8llu", (unsigned long long)e->nr_samples);
+        perf_report_print_keys(r, e);
+
+        if (!r->opts.graph || e->self == 0
+            || !(r->opts.sort & PERF_REPORT_SORT_SYMBOL)) {
+            continue;
+        }
+
+        perf_report_graph_build(r, e);
+        snprintf(prefix, sizeof(prefix), "%*s", r->opts.children ? 22 : 11,
+                 "");
+        printf("%s|\n", prefix);
+        perf_report_graph_print(r, 0, prefix, strlen(prefix),
+                                sizeof(prefix));
+
+        if (r->nodes_full) {
+            printf("%s(tree cut: more than %u call paths)\n", prefix,
+                   PERF_REPORT_MAX_NODES);
+            r->nodes_full = false;
+        }
+
+        printf("\n");
+    }
+
+    if (other != 0) {
+        if (r->opts.children) {
+            printf("%9s", "");
+        }
+
+        perf_report_print_pct(other, r->total);
+        printf("  %8s  (other entries: self)\n", "");
+    }
+
+    perf_report_print_totals(r);
+}
+
+void
+perf_report_cmd_report(int argc, char **argv)
+{
+    const struct perfmon_record_sample *s;
+    struct perf_report *r;
+    size_t offset = 0;
+
+    r = kmem_zalloc(sizeof(*r));
+
+    if (r == NULL) {
+        perf_util_error("report", ENOMEM);
+        return;
+    }
+
+    if (perf_report_parse(&r->opts, argc, argv) != 0) {
+        goto out;
+    }
+
+    r->last = perf_report_require_last();
+
+    if (r->last == NULL) {
+        goto out;
+    }
+
+    while ((s = perf_report_next_sample(r->last, &offset)) != NULL) {
+        perf_report_add_sample(r, s);
+    }
+
+    perf_report_entries_sort(r);
+    perf_report_print(r);
+
+out:
+    kmem_free(r);
+}
+
+/* ---- perf annotate ----------------------------------------------------- */
+
+struct perf_report_addr {
+    uint64_t ip;
+    uint64_t weight;
+    uint64_t nr_samples;
+};
+
+void
+perf_report_cmd_annotate(int argc, char **argv)
+{
+    const struct perf_record_last *last;
+    const struct perfmon_record_sample *s;
+    struct perf_report_addr *addrs;
+    uint64_t total = 0, in_func = 0, nr_in = 0, other = 0;
+    uintptr_t start, size;
+    unsigned int nr_addrs = 0;
+    size_t offset = 0;
+    char pct[16];
+
+    if (argc != 3) {
+        printf("usage: perf annotate SYMBOL (a function of the kernel)\n");
+        return;
+    }
+
+    if (ksym_find(argv[2], &start, &size) != 0) {
+        printf("perf annotate: no function named '%s' in the kernel\n",
+               argv[2]);
+        return;
+    }
+
+    last = perf_report_require_last();
+
+    if (last == NULL) {
+        return;
+    }
+
+    addrs = kmem_zalloc(PERF_REPORT_MAX_ADDRS * sizeof(addrs[0]));
+
+    if (addrs == NULL) {
+        perf_util_error("annotate", ENOMEM);
+        return;
+    }
+
+    while ((s = perf_report_next_sample(last, &offset)) != NULL) {
+        unsigned int i;
+
+        total += s->period;
+
+        if (s->ip < start || s->ip >= start + size) {
+            continue;
+        }
+
+        in_func += s->period;
+        nr_in++;
+
+        for (i = 0; i < nr_addrs && addrs[i].ip != s->ip; i++) {
+            continue;
+        }
+
+        if (i == nr_addrs) {
+            if (nr_addrs == PERF_REPORT_MAX_ADDRS) {
+                other += s->period;
+                continue;
+            }
+
+            addrs[nr_addrs++].ip = s->ip;
+        }
+
+        addrs[i].weight += s->period;
+        addrs[i].nr_samples++;
+    }
+
+    /* By address (insertion: few entries). */
+    for (unsigned int i = 1; i < nr_addrs; i++) {
+        struct perf_report_addr a = addrs[i];
+        unsigned int j = i;
+
+        for (; j > 0 && addrs[j - 1].ip > a.ip; j--) {
+            addrs[j] = addrs[j - 1];
+        }
+
+        addrs[j] = a;
+    }
+
+    perf_report_format_pct(pct, sizeof(pct), in_func, total);
+    printf("# perf annotate %s: 0x%llx, %llu bytes; %llu samples, %s of "
+           "event '%s'\n#\n#  Percent   Samples  Address             "
+           "Symbol+Offset\n#\n", argv[2], (unsigned long long)start,
+           (unsigned long long)size, (unsigned long long)nr_in, pct,
+           last->event);
+
+    for (unsigned int i = 0; i < nr_addrs; i++) {
+        printf(" ");
+        perf_report_print_pct(addrs[i].weight, in_func);
+        printf("  %8llu  0x%llx  %s+0x%llx\n",
+               (unsigned long long)addrs[i].nr_samples,
+               (unsigned long long)addrs[i].ip, argv[2],
+               (unsigned long long)(addrs[i].ip - start));
+    }
+
+    if (other != 0) {
+        printf(" ");
+        perf_report_print_pct(other, in_func);
+        printf("  (more than %u addresses)\n", PERF_REPORT_MAX_ADDRS);
+    }
+
+    kmem_free(addrs);
 }
 
 /* ---- perf script: the dump ------------------------------------------- */
@@ -219,6 +817,7 @@ struct perf_report_line {
     char buf[PERF_REPORT_LINE_SIZE];
     size_t len;
     bool overflow;
+    bool capture;                       /* to QEMU's debugcon, not the log */
 };
 
 static void
@@ -250,7 +849,13 @@ static void
 perf_report_line_put(struct perf_report_line *line, uint64_t *nr_linesp)
 {
     line->buf[line->len++] = '\n';
-    log_write(line->buf, line->len);
+
+    if (line->capture) {
+        qemu_debugcon_write(line->buf, line->len);
+    } else {
+        log_write(line->buf, line->len);
+    }
+
     line->len = 0;
     line->overflow = false;
 
@@ -326,8 +931,18 @@ perf_report_cmd_script(int argc, char **argv)
     uint64_t nr_lines = 0, lost = 0;
     size_t offset = 0;
 
-    if (argc != 2) {
-        perf_util_unexpected(argv[1], argv[2], "it takes no options");
+    line.capture = (argc == 3 && strcmp(argv[2], "--capture") == 0);
+
+    if (argc != 2 && !line.capture) {
+        printf("usage: perf script [--capture]\n"
+               "  --capture: write the dump to the capture channel, QEMU's "
+               "debugcon\n");
+        return;
+    }
+
+    if (line.capture && !qemu_debugcon_present()) {
+        printf("perf script: no capture channel: boot QEMU with "
+               "-debugcon file:PATH (make profile does)\n");
         return;
     }
 
@@ -391,4 +1006,9 @@ perf_report_cmd_script(int argc, char **argv)
                          PERF_REPORT_DUMP_VERSION,
                          (unsigned long long)nr_lines);
     perf_report_line_put(&line, NULL);
+
+    if (line.capture) {
+        printf("perf script: %llu lines written to the capture channel\n",
+               (unsigned long long)nr_lines + 2);
+    }
 }

@@ -346,14 +346,6 @@ perf_util_parse_tid(const char *word, struct thread **threadp)
 }
 
 void
-perf_util_unexpected(const char *sub, const char *word,
-                     const char *allowed)
-{
-    printf("perf %s: unexpected '%s' (%s; help perf %s)\n", sub, word,
-           allowed, sub);
-}
-
-void
 perf_util_error(const char *what, int error)
 {
     printf("perf: %s: %s (%s)\n", what, errno_name(error), errno_str(error));

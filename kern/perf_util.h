@@ -68,14 +68,6 @@ unsigned int perf_util_online_cpus(unsigned int *cpus);
  */
 int perf_util_parse_tid(const char *word, struct thread **threadp);
 
-/*
- * Print "perf SUB: unexpected 'WORD' (ALLOWED; help perf SUB)": a word
- * SUB does not take.
- * Thread context.
- */
-void perf_util_unexpected(const char *sub, const char *word,
-                          const char *allowed);
-
 /* Print "perf: WHAT: ERRNO (sentence)". Thread context. */
 void perf_util_error(const char *what, int error);
 

@@ -156,9 +156,13 @@ perfmon_event_attached(const struct perfmon_event *event)
                || event->state == PERFMON_EVENT_DISABLED);
 }
 
-/* Check the event can be attached and find its device and slot. */
+/*
+ * Check the event can be attached to thread (or, thread NULL, to CPU cpu)
+ * and find its device and slot.
+ */
 static int
-perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
+perfmon_event_prepare(struct perfmon_event *event, struct thread *thread,
+                      unsigned int cpu, struct perfmon_dev **devp,
                       unsigned int *indexp)
 {
     struct perfmon_dev *dev;
@@ -183,8 +187,10 @@ perfmon_event_prepare(struct perfmon_event *event, struct perfmon_dev **devp,
     }
 
     pin = (event->flags & PERFMON_EF_PINNED) != 0;
-    error = perfmon_pmc_acquire(dev, &config, &pin, 1,
-                                (event->period != 0) ? event : NULL, indexp);
+    error = perfmon_pmc_acquire(dev, &config, &pin, 1, event->period != 0,
+                                (thread != NULL) ? thread_perfmon_td(thread)
+                                                 : NULL,
+                                cpu, indexp);
 
     if (error) {
         return error;
@@ -223,7 +229,7 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
         return EINVAL;
     }
 
-    error = perfmon_event_prepare(event, &dev, &index);
+    error = perfmon_event_prepare(event, thread, 0, &dev, &index);
 
     if (error) {
         return error;
@@ -248,7 +254,7 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
         return EINVAL;
     }
 
-    error = perfmon_event_prepare(event, &dev, &index);
+    error = perfmon_event_prepare(event, NULL, cpu, &dev, &index);
 
     if (error) {
         return error;

@@ -141,18 +141,27 @@ perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
  * one here. A slot taken into use follows the schedule first: it may be a
  * slot freed and taken again for another raw event since this CPU last
  * used it, whose counter this CPU's copy still names (and that counter
- * may not even count the new raw event). td: the thread loaded here, or
- * being loaded, or NULL.
+ * may not even count the new raw event); and schedule changes reach by a
+ * cross-CPU call only the CPUs that use the slots they change. So the CPU
+ * shows itself a user of the slot first, then checks the schedule, while
+ * a change publishes its version first, then looks for the users
+ * (perfmon_mux_publish): each side's full barrier between the two makes
+ * sure that one of them sees the other. td: the thread loaded here, or
+ * being loaded, or NULL. sampler: the sampling event the counter serves
+ * here (a sampling slot's), else NULL.
  */
 struct perfmon_cpu_pmc *
 perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                    unsigned int index, struct perfmon_td *td)
+                    unsigned int index, struct perfmon_td *td,
+                    struct perfmon_event *sampler)
 {
     struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
 
     if (cpmc->nr_refs == 0) {
         const struct perfmon_pmc *pmc = &dev->state->pmcs[index];
 
+        __atomic_fetch_or(&dev->state->users[index], 1ULL << cpu_id(),
+                          __ATOMIC_SEQ_CST);
         perfmon_cpu_sched_check(cpu, dev, td);
 
         if (cpmc->sched) {
@@ -161,9 +170,9 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         }
 
         cpmc->wrap_seen = false;
-        cpmc->sampler = pmc->sampler;
+        cpmc->sampler = sampler;
         cpmc->plain = dev->bank != NULL && !dev->overflow_intr
-                      && pmc->sampler == NULL;
+                      && sampler == NULL;
         cpmc->armed = false;
         cpmc->throttled_periods = 0;
         cpu->used[dev->state->index] |= 1U << index;
@@ -198,6 +207,10 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         cpmc->sampler = NULL;
         cpmc->plain = false;
         cpmc->armed = false;
+
+        /* Changes of the slot's counter no longer concern this CPU. */
+        __atomic_fetch_and(&dev->state->users[index], ~(1ULL << cpu_id()),
+                           __ATOMIC_RELAXED);
     }
 }
 

@@ -171,8 +171,8 @@ perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
         return E2BIG;
     }
 
-    error = perfmon_pmc_acquire(dev, configs, pins, group->nr_events, NULL,
-                                indexes);
+    error = perfmon_pmc_acquire(dev, configs, pins, group->nr_events, false,
+                                NULL, 0, indexes);
 
     if (error) {
         return error;

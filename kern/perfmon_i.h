@@ -34,7 +34,10 @@
  *   with interrupts disabled, inside a sequence count (sched_seq); each
  *   CPU keeps a copy in its per-CPU tier and follows the schedule as a
  *   whole, at points where it knows no other update of its tier is under
- *   way (perfmon_cpu_sched_check). A CPU may wait for a schedule write to
+ *   way (perfmon_cpu_sched_check). A change reaches by a cross-CPU call
+ *   only the CPUs that use one of the slots it changed (users, which each
+ *   CPU updates for itself); the others follow when they next take one of
+ *   those slots into use (perfmon_cpu_pmc_get). A CPU may wait for a schedule write to
  *   end while it holds its run queue lock (a context switch), so nothing
  *   inside a write takes a run queue lock: the rotation thread is woken
  *   (perfmon_mux_lock, then the run queue) after the device lock is
@@ -69,9 +72,22 @@ struct perfmon_pmc {
     unsigned int width;
     uint64_t mask;              /* 2^width - 1 */
     uint64_t config;
-    struct perfmon_event *sampler;  /* the slot's only event, sampling */
     uint64_t sched_time;        /* TSC time scheduled, for fair turns */
+
+    /*
+     * A sampling slot holds sampling events only, each counting on its
+     * own CPU or thread with its own period: samplers that can never need
+     * the counter at once on one CPU share it. Either CPU samplers, one
+     * per CPU (sampler_cpus), or thread samplers, one per thread (each
+     * thread's sampler_slots): a CPU sampler and a thread sampler could
+     * both be live on a CPU, as could two samplers of one thread.
+     */
+    bool sampling;
+    uint64_t sampler_cpus;      /* CPUs with a CPU sampler here */
+    unsigned int nr_td_samplers;    /* threads with a sampler here */
 };
+
+_Static_assert(CPU_MAX <= 64, "a slot's CPUs are bits of a 64-bit mask");
 
 /*
  * perfmon's state of a device (struct perfmon_dev's state points to it),
@@ -90,6 +106,13 @@ struct perfmon_dev_state {
     uint64_t sched_stamp;       /* TSC of the last schedule change */
     uint64_t nr_rotations;
     struct perfmon_pmc pmcs[PERFMON_MAX_SLOTS];
+
+    /*
+     * Per slot, the CPUs using it (their per-CPU tier holds a reference):
+     * a schedule change reaches those of its changed slots only. Each CPU
+     * sets and clears its own bit, atomically, without the device lock.
+     */
+    uint64_t users[PERFMON_MAX_SLOTS];
     uint16_t links[PERFMON_MAX_SLOTS][PERFMON_MAX_SLOTS];
     uint32_t link_masks[PERFMON_MAX_SLOTS];     /* links[i][j] != 0 */
 
@@ -141,8 +164,9 @@ struct perfmon_cpu_pmc {
     uint64_t value;         /* 64-bit sum of the counter's increments */
 
     /*
-     * Sampling (sampler set: the slot is the sampling event's alone). The
-     * next sample is due when value reaches sample_next, ending a period
+     * Sampling (sampler set: a sampling slot, whose counter serves that
+     * event here: the CPU's sampler, or the loaded thread's). The next
+     * sample is due when value reaches sample_next, ending a period
      * of sample_period; armed while the event may take samples. armed is
      * not the event's samples_left != 0: it is also false from the slot's
      * start until perfmon_cpu_pmc_arm sets sample_next, so an update in
@@ -274,10 +298,12 @@ extern unsigned int perfmon_nr_devs;
 
 /* perfmon_slot.c: devices and slots */
 int perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
-                        const bool *pins, unsigned int nr,
-                        struct perfmon_event *sampler, unsigned int *indexes);
+                        const bool *pins, unsigned int nr, bool sampler,
+                        struct perfmon_td *td, unsigned int cpu,
+                        unsigned int *indexes);
 void perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
-                         bool enabled);
+                         bool enabled, bool sampler, struct perfmon_td *td,
+                         unsigned int cpu);
 
 /* perfmon_mux.c: the schedule */
 uint32_t perfmon_sched_end(struct perfmon_dev_state *state);
@@ -317,7 +343,8 @@ struct perfmon_cpu_pmc *perfmon_cpu_pmc_update(struct perfmon_cpu *cpu,
 struct perfmon_cpu_pmc *perfmon_cpu_pmc_get(struct perfmon_cpu *cpu,
                                             struct perfmon_dev *dev,
                                             unsigned int index,
-                                            struct perfmon_td *td);
+                                            struct perfmon_td *td,
+                                            struct perfmon_event *sampler);
 void perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                          unsigned int index);
 void perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,

@@ -38,7 +38,8 @@ ARG_DEFINE_U64("perfmon.mux_ticks", 1, 1000);
 /*
  * Multiplexing: ticks between two rotations (perfmon.mux_ticks). Two ticks
  * (20 ms at 100 Hz) give every raw event a turn several times in a 100 ms
- * measurement, at a cost of one cross-CPU call per CPU and rotation.
+ * measurement, at a cost of one cross-CPU call per rotation to each CPU
+ * that uses a slot whose counter changed (none to the others).
  */
 #define PERFMON_MUX_TICKS               2
 
@@ -100,7 +101,7 @@ perfmon_sched_end(struct perfmon_dev_state *state)
 static bool
 perfmon_pmc_pinned(const struct perfmon_pmc *pmc)
 {
-    return pmc->nr_pinned != 0 || pmc->sampler != NULL;
+    return pmc->nr_pinned != 0 || pmc->sampling;
 }
 
 /*
@@ -434,18 +435,35 @@ perfmon_mux_follow(void *arg)
 }
 
 /*
- * After a schedule change, with the device lock released: when slots that
- * CPUs may be using gained or lost counters (changed, less a slot no CPU
- * uses yet or any more), bring every CPU to the new schedule, so that a
- * CPU with no switch or attach to come does not count on the old one
- * (a raw event left waiting while a counter is free); when a unit waits,
- * have the rotation thread rotate. Thread context.
+ * After a schedule change, with the device lock released: bring the CPUs
+ * that use a slot that gained or lost its counter (changed, less a slot
+ * no CPU uses yet or any more) to the new schedule, so that a CPU with no
+ * switch or attach to come does not count on the old one (a raw event
+ * left waiting while a counter is free); when a unit waits, have the
+ * rotation thread rotate. The other CPUs follow when they next take one
+ * of those slots into use (perfmon_cpu_pmc_get): a change costs the CPUs
+ * that count, not the machine. Thread context.
  */
 void
 perfmon_mux_publish(struct perfmon_dev *dev, uint32_t changed)
 {
+    const struct perfmon_dev_state *state = dev->state;
+    uint64_t cpus = 0;
+
     if (changed != 0) {
-        xcall_broadcast(perfmon_mux_follow, dev);
+        /* The version is out: a CPU that starts using a slot from now on
+           sees it, one that did before shows in users. */
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+
+        FOR_EACH_BIT(index, changed) {
+            cpus |= __atomic_load_n(&state->users[index], __ATOMIC_RELAXED);
+        }
+
+        while (cpus != 0) {
+            xcall_call((unsigned int)__builtin_ctzll(cpus),
+                       perfmon_mux_follow, dev);
+            cpus &= cpus - 1;
+        }
     }
 
     perfmon_mux_kick(dev);

@@ -3,7 +3,7 @@
  *
  *   perf list
  *   perf stat [options] [cpu N | thread NAME | all] [EVENTS] [MS]
- *             [-- spin MS | -- pingpong N]
+ *             [-- spin MS | -- pingpong N | -- calltree N]
  *
  * Options, Linux's spellings: -e EVENTS (repeatable), -a (every online
  * CPU, as all), -C CPUS (0,2-3), -t TID (an id as perf script prints it),
@@ -40,6 +40,7 @@
 #include <kern/kmem.h>
 #include <kern/perf_num.h>
 #include <kern/perf_util.h>
+#include <kern/perf_work.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_shell.h>
@@ -51,7 +52,6 @@
 
 #define PERFMON_SHELL_MAX_EVENTS 16U
 #define PERFMON_SHELL_MAX_MS     60000ULL
-#define PERFMON_SHELL_MAX_ROUNDS 1000000ULL
 #define PERFMON_SHELL_MAX_RUNS   100U
 #define PERFMON_SHELL_NAME_SIZE  PERF_UTIL_NAME_SIZE
 
@@ -150,120 +150,6 @@ perfmon_shell_list(void)
            "is), not :u\n");
 }
 
-/* ---- built-in workloads ------------------------------------------- */
-
-struct perfmon_shell_work {
-    volatile bool go;
-    volatile bool stop;
-    volatile unsigned int turn;         /* pingpong: whose turn, 0 or 1 */
-    unsigned int nr_running;            /* workers not yet returned */
-    uint64_t end_tsc;                   /* spin */
-    uint64_t rounds;                    /* pingpong */
-    unsigned int nr_threads;
-    struct thread *threads[2];
-};
-
-static void
-perfmon_shell_work_wait_go(struct perfmon_shell_work *work)
-{
-    while (!__atomic_load_n(&work->go, __ATOMIC_ACQUIRE)) {
-        thread_delay(1);
-    }
-}
-
-/* A busy loop that emits one unit on channel 0 per iteration. */
-static void
-perfmon_shell_spin(void *arg)
-{
-    struct perfmon_shell_work *work = arg;
-
-    perfmon_shell_work_wait_go(work);
-
-    while (!work->stop && cpu_get_tsc() < work->end_tsc) {
-        for (unsigned int i = 0; i < 1000; i++) {
-            cpu_pause();
-        }
-
-        pmu_soft_emit(1);
-    }
-
-    __atomic_sub_fetch(&work->nr_running, 1, __ATOMIC_RELEASE);
-}
-
-/*
- * One of a pair on the same CPU passing a turn back and forth: each pass
- * is a yield to the other thread, so a context switch each way.
- */
-static void
-perfmon_shell_pingpong(void *arg)
-{
-    struct perfmon_shell_work *work = arg;
-    unsigned int self = (thread_self() == work->threads[0]) ? 0 : 1;
-
-    perfmon_shell_work_wait_go(work);
-
-    for (uint64_t i = 0; i < work->rounds && !work->stop; i++) {
-        while (work->turn != self && !work->stop) {
-            thread_yield();
-        }
-
-        pmu_soft_emit(1);
-        __atomic_store_n(&work->turn, 1 - self, __ATOMIC_RELEASE);
-    }
-
-    __atomic_sub_fetch(&work->nr_running, 1, __ATOMIC_RELEASE);
-}
-
-/* Start the workload's threads, waiting for go. Return 0 or an error. */
-static int
-perfmon_shell_work_start(struct perfmon_shell_work *work, const char *kind,
-                         const char *value)
-{
-    struct thread_attr attr = { 0 };
-    unsigned long long v;
-    int error;
-
-    if (string_parse_u64(value, &v) != 0 || v == 0) {
-        return EINVAL;
-    }
-
-    if (strcmp(kind, "spin") == 0 && v <= PERFMON_SHELL_MAX_MS) {
-        work->end_tsc = ~0ULL;
-        work->rounds = v;               /* ms until go sets end_tsc */
-        attr.name = "spin";
-        error = thread_create(&work->threads[0], &attr, perfmon_shell_spin,
-                              work);
-
-        if (error == 0) {
-            work->nr_threads = work->nr_running = 1;
-        }
-
-        return error;
-    }
-
-    if (strcmp(kind, "pingpong") == 0 && v <= PERFMON_SHELL_MAX_ROUNDS) {
-        work->rounds = v;
-        attr.affinity = 1ULL << (cpu_count() - 1);
-
-        for (unsigned int i = 0; i < 2; i++) {
-            attr.name = (i == 0) ? "ping" : "pong";
-            error = thread_create(&work->threads[i], &attr,
-                                  perfmon_shell_pingpong, work);
-
-            if (error) {
-                return error;
-            }
-
-            work->nr_threads++;
-            work->nr_running++;
-        }
-
-        return 0;
-    }
-
-    return EINVAL;
-}
-
 /* ---- perf stat: arguments ------------------------------------------- */
 
 /* The CPUs or threads perf stat attaches each event to. */
@@ -273,7 +159,7 @@ struct perfmon_shell_target {
     unsigned int nr;
     unsigned int cpus[CPU_MAX];         /* CPU targets */
     struct thread *thread;              /* a thread target, referenced */
-    struct perfmon_shell_work *work;    /* the workload's threads, or NULL */
+    struct perf_work *work;             /* the workload's threads, or NULL */
 };
 
 /* What perf stat was asked to do. */
@@ -317,7 +203,7 @@ perfmon_shell_stat_usage(void)
 {
     printf("usage: perf stat [options] [cpu N | thread NAME | all] "
            "[EVENTS] [MS]\n"
-           "                 [-- spin MS | -- pingpong N]\n"
+           "                 [" PERF_WORK_USAGE "]\n"
            "  -e EVENTS  events, as tick,cs (instead of the EVENTS word; "
            "repeatable)\n"
            "  -a         every online CPU (all)\n"
@@ -333,13 +219,12 @@ perfmon_shell_stat_usage(void)
            "task-clock,\n"
            "  context-switches, cpu-migrations, cycles, instructions, "
            "branches, branch-misses;\n"
-           "  MS 1 to %llu; spin MS up to %llu; pingpong N up to %llu; "
-           "with a workload and\n"
-           "  no target, count the workload's threads; Ctrl-C stops "
-           "early\n",
+           "  MS 1 to %llu; with a workload and no target, count the "
+           "workload's threads;\n"
+           "  Ctrl-C stops early\n",
            PERFMON_SHELL_MAX_MS, PERFMON_SHELL_MAX_RUNS,
-           PERFMON_SHELL_MAX_EVENTS, PERFMON_SHELL_MAX_MS,
-           PERFMON_SHELL_MAX_MS, PERFMON_SHELL_MAX_ROUNDS);
+           PERFMON_SHELL_MAX_EVENTS, PERFMON_SHELL_MAX_MS);
+    perf_work_usage();
 }
 
 /* Whether word is a number (a duration, where an event list may be). */
@@ -663,8 +548,8 @@ perfmon_shell_parse(struct perfmon_shell_stat *stat, int argc, char **argv)
     if (dashes != argc) {
         if (argc - dashes != 3) {
             printf("perf stat: after -- comes one workload: spin MS (1 to "
-                   "%llu) or pingpong N (1 to %llu)\n", PERFMON_SHELL_MAX_MS,
-                   PERFMON_SHELL_MAX_ROUNDS);
+                   "%llu), pingpong N or calltree N (1 to %llu)\n",
+                   PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS);
             return EINVAL;
         }
 
@@ -675,7 +560,7 @@ perfmon_shell_parse(struct perfmon_shell_stat *stat, int argc, char **argv)
     if (stat->target.nr == 0 && stat->work_kind == NULL) {
         printf("perf stat: nothing to count on: name a target (cpu N, all, "
                "thread NAME; -C CPUS, -a, -t TID) or a workload (-- spin "
-               "MS, -- pingpong N)\n");
+               "MS, -- pingpong N, -- calltree N)\n");
         return EINVAL;
     }
 
@@ -915,7 +800,7 @@ perfmon_shell_group_error(const struct perfmon_shell_stat *stat, int error)
 
 /* What one run of perf stat holds while it counts. */
 struct perfmon_shell_run {
-    struct perfmon_shell_work work;
+    struct perf_work work;
     struct perfmon_group *groups;       /* -g: one per target */
     bool groups_attached;
     uint64_t start_tsc;
@@ -972,8 +857,7 @@ perfmon_shell_wait(struct perfmon_shell_stat *stat,
 
     for (;;) {
         if (stat->work_kind != NULL
-            && __atomic_load_n(&run->work.nr_running, __ATOMIC_ACQUIRE)
-               == 0) {
+            && perf_work_done(&run->work)) {
             break;
         }
 
@@ -994,7 +878,7 @@ perfmon_shell_wait(struct perfmon_shell_stat *stat,
         thread_delay(1);
     }
 
-    run->work.stop = true;
+    perf_work_stop(&run->work);
 }
 
 static void
@@ -1035,14 +919,17 @@ perfmon_shell_run_once(struct perfmon_shell_stat *stat, unsigned int nr_run,
     int error = 0;
 
     if (stat->work_kind != NULL) {
-        error = perfmon_shell_work_start(&run.work, stat->work_kind,
-                                         stat->work_value);
+        error = perf_work_start(&run.work, stat->work_kind,
+                                stat->work_value);
 
-        if (error) {
-            printf("perf stat: the workload is spin MS (1 to %llu) or "
-                   "pingpong N (1 to %llu), not '%s %s'\n",
-                   PERFMON_SHELL_MAX_MS, PERFMON_SHELL_MAX_ROUNDS,
-                   stat->work_kind, stat->work_value);
+        if (error == EINVAL) {
+            printf("perf stat: the workload is spin MS (1 to %llu), "
+                   "pingpong N or calltree N (1 to %llu), not '%s %s'\n",
+                   PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS, stat->work_kind,
+                   stat->work_value);
+            goto join;
+        } else if (error) {
+            perf_util_error("cannot start the workload", error);
             goto join;
         }
 
@@ -1112,14 +999,7 @@ perfmon_shell_run_once(struct perfmon_shell_stat *stat, unsigned int nr_run,
     }
 
     error = 0;
-
-    if (run.work.nr_threads != 0 && strcmp(stat->work_kind, "spin") == 0) {
-        run.work.end_tsc = run.start_tsc
-                           + perf_num_muldiv(cpu_get_freq(),
-                                                  run.work.rounds, 1000);
-    }
-
-    __atomic_store_n(&run.work.go, true, __ATOMIC_RELEASE);
+    perf_work_go(&run.work);
     perfmon_shell_wait(stat, &run);
     perfmon_shell_detach(stat, &run);
     stat->elapsed[nr_run] = perfmon_shell_ns_since(run.start_tsc);
@@ -1152,14 +1032,8 @@ free:
     }
 
 join:
-    if (run.work.nr_threads != 0) {
-        run.work.stop = true;
-        __atomic_store_n(&run.work.go, true, __ATOMIC_RELEASE);
-    }
-
-    for (unsigned int i = 0; i < run.work.nr_threads; i++) {
-        thread_join(run.work.threads[i]);
-    }
+    perf_work_stop(&run.work);
+    perf_work_join(&run.work);
 
     if (target->work != NULL) {
         target->work = NULL;

@@ -1,8 +1,9 @@
 /*
  * perfmon's global tier: the device registry and slot allocation. A slot
  * is one raw event of one device, shared (reference counted) by the
- * counting events of that raw event; a sampling event has a slot of its
- * own. Allocation and release take the device's lock with interrupts
+ * counting events of that raw event; sampling events of a raw event share
+ * a sampling slot of their own wherever they can never need its counter at
+ * once on one CPU (perfmon_pmc_sampler_fits). Allocation and release take the device's lock with interrupts
  * disabled and call the schedule (perfmon_mux.c) before they release it;
  * whether a unit of slots could ever run is decided before anything
  * changes, so that a refusal moves no counter. Thread context, except
@@ -133,21 +134,69 @@ perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
     if (last) {
         perfmon_mux_drop(dev, 1U << index);
         state->used_mask &= ~(1U << index);
-        pmc->sampler = NULL;
+        pmc->sampling = false;
     }
 
     return last;
 }
 
 /*
- * The slot for config: one counting it already that the event may share,
- * else a free one that none of the slots chosen for the same call (new)
- * takes; PERFMON_MAX_SLOTS when there is none. A sampling event shares
- * nothing. Device lock held.
+ * Whether a sampler of thread td (or, td NULL, of CPU cpu) may share
+ * sampling slot index of dev: no sampler of the slot could be live on a
+ * CPU at the same time as it. Device lock held.
+ */
+static bool
+perfmon_pmc_sampler_fits(const struct perfmon_dev_state *state,
+                         unsigned int index, const struct perfmon_td *td,
+                         unsigned int cpu)
+{
+    const struct perfmon_pmc *pmc = &state->pmcs[index];
+
+    if (td != NULL) {
+        return pmc->sampler_cpus == 0
+               && !(td->sampler_slots[state->index] & (1U << index));
+    }
+
+    return pmc->nr_td_samplers == 0 && !(pmc->sampler_cpus & (1ULL << cpu));
+}
+
+/*
+ * Count (delta 1) or no longer count (delta -1) a sampler of td (or, td
+ * NULL, of CPU cpu) on sampling slot index. Device lock held.
+ */
+static void
+perfmon_pmc_sampler_add(struct perfmon_dev_state *state, unsigned int index,
+                        struct perfmon_td *td, unsigned int cpu, int delta)
+{
+    struct perfmon_pmc *pmc = &state->pmcs[index];
+
+    if (td != NULL) {
+        pmc->nr_td_samplers += delta;
+
+        if (delta > 0) {
+            td->sampler_slots[state->index] |= 1U << index;
+        } else {
+            td->sampler_slots[state->index] &= ~(1U << index);
+        }
+    } else if (delta > 0) {
+        pmc->sampler_cpus |= 1ULL << cpu;
+    } else {
+        pmc->sampler_cpus &= ~(1ULL << cpu);
+    }
+}
+
+/*
+ * The slot for config: one counting it already that the event may share
+ * (a counting slot for a counting event; a sampling slot whose samplers
+ * can never be live beside it for a sampler of td, or of CPU cpu when td
+ * is NULL), else a free one that none of the slots chosen for the same
+ * call (new) takes; PERFMON_MAX_SLOTS when there is none. Device lock
+ * held.
  */
 static unsigned int
 perfmon_pmc_find(const struct perfmon_dev_state *state, uint64_t config,
-                 bool sampler, uint32_t new)
+                 bool sampler, const struct perfmon_td *td, unsigned int cpu,
+                 uint32_t new)
 {
     unsigned int free = PERFMON_MAX_SLOTS;
 
@@ -155,7 +204,8 @@ perfmon_pmc_find(const struct perfmon_dev_state *state, uint64_t config,
         const struct perfmon_pmc *pmc = &state->pmcs[i];
 
         if (pmc->nr_refs != 0 && pmc->config == config
-            && pmc->sampler == NULL && !sampler) {
+            && pmc->sampling == sampler
+            && (!sampler || perfmon_pmc_sampler_fits(state, i, td, cpu))) {
             return i;
         }
 
@@ -172,10 +222,12 @@ perfmon_pmc_find(const struct perfmon_dev_state *state, uint64_t config,
  * Take a slot for each of nr events (configs[k], pins[k]: it pins its
  * slot), linked into one unit when there are several (a group's: they
  * hold counters together), and schedule them. Events of one
- * configuration share its slot, each with a reference; a sampling event
- * (sampler, nr 1) takes a free slot of its own: its counter is preset for
- * its period, which no other event shares; like a pinned event's, its
- * slot must hold a counter at once.
+ * configuration share its slot, each with a reference. A sampling event
+ * (sampler, nr 1, of thread td or, td NULL, of CPU cpu) shares only a
+ * sampling slot, with samplers that can never be live on a CPU beside it,
+ * else takes a free one: its counter is preset for its period on each
+ * CPU, for the sampler live there; like a pinned event's, its slot must
+ * hold a counter at once.
  *
  * Whether the unit could ever run is decided before anything changes, so
  * that a refusal moves no counter of any other unit (a unit found too
@@ -190,8 +242,9 @@ perfmon_pmc_find(const struct perfmon_dev_state *state, uint64_t config,
  */
 int
 perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
-                    const bool *pins, unsigned int nr,
-                    struct perfmon_event *sampler, unsigned int *indexes)
+                    const bool *pins, unsigned int nr, bool sampler,
+                    struct perfmon_td *td, unsigned int cpu,
+                    unsigned int *indexes)
 {
     struct perfmon_dev_state *state = dev->state;
     uint32_t new = 0, unit = 0, changed = 0;
@@ -200,8 +253,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
     int error = 0;
     bool any;
 
-    assert(nr >= 1 && nr <= PERFMON_GROUP_MAX
-           && (sampler == NULL || nr == 1));
+    assert(nr >= 1 && nr <= PERFMON_GROUP_MAX && (!sampler || nr == 1));
     spinlock_lock_intr_save(&state->lock, &flags);
 
     for (unsigned int k = 0; k < nr; k++) {
@@ -213,8 +265,8 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
         }
 
         index = (j < k) ? indexes[j]
-                        : perfmon_pmc_find(state, configs[k],
-                                           sampler != NULL, new);
+                        : perfmon_pmc_find(state, configs[k], sampler, td,
+                                           cpu, new);
 
         if (index == PERFMON_MAX_SLOTS) {
             error = EAGAIN;
@@ -246,7 +298,9 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
             assert(!(state->sched_mask & (1U << indexes[k])));
             state->used_mask |= 1U << indexes[k];
             pmc->config = configs[k];
-            pmc->sampler = sampler;
+            pmc->sampling = sampler;
+            pmc->sampler_cpus = 0;
+            pmc->nr_td_samplers = 0;
             pmc->nr_pinned = 0;
             pmc->nr_enabled = 0;
             pmc->sched_time = perfmon_mux_level(0, any, least, most);
@@ -278,6 +332,8 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
         }
 
         perfmon_mux_reschedule(dev);
+    } else if (sampler) {
+        perfmon_pmc_sampler_add(state, indexes[0], td, cpu, 1);
     }
 
     changed = perfmon_sched_end(state);
@@ -292,7 +348,8 @@ out:
 
 void
 perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
-                    bool enabled)
+                    bool enabled, bool sampler, struct perfmon_td *td,
+                    unsigned int cpu)
 {
     struct perfmon_dev_state *state = dev->state;
     struct perfmon_pmc *pmc = &state->pmcs[index];
@@ -302,7 +359,13 @@ perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
 
     spinlock_lock_intr_save(&state->lock, &flags);
     assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin
-           && pmc->nr_enabled >= (unsigned int)enabled);
+           && pmc->nr_enabled >= (unsigned int)enabled
+           && pmc->sampling == sampler);
+
+    if (sampler) {
+        perfmon_pmc_sampler_add(state, index, td, cpu, -1);
+    }
+
     last = perfmon_pmc_unref(dev, index, pin, enabled);
     perfmon_mux_reschedule(dev);
     changed = perfmon_sched_end(state);

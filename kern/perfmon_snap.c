@@ -42,7 +42,8 @@ perfmon_cpu_op_attach(void *arg)
 
     perfmon_cpu_sched_check(cpu, event->dev, perfmon_cpu_loaded_td());
     cpmc = perfmon_cpu_pmc_get(cpu, event->dev, event->pmc_index,
-                               perfmon_cpu_loaded_td());
+                               perfmon_cpu_loaded_td(),
+                               (event->period != 0) ? event : NULL);
     perfmon_cpu_pmc_update(cpu, event->dev, event->pmc_index);
     event->start = cpmc->value;
 
@@ -371,15 +372,19 @@ perfmon_events_detach(struct perfmon_event *const *events,
         event->final = perfmon_event_count_at(event, snap.values[i]);
         perfmon_event_times_at(event, &snap, snap.offs[i],
                                &event->time_enabled, &event->time_running);
+
+        /* Before the unref: a sampler's slot is released from its td. */
+        perfmon_pmc_release(event->dev, event->pmc_index,
+                            (event->flags & PERFMON_EF_PINNED) != 0,
+                            !event->disabled, event->period != 0,
+                            (thread != NULL) ? thread_perfmon_td(thread)
+                                             : NULL,
+                            event->cpu);
         event->thread = NULL;
 
         if (thread != NULL) {
             thread_unref(thread);
         }
-
-        perfmon_pmc_release(event->dev, event->pmc_index,
-                            (event->flags & PERFMON_EF_PINNED) != 0,
-                            !event->disabled);
 
         if (event->period != 0) {
             perfmon_session_unref(event->session);

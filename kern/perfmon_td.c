@@ -48,7 +48,10 @@ perfmon_td_init(struct perfmon_td *td)
             td->pmcs[d][i].sample_left = 0;
             td->sample_periods[d][i] = 0;
             td->off[d][i] = 0;
+            td->samplers[d][i] = NULL;
         }
+
+        td->sampler_slots[d] = 0;
     }
 }
 
@@ -69,8 +72,11 @@ static void
 perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                     struct perfmon_dev *dev, unsigned int index)
 {
-    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state->index][index];
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_get(cpu, dev, index, td);
+    unsigned int d = dev->state->index;
+    struct perfmon_td_pmc *tpmc = &td->pmcs[d][index];
+    struct perfmon_cpu_pmc *cpmc;
+
+    cpmc = perfmon_cpu_pmc_get(cpu, dev, index, td, td->samplers[d][index]);
 
     if (cpmc->nr_refs > 1) {
         perfmon_cpu_pmc_update(cpu, dev, index);
@@ -84,14 +90,15 @@ perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
      */
     if (cpmc->sampler != NULL) {
         perfmon_cpu_pmc_arm(dev, cpmc, tpmc->sample_left,
-                            td->sample_periods[dev->state->index][index]);
+                            td->sample_periods[d][index]);
     }
 }
 
 /*
  * Keep what is left of a sampling slot's period (slot index of device d)
  * in the thread leaving the CPU, with the period it belongs to, after
- * taking the samples due (at ctx). The slot is the thread's alone.
+ * taking the samples due (at ctx). The counter serves the thread's
+ * sampler here (cpmc->sampler).
  */
 static void
 perfmon_td_pmc_save_period(struct perfmon_td *td, unsigned int d,
@@ -239,14 +246,49 @@ perfmon_td_switch_release(struct perfmon_td *prev, unsigned int d,
 }
 
 /*
+ * A sampling slot both prev and next use (their samplers of one raw event
+ * share it), on a switch, brought up to date: the counter keeps running;
+ * prev takes what it counted, and its sampler
+ * leaves it as on a release (samples due taken at the caller of the
+ * switch, whose frame is at frame; what is left of its period kept; a
+ * throttled period reported), then next's takes it as on a load (armed
+ * with what is left of its own period).
+ */
+static __attribute__((noinline)) void
+perfmon_td_switch_sampler(struct perfmon_td *prev, struct perfmon_td *next,
+                          unsigned int d, struct perfmon_cpu *cpu,
+                          struct perfmon_dev *dev, unsigned int index,
+                          const uintptr_t *frame)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+    struct perfmon_td_pmc *prev_tpmc = &prev->pmcs[d][index];
+    struct perfmon_td_pmc *next_tpmc = &next->pmcs[d][index];
+    struct perfmon_intr_ctx ctx = { .ip = frame[1], .fp = frame[0] };
+
+    prev_tpmc->value += cpmc->value - prev_tpmc->cpu_start;
+    perfmon_td_pmc_save_period(prev, d, index, cpu, dev, cpmc, &ctx);
+
+    if (cpu->throttle.active && (cpmc->armed || cpmc->throttled_periods)) {
+        perfmon_sample_write_throttle(cpu, cpmc);
+    }
+
+    assert(next->samplers[d][index] != NULL);
+    cpmc->sampler = next->samplers[d][index];
+    cpmc->throttled_periods = 0;
+    next_tpmc->cpu_start = cpmc->value;
+    perfmon_cpu_pmc_arm(dev, cpmc, next_tpmc->sample_left,
+                        next->sample_periods[d][index]);
+}
+
+/*
  * Switch one device's slots from prev to next. The pending overflows of
  * every slot prev used are consumed in one call. Then the slots both
  * use, the switch's fast path: each is brought up to date once (a plain
  * one with no call), prev takes what it counted and next starts from
  * there; the counter keeps running (no stop, no start, no write to the
- * PMU). Such a slot never samples (a sampling slot is one event's, so
- * one thread's): no sampling check there. Then the slots only prev uses
- * are released, and those only next uses are taken.
+ * PMU). A sampling slot is never plain: off the fast path, it passes
+ * from prev's sampler to next's. Then the slots only prev uses are
+ * released, and those only next uses are taken.
  */
 static inline __attribute__((always_inline)) void
 perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
@@ -266,6 +308,12 @@ perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
 
         if (!perfmon_cpu_pmc_update_plain(bank, cpmc)) {
             perfmon_td_switch_sync(dev, cpmc, pending);
+
+            if (__builtin_expect(cpmc->sampler != NULL, 0)) {
+                perfmon_td_switch_sampler(prev, next, d, cpu, dev, index,
+                                          frame);
+                continue;
+            }
         }
 
         prev_pmcs[index].value += cpmc->value - prev_pmcs[index].cpu_start;
@@ -417,6 +465,7 @@ perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
         }
 
         op->td->used[op->dev->state->index] |= 1U << op->index;
+        op->td->samplers[op->dev->state->index][op->index] = op->event;
         tpmc->sample_left = (op->event != NULL) ? op->event->period : 0;
         op->td->sample_periods[op->dev->state->index][op->index]
             = tpmc->sample_left;
@@ -452,5 +501,7 @@ perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
             perfmon_td_pmc_unload(op->td, cpu_local_ptr(perfmon_cpu),
                                   op->dev, op->index);
         }
+
+        op->td->samplers[op->dev->state->index][op->index] = NULL;
     }
 }

@@ -24,6 +24,8 @@
  */
 #define PERFMON_MAX_SLOTS   32
 
+struct perfmon_event;
+
 /* Per-thread tier: one entry per (device, slot). */
 struct perfmon_td_pmc {
     unsigned int nr_refs;   /* events of this thread using the slot */
@@ -56,6 +58,16 @@ struct perfmon_td {
      * have changed since it began), apart from pmcs for the same reason.
      */
     uint64_t sample_periods[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
+
+    /*
+     * Sampling: the thread's sampling event on each slot it samples, which
+     * the slot's counter serves while the thread is loaded (threads share
+     * a sampling slot; each loads its own sampler), under the td lock like
+     * pmcs; and the same slots as a mask per device, under the device's
+     * lock, where allocation tells whether the thread may join a slot.
+     */
+    struct perfmon_event *samplers[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
+    uint32_t sampler_slots[PERFMON_MAX_DEVS];
 };
 
 #define PERFMON_CPU_NONE (~0U)

@@ -26,6 +26,7 @@ import time
 # are imported from it.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import perf_profile  # noqa: E402
 import runner_checks  # noqa: E402
 import runner_ktap  # noqa: E402
 import runner_qemu  # noqa: E402
@@ -396,7 +397,7 @@ def run_self_tests():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     tests = []
     for module in (sys.modules[__name__], runner_qemu, runner_ktap,
-                   runner_checks):
+                   runner_checks, perf_profile):
         tests += finder.find(module, module.__name__)
     tests.sort(key=lambda test: test.name.split(".", 1)[-1])
     for test in tests:
@@ -435,6 +436,55 @@ def cmd_bench(args):
         print("\n".join(text.splitlines()[-30:]))
         print("bench: failed (QEMU status %s)" % rc)
         return 1
+    return bench_scale(args, accel, icount)
+
+
+BENCH_SCALE_SMP = (2, 8, 32, 64)
+BENCH_SCALE = re.compile(r"^# bench-scale: (.+): (\d+)$", re.M)
+
+
+def bench_scale_table(figures, smps):
+    """The scaling table: a row per case, a column per CPU count, and
+    the ratio of the last to the first.
+
+    >>> print(bench_scale_table({2: {"a": 100}, 64: {"a": 110}}, (2, 64)))
+    scaling                                              2 CPUs    64 CPUs   64/2
+    a                                                       100        110   1.10
+    """
+    first, last = smps[0], smps[-1]
+    lines = ["%-48s" % "scaling" + "".join("%11s" % ("%d CPUs" % n)
+                                           for n in smps)
+             + "   %d/%d" % (last, first)]
+    for case in figures[first]:
+        row = [figures[n].get(case) for n in smps]
+        ratio = ("%6.2f" % (row[-1] / row[0])
+                 if row[0] and row[-1] is not None else "     -")
+        lines.append("%-48s" % case + "".join(
+            "%11s" % ("-" if v is None else v) for v in row) + " " + ratio)
+    return "\n".join(lines)
+
+
+def bench_scale(args, accel, icount):
+    """Boot bench.perfmon_scale at each of BENCH_SCALE_SMP CPUs and print
+    how its figures grow with the CPU count."""
+    figures = {}
+    for smp in BENCH_SCALE_SMP:
+        cmd = qemu_command(args.iso, smp, accel, args.mem,
+                           "test=bench.perfmon_scale " + args.cmdline,
+                           icount=icount)
+        qemu = Qemu(cmd)
+        rc = qemu.wait(time.monotonic() + args.timeout)
+        result = Result("bench-scale")
+        parse_ktap(qemu.text, result)
+        if rc != EXIT_PASS or result.failed or result.passed == 0:
+            print("\n".join(qemu.text.splitlines()[-30:]))
+            print("bench: scaling boot at %d CPUs failed (QEMU status %s)"
+                  % (smp, rc))
+            return 1
+        figures[smp] = {m.group(1): int(m.group(2))
+                        for m in BENCH_SCALE.finditer(qemu.text)}
+    print()
+    print(bench_scale_table(figures, BENCH_SCALE_SMP))
     return 0
 
 

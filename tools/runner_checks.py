@@ -11,11 +11,19 @@ import re
 import subprocess
 import sys
 
+from perf_profile import (CALLTREE_CHILDREN, CALLTREE_SELF,  # noqa: E402
+                     ProfileBoot, check_shares)
 from runner_ktap import Boot, Result, parse_ktap
 
 
 NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample",
                  "perfmon_group", "perfmon_mux")
+
+
+# The boots of make check at more CPUs than counters: these suites, and
+# the shell's.
+SCALE_SMP = 16
+SCALE_SUITES = ("perfmon_sample", "perfmon_mux")
 
 
 def narrow_selection(tests):
@@ -112,10 +120,42 @@ def perf_convert_check(text):
             + out["script"].splitlines()[:20]) if problems else None
 
 
+CALLTREE_REPORT = re.compile(
+    r"^# Samples: \d+ of event 'emit', period 1, target calltree \d+, "
+    r"\d+ ms\n(.*?)^#\n# \d+ received", re.M | re.S)
+REPORT_LINE = re.compile(r"^\s+([\d.]+)%\s+([\d.]+)%\s+\d+  (\S+)$", re.M)
+
+
+def calltree_report_check(text):
+    r"""The shell's perf report of the calltree workload, sampled on every
+    emit unit: None when each function's Self and Children shares are the
+    workload's (kern/perf_work.h) within perf_profile.SHARE_BOUND points, else
+    why not.
+
+    >>> good = ("# Samples: 1000 of event 'emit', period 1, target "
+    ...         "calltree 50, 40 ms\n# Event count: 1000\n#\n"
+    ...         + "".join("  %d.00%%  %d.00%%  1  %s\n"
+    ...                   % (CALLTREE_CHILDREN[n], CALLTREE_SELF[n], n)
+    ...                   for n in sorted(CALLTREE_SELF))
+    ...         + "#\n# 1000 received")
+    >>> calltree_report_check(good)
+    >>> calltree_report_check(good.replace("  40.00%  1  perf_work_tree_sh",
+    ...                                    "  30.00%  1  perf_work_tree_sh"))
+    ['perf report: perf_work_tree_shared self 30.00%, want 40% +- 2']
+    """
+    m = CALLTREE_REPORT.search(text)
+    if m is None:
+        return ["no perf report of the calltree workload"]
+    shares = {name: (float(kids), float(own))
+              for kids, own, name in REPORT_LINE.findall(m.group(1))}
+    return check_shares(shares, "perf report") or None
+
+
 def perf_record_checks(text):
     """The shell boot's checks of perf record and perf script."""
     return [("perf_record_totals", perf_totals_check(text)),
-            ("perf_convert_accepts_dump", perf_convert_check(text))]
+            ("perf_convert_accepts_dump", perf_convert_check(text)),
+            ("calltree_report_shares", calltree_report_check(text))]
 
 
 def check_plan(args):
@@ -147,8 +187,15 @@ def check_plan(args):
                               smp, timeout(smp)))
     if tests:
         return boots
-    # The serial shell, driven as a user would: every command answers.
-    smp = max(args.smp)
+    # More CPUs than any device has counters: samplers share slots across
+    # CPUs and threads, rotations reach only the CPUs that need them.
+    if max(args.smp) < SCALE_SMP:
+        boots.append(Boot("smp=%d" % SCALE_SMP,
+                          "test=%s%s" % (",".join(SCALE_SUITES), extra),
+                          SCALE_SMP, timeout(SCALE_SMP)))
+    # The serial shell, driven as a user would: every command answers; on
+    # more CPUs than counters, where perf record all must still work.
+    smp = max(max(args.smp), SCALE_SMP)
     prompt = r"perfmon> $"
     count = r"^\s+[\d,]+\s+"
     # A rate per second of task-clock, no share when not multiplexed.
@@ -162,17 +209,19 @@ def check_plan(args):
         (prompt, "help perf\r"),
         (r"^usage: perf list\n  every event with a one-line description\n"
          r"usage: perf stat .*\n(?:.*\n){2,}usage: perf record ", None),
-        (r"Ctrl-C stops a recording early\n", None),
+        (r"^  call chains of \d+ frames .*; Ctrl-C stops early\n"
+         r"  workloads: spin MS \(1 to 60000\), pingpong N and calltree N "
+         r"\(1 to 1000000\)\n(?=perfmon> )", None),
         (prompt, "help perf stat\r"),
         (r"^usage: perf stat ", None),
         (prompt, "help perf record\r"),
         (r"^usage: perf record ", None),
         (prompt, "help perf lsit\r"),
         (r"^help: perf has no subcommand 'lsit' \(list, stat, record, "
-         r"report, script\)$", None),
+         r"report, annotate, script\)$", None),
         (prompt, "perf lsit\r"),
         (r"^perf: no subcommand 'lsit' \(list, stat, record, report, "
-         r"script; help perf shows their usage\)$", None),
+         r"annotate, script; help perf shows their usage\)$", None),
         (prompt, "cpus\r"),
         (r"(?:^cpu\d+ apic \d+ online ticks \d+\n){%d}" % smp, None),
         # Up arrow runs cpus again; Ctrl-U and Ctrl-W erase.
@@ -250,12 +299,12 @@ def check_plan(args):
         (PERF_TOTALS.pattern, None),
         (prompt, "perf report\r"),
         (r"^# Samples: \d+ of event 'tick', period 1, target all, 300 ms\n"
-         r"#\n# Overhead   Samples  Symbol\n#\n"
-         r"(?:\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\]|"
-         r"\(other functions\))\n)*"
-         r"\s+\d+\.\d\d%\s+\d+  [A-Za-z_]\w*\n"
-         r"(?:\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\]|"
-         r"\(other functions\))\n)*"
+         r"# Event count: \d+\n"
+         r"#\n# Children      Self   Samples  Symbol\n#\n"
+         r"(?:\s+\d+\.\d\d%\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\])\n)*"
+         r"\s+\d+\.\d\d%\s+\d+\.\d\d%\s+\d+  [A-Za-z_]\w*\n"
+         r"(?:\s+\d+\.\d\d%\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\])\n)*"
+         r"(?:\s+\d+\.\d\d%\s+\(other entries: self\)\n)?"
          r"#\n# \d+ received, \d+ lost, \d+ throttled \(\d+ produced\)$",
          None),
         (prompt, "perf script\r"),
@@ -264,6 +313,41 @@ def check_plan(args):
         (r"^perfmon-dump 2 end lines=\d+$", None),
         (prompt, "perf record thread main cswitch/2 50\r"),
         (PERF_TOTALS.pattern, None),
+        # The calltree workload, sampled on every emit unit: its report
+        # (calltree_report_check checks the shares), its callers' tree,
+        # other sort keys, one function's addresses; the other workloads
+        # and Linux perf's option spellings.
+        (prompt, "perf record -e emit -c 1 -- calltree 50\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf report\r"),
+        (r"^# Samples: \d+ of event 'emit', period 1, target calltree 50, "
+         r"\d+ ms\n", None),
+        (prompt, "perf report -g --no-children\r"),
+        (r"^\s+\d+\.\d\d%\s+\d+  perf_work_tree_shared\n\s+\|\n"
+         r"\s+\|--\d+\.\d\d%--perf_work_tree_(?:alpha|beta)\n"
+         r"\s+\|\s+perf_work_tree_root$", None),
+        (prompt, "perf report --no-children --sort thread,cpu\r"),
+        (r"^# Overhead   Samples  Thread\s+CPU\n#\n"
+         r"\s+100\.00%\s+\d+  calltree\s+\d{3}$", None),
+        (prompt, "perf annotate perf_work_tree_shared\r"),
+        (r"^# perf annotate perf_work_tree_shared: 0x[0-9a-f]+, \d+ bytes; "
+         r"\d+ samples, \d+\.\d\d% of event 'emit'\n#\n#  Percent.*\n#\n"
+         r"\s+\d+\.\d\d%\s+\d+  0x[0-9a-f]+  perf_work_tree_shared\+0x"
+         r"[0-9a-f]+$", None),
+        (prompt, "perf annotate nosuch\r"),
+        (r"^perf annotate: no function named 'nosuch' in the kernel$", None),
+        (prompt, "perf report --sort nosuch\r"),
+        (r"^perf report: bad sort keys 'nosuch' \(symbol, thread, cpu, "
+         r"comma-separated\)$", None),
+        (prompt, "perf record -a -e tick -- spin 100\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf record cswitch -- pingpong 100\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf record -e emit -- calltree 0\r"),
+        (r"^perf: workload must be spin MS", None),
+        (prompt, "perf script --capture\r"),
+        (r"^perf script: no capture channel: boot QEMU with -debugcon "
+         r"file:PATH", None),
         (prompt, "perf record all nosuch 10\r"),
         (r"^perf: unknown event 'nosuch' \(see perf list\)$", None),
         (prompt, "perf record all tick/0 10\r"),
@@ -279,20 +363,24 @@ def check_plan(args):
         (r"^perf: instructions: ENODEV ", None),
         (prompt, "perf record all tick\r"),
         (r"^usage: perf record ", None),
-        (prompt, "perf report --stdio\r"),
-        (r"^perf report: unexpected '--stdio' \(it takes no options; help "
-         r"perf report\)$", None),
+        (prompt, "perf report extra\r"),
+        (r"^perf report: unknown option 'extra' \(options: -g, "
+         r"--no-children, --sort KEYS, --stdio\)$", None),
         (prompt, "bogus\r"),
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
         (r"^powering off$", None)], post=perf_record_checks))
+    # make profile, small: a calltree profile through the capture channel,
+    # its outputs checked, and Linux perf's report of its perf.data.
+    boots.append(ProfileBoot(2, timeout(2)))
     # perf stat's Linux spellings and outputs, exact where the software
     # PMU makes them so (pingpong N emits exactly 2N units), and a
     # specific message for each bad input.
     boots.append(Boot("shell-stat", "", 2, timeout=timeout(2), script=[
         (prompt, "help perf stat\r"),
-        (r"^usage: perf stat \[options\] .*\n(?:.*\n){10,}.*no target, "
-         r"count the workload's threads; Ctrl-C stops early$", None),
+        (r"^usage: perf stat \[options\] .*\n(?:.*\n){10,}  Ctrl-C stops "
+         r"early\n  workloads: spin MS \(1 to 60000\), pingpong N and "
+         r"calltree N \(1 to 1000000\)$", None),
         # The default events, and task-clock's CPUs utilized.
         (prompt, "perf stat cpu 0 100\r"),
         (r"^ Performance counter stats for 'cpu 0':\n\n"
@@ -345,7 +433,7 @@ def check_plan(args):
         (prompt, "perf stat tick 100\r"),
         (r"^perf stat: nothing to count on: name a target \(cpu N, all, "
          r"thread NAME; -C CPUS, -a, -t TID\) or a workload \(-- spin MS, "
-         r"-- pingpong N\)$", None),
+         r"-- pingpong N, -- calltree N\)$", None),
         (prompt, "perf stat cpu 0 tick\r"),
         (r"^perf stat: for how long\? MS \(1 to 60000\) after the events, "
          r"or a workload after --$", None),
@@ -382,11 +470,11 @@ def check_plan(args):
         (r"^perf: 'cycles:x': no modifier 'x' \(:k kernel, :u user, :ku "
          r"both\)$", None),
         (prompt, "perf stat cpu 0 tick -- spin\r"),
-        (r"^perf stat: after -- comes one workload: spin MS \(1 to 60000\) "
-         r"or pingpong N \(1 to 1000000\)$", None),
+        (r"^perf stat: after -- comes one workload: spin MS \(1 to 60000\), "
+         r"pingpong N or calltree N \(1 to 1000000\)$", None),
         (prompt, "perf stat cpu 0 tick -- sleep 10\r"),
-        (r"^perf stat: the workload is spin MS \(1 to 60000\) or pingpong N "
-         r"\(1 to 1000000\), not 'sleep 10'$", None),
+        (r"^perf stat: the workload is spin MS \(1 to 60000\), pingpong N "
+         r"or calltree N \(1 to 1000000\), not 'sleep 10'$", None),
         # Nine events in a group on eight counters: one line says why.
         (prompt, "perf stat -g cpu 0 emit,emit1,emit2,emit3,emit4,emit5,"
                  "emit6,emit7,emit8 10\r"),

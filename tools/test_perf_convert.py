@@ -12,6 +12,10 @@ add (a field appended to a line, a line of a kind this tool does not
 know), and converts to the same files. perf-dump-tcg.txt is a real
 version 1 capture from the shell under TCG, perf-dump-tcg-v2.txt a
 version 2 one, with their outputs checked the same way.
+
+The perf.data writer is checked byte by byte against a file laid out by
+hand below (PERF_DATA_DUMP): every field written out as a literal from
+the format's description, not from the writer's constants.
 """
 
 import contextlib
@@ -19,6 +23,7 @@ import importlib.machinery
 import importlib.util
 import io
 import os
+import struct
 import sys
 import tempfile
 import traceback
@@ -365,6 +370,163 @@ def command_line_errors():
         raise AssertionError(stderr)
     status, _, stderr = run_main(["-f", "svg"], stdin=GOOD)
     check_eq(status, 2)
+
+
+# ---- perf.data -------------------------------------------------------------
+
+PERF_DATA_DUMP = """\
+perfmon-dump 2 begin cpus=2 tsc_hz=1000000000 event=tick period=1 frames=8 \
+ms=10 target=all
+pd thread 0 idle
+pd thread 5 calltree
+pd sample 1 2000 5 1 0 0xffffffff80100010 f+0x10
+pd callchain 2 0xffffffff80100120 g+0x20 0x0 ?
+pd sample 0 1000 0 1 1 0xffffffff80100200 idle_loop+0x0
+pd totals received=2 lost=0 throttled=0 produced=2 dropped=0
+perfmon-dump 2 end lines=6
+"""
+PERF_DATA_KALLSYMS = ("ffffffff80100000 T _text\n"
+                      "ffffffff80100000 t f\n"
+                      "ffffffff80100100 t g\n"
+                      "ffffffff80100200 t idle_loop\n")
+KERNEL_CONTEXT = 0xffffffffffffff80     # PERF_CONTEXT_KERNEL, (u64)-128
+
+
+def expected_attr():
+    """perf_event_attr, 112 bytes: type 1 (software), size 112, config 0
+    (cpu-clock, for tick), period 1, sample_type IP|TID|TIME|CALLCHAIN|
+    CPU|PERIOD = 0x1a7, read_format 0, flags exclude_hv (bit 6) and
+    sample_id_all (bit 18), then 64 zero bytes (wakeup_events to
+    sample_max_stack)."""
+    return (struct.pack("<II", 1, 112) + struct.pack("<Q", 0)
+            + struct.pack("<Q", 1) + struct.pack("<Q", 0x1a7)
+            + struct.pack("<Q", 0) + struct.pack("<Q", 0x40040)
+            + bytes(64))
+
+
+def expected_perf_data():
+    """The parts of the file, in order, as (name, bytes)."""
+    attr = expected_attr()
+    # Records: u32 type, u16 misc, u16 size (the whole record).
+    mmap = (struct.pack("<IHH", 1, 1, 88)          # MMAP, misc KERNEL
+            + struct.pack("<II", 0xffffffff, 0)      # pid -1, tid 0
+            + struct.pack("<Q", 0xffffffff80100000)  # start: _text
+            + struct.pack("<Q", 0x1000)              # len: to the page end
+            + struct.pack("<Q", 0xffffffff80100000)  # pgoff: _text
+            + b"[kernel.kallsyms]_text\0\0"          # 23 bytes, padded
+            + struct.pack("<IIQII", 0xffffffff, 0, 0, 0, 0))  # sample_id
+    comm0 = (struct.pack("<IHH", 3, 0, 48) + struct.pack("<II", 0, 0)
+             + b"idle\0\0\0\0" + struct.pack("<IIQII", 0, 0, 0, 0, 0))
+    comm5 = (struct.pack("<IHH", 3, 0, 56) + struct.pack("<II", 5, 5)
+             + b"calltree" + bytes(8)
+             + struct.pack("<IIQII", 5, 5, 0, 0, 0))
+    # Samples in time order: ip, pid, tid, time (ns), cpu, res, period,
+    # nr, the chain [kernel context, ip, callers...].
+    sample0 = (struct.pack("<IHH", 9, 1, 72)
+               + struct.pack("<QIIQIIQ", 0xffffffff80100200, 0, 0, 1000, 0,
+                             0, 1)
+               + struct.pack("<QQQ", 2, KERNEL_CONTEXT, 0xffffffff80100200))
+    # The chain's last address, 0, ends the kernel's walk: left out.
+    sample1 = (struct.pack("<IHH", 9, 1, 80)
+               + struct.pack("<QIIQIIQ", 0xffffffff80100010, 5, 5, 2000, 1,
+                             0, 1)
+               + struct.pack("<QQQQ", 3, KERNEL_CONTEXT, 0xffffffff80100010,
+                             0xffffffff80100120))
+    data = mmap + comm0 + comm5 + sample0 + sample1
+    # EVENT_DESC: nr 1, attr size 112, the attr, nr_ids 1, the name as a
+    # perf string (u32 length 64, the text padded to 64), the id.
+    desc = (struct.pack("<II", 1, 112) + attr + struct.pack("<II", 1, 64)
+            + b"tick" + bytes(60) + struct.pack("<Q", 1))
+    data_offset = 104 + 8 + 128
+    header = (b"PERFILE2" + struct.pack("<QQ", 104, 128)
+              + struct.pack("<QQ", 112, 128)                 # attrs
+              + struct.pack("<QQ", data_offset, len(data))   # data
+              + struct.pack("<QQ", 0, 0)                     # event types
+              + struct.pack("<QQQQ", 1 << 12, 0, 0, 0))      # EVENT_DESC
+    features_offset = data_offset + len(data)
+    return [("header", header), ("ids", struct.pack("<Q", 1)),
+            ("attr", attr), ("attr ids section", struct.pack("<QQ", 104, 8)),
+            ("mmap", mmap), ("comm idle", comm0), ("comm calltree", comm5),
+            ("sample t=1000", sample0), ("sample t=2000 with chain", sample1),
+            ("feature section",
+             struct.pack("<QQ", features_offset + 16, len(desc))),
+            ("EVENT_DESC", desc)]
+
+
+def check_bytes(got, parts):
+    """got must be the parts' bytes; name the part and offset that
+    differ."""
+    offset = 0
+    for name, want in parts:
+        have = got[offset:offset + len(want)]
+        if have != want:
+            at = next((i for i in range(len(want))
+                       if i >= len(have) or have[i] != want[i]), 0)
+            raise AssertionError("%s at file offset %d: byte %d differs: "
+                                 "got %s, want %s" % (
+                                     name, offset, at,
+                                     have[at:at + 16].hex(),
+                                     want[at:at + 16].hex()))
+        offset += len(want)
+    check_eq(len(got), offset)
+
+
+@test
+def perf_data_is_laid_out_byte_by_byte():
+    dump = pc.parse(PERF_DATA_DUMP)
+    check_bytes(pc.to_perf_data(dump, PERF_DATA_KALLSYMS),
+                expected_perf_data())
+
+
+@test
+def perf_data_header_attr_and_records():
+    """The parts alone, so a failure names the piece that moved."""
+    check_bytes(pc.perf_attr("tick", 1), [("attr", expected_attr())])
+    parts = dict(expected_perf_data())
+    check_bytes(pc.perf_mmap_record(0xffffffff80100000, 0xffffffff80101000),
+                [("mmap", parts["mmap"])])
+    check_bytes(pc.perf_comm_record(5, "calltree"),
+                [("comm", parts["comm calltree"])])
+    dump = pc.parse(PERF_DATA_DUMP)
+    chained = [s for s in dump.samples if s.tid == 5][0]
+    check_bytes(pc.perf_sample_record(chained, 2000),
+                [("sample", parts["sample t=2000 with chain"])])
+
+
+@test
+def perf_data_event_types_and_text_bounds():
+    # Linux's generic events keep their type and config; others read as
+    # a software clock, named by EVENT_DESC.
+    check_eq(struct.unpack("<IIQ", pc.perf_attr("instructions", 7)[:16]),
+             (0, 112, 1))
+    check_eq(struct.unpack("<IIQ", pc.perf_attr("cswitch", 1)[:16]),
+             (1, 112, 3))
+    check_eq(struct.unpack("<IIQ", pc.perf_attr("emit3", 1)[:16]),
+             (1, 112, 0))
+    # Without a kallsyms file the samples' named frames bound the text.
+    dump = pc.parse(PERF_DATA_DUMP)
+    check_eq(pc.kernel_text_bounds(dump),
+             (0xffffffff80100000, 0xffffffff80101000))
+
+
+@test
+def perf_data_command_line():
+    with tempfile.TemporaryDirectory() as tmp:
+        dump = os.path.join(tmp, "dump.txt")
+        kallsyms = os.path.join(tmp, "kallsyms")
+        out = os.path.join(tmp, "perf.data")
+        with open(dump, "w") as f:
+            f.write(PERF_DATA_DUMP)
+        with open(kallsyms, "w") as f:
+            f.write(PERF_DATA_KALLSYMS)
+        status, _, _ = run_main(["-f", "perf-data", "--kallsyms", kallsyms,
+                                 "-o", out, dump])
+        check_eq(status, 0)
+        with open(out, "rb") as f:
+            check_bytes(f.read(), expected_perf_data())
+        status, _, stderr = run_main(["-f", "perf-data", dump])
+        check_eq((status, stderr), (2, "perf-convert: perf-data needs -o "
+                                       "FILE\n"))
 
 
 def main():

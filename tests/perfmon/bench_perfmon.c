@@ -618,3 +618,61 @@ TEST_DEFINE_MANUAL(bench, perfmon)
 
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
+
+/*
+ * perf record all, as the shell attaches it: a tick sampler on every CPU.
+ * Return the counters the device holds for them, and check that each CPU
+ * uses one slot.
+ */
+static uint64_t
+bench_record_all_counters(void)
+{
+    static struct perfmon_event events[CPU_MAX];
+    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_session *session;
+    struct perfmon_sample_attr attr = { .period = 1000 };
+    uint64_t nr_counters;
+
+    TEST_ASSERT_EQ(perfmon_session_create(&session, 1U << 14), 0);
+    attr.session = session;
+
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        TEST_ASSERT_EQ(perfmon_event_init(&events[c], PMU_SOFT_EV_TICK,
+                                          PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(perfmon_event_set_sampling(&events[c], &attr), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[c], c), 0);
+    }
+
+    nr_counters = perfmon_dev_nr_used_pmcs(soft);
+
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        TEST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(c), 1);
+        TEST_ASSERT_EQ(perfmon_event_detach(&events[c]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    return nr_counters;
+}
+
+/*
+ * The costs that must not grow with the number of CPUs (`make bench` boots
+ * this at several CPU counts and compares): a rotation of events that all
+ * live on one CPU, an attach+detach of a local CPU event, the counters a
+ * sampler per CPU holds; with a broadcast's cost beside them, which does
+ * grow.
+ */
+TEST_DEFINE_MANUAL(bench, perfmon_scale)
+{
+    test_require_cpus(2);
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    printf("# bench-scale: cpus %u\n", cpu_count());
+    printf("# bench-scale: rotation, 16 events on 8 counters: %llu\n",
+           (unsigned long long)bench_rotate(16));
+    printf("# bench-scale: attach+detach, local CPU event: %llu\n",
+           (unsigned long long)bench_attach_detach(true));
+    printf("# bench-scale: empty xcall to every CPU: %llu\n",
+           (unsigned long long)bench_broadcast());
+    printf("# bench-scale: perf record all, counters held: %llu\n",
+           (unsigned long long)bench_record_all_counters());
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}

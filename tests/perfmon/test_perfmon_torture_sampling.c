@@ -231,7 +231,11 @@ torture_s_op(struct torture_s_worker *w)
             }
         }
 
-        /* Sampling events take slots of their own: they may run out. */
+        /*
+         * Samplers share a slot only where they cannot be live together
+         * (a CPU's and a thread's, two of one thread or CPU take slots
+         * apart): 32 slots may run out.
+         */
         if (error != 0) {
             TEST_ASSERT(error == EINVAL || error == EAGAIN);
             w->nr_refused++;

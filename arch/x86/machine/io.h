@@ -12,6 +12,14 @@ io_write_byte(uint16_t port, uint8_t value)
     __asm__ volatile("outb %0, %1" : : "a"(value), "Nd"(port));
 }
 
+/* Write len bytes to one port, in one string instruction. */
+static inline void
+io_write_bytes(uint16_t port, const void *buf, unsigned long len)
+{
+    __asm__ volatile("rep outsb" : "+S"(buf), "+c"(len) : "d"(port)
+                     : "memory");
+}
+
 static inline uint8_t
 io_read_byte(uint16_t port)
 {
