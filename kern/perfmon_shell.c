@@ -1271,10 +1271,14 @@ perfmon_shell_print_summary(const struct perfmon_shell_stat *stat,
 
     for (unsigned int i = 0; stat->verbose && i < stat->nr_events; i++) {
         const struct perfmon_shell_event *ev = &stat->events[i];
+        /* A clock's count is its time, not its carrier's count. */
+        uint64_t count = ev->ev.clock ? perfmon_shell_row_scale(stat,
+                                                                &ev->sum)
+                                      : ev->sum.count;
 
         if (ev->error == 0) {
             printf("%s: %llu %llu %llu\n", ev->name,
-                   (unsigned long long)ev->sum.count,
+                   (unsigned long long)count,
                    (unsigned long long)ev->sum.enabled,
                    (unsigned long long)ev->sum.running);
         }

@@ -390,6 +390,9 @@ def check_plan(args):
          r"(?:\s+(?:<not supported>|[\d,]+)\s+(?:cycles|instructions|"
          r"branches|branch-misses)\b.*\n){4}\n"
          r"\s+0\.\d{3} seconds time elapsed$", None),
+        # -v: a clock's count is its time, enabled and running on a CPU.
+        (prompt, "perf stat -v cpu 1 task-clock 50\r"),
+        (r"^task-clock: (\d+) \1 \1$", None),
         # -e and -a, the duration after them.
         (prompt, "perf stat -e tick -a 100\r"),
         (r"^ Performance counter stats for 'all 2 CPUs':\n\n"
