@@ -160,7 +160,7 @@ iso: $(ISO)
 
 HOST_PMU_AMD_CONFIGS := legacy extcore v2 zen4 poll
 HOST_PX_CONFIGS := 1 2 4 16
-HOST_TESTS := printf init_order string arg clock_calib pmu_model \
+HOST_TESTS := printf init_order string arg clock_calib perf_num pmu_model \
     pmu_intel_detect pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5 \
     $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) pmu_amd_detect \
     $(addprefix perfmon_mux_,$(HOST_PX_CONFIGS)) perfmon_devs
@@ -176,6 +176,8 @@ $(BUILD)/host/test_string: tests/host/kern/test_string.c kern/string.c
 $(BUILD)/host/test_arg: tests/host/kern/test_arg.c kern/arg.c kern/string.c
 $(BUILD)/host/test_clock_calib: tests/host/kern/test_clock_calib.c \
     kern/clock_calib.c
+$(BUILD)/host/test_perf_num: tests/host/kern/test_perf_num.c kern/perf_num.c \
+    kern/printf.c
 
 # The Intel PMU driver, the x86 layer it shares with AMD's (pmu_x86.c) and
 # perfmon, unchanged, over a register model of the PMU and a single-CPU
@@ -301,6 +303,7 @@ HOST_RENAMES_perfmon_devs = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
 # The kernel's libc-named functions under test are renamed in both the
 # kernel source and the test, so they do not replace the host C library's.
 HOST_RENAMES_printf := -Dvsnprintf=kern_vsnprintf -Dsnprintf=kern_snprintf
+HOST_RENAMES_perf_num := $(HOST_RENAMES_printf)
 HOST_RENAMES_arg = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
 HOST_RENAMES_pmu_intel_detect = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
 HOST_RENAMES_pmu_intel_probe = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)

@@ -1,15 +1,21 @@
 /*
  * Console output.
+ *
+ * A call's output is formatted through a small stack buffer and written
+ * out each time it fills, all under the console lock: no message is cut
+ * at the buffer's size, and none is interleaved with another CPU's.
  */
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include <kern/log.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
+#include <kern/string.h>
 #include <machine/uart.h>
 
-#define LOG_BUFSIZE 256
+#define LOG_BUFSIZE 128
 
 static struct spinlock log_lock = SPINLOCK_INITIALIZER;
 static int log_level = LOG_INFO;
@@ -38,19 +44,46 @@ log_write_locked(const char *s, unsigned long len)
     }
 }
 
+/* vprintf_flush's flush: the console lock is held (or a panic owns it). */
+static void
+log_flush_locked(void *arg, const char *s, size_t len)
+{
+    (void)arg;
+    log_write_locked(s, len);
+}
+
+/*
+ * Take the console, unless a panic took it over; return whether the lock
+ * was taken, so that a takeover meanwhile does not skip the unlock.
+ */
+static bool
+log_lock_console(unsigned long *flagsp)
+{
+    if (log_panic_mode) {
+        return false;
+    }
+
+    spinlock_lock_intr_save(&log_lock, flagsp);
+    return true;
+}
+
+static void
+log_unlock_console(bool locked, unsigned long flags)
+{
+    if (locked) {
+        spinlock_unlock_intr_restore(&log_lock, flags);
+    }
+}
+
 void
 log_write(const char *s, unsigned long len)
 {
-    unsigned long flags;
+    unsigned long flags = 0;
+    bool locked;
 
-    if (log_panic_mode) {
-        log_write_locked(s, len);
-        return;
-    }
-
-    spinlock_lock_intr_save(&log_lock, &flags);
+    locked = log_lock_console(&flags);
     log_write_locked(s, len);
-    spinlock_unlock_intr_restore(&log_lock, flags);
+    log_unlock_console(locked, flags);
 }
 
 void
@@ -69,15 +102,13 @@ int
 vprintf(const char *fmt, va_list ap)
 {
     char buf[LOG_BUFSIZE];
+    unsigned long flags = 0;
+    bool locked;
     int n;
 
-    n = vsnprintf(buf, sizeof(buf), fmt, ap);
-
-    if (n >= (int)sizeof(buf)) {
-        n = sizeof(buf) - 1;
-    }
-
-    log_write(buf, n);
+    locked = log_lock_console(&flags);
+    n = vprintf_flush(buf, sizeof(buf), log_flush_locked, NULL, fmt, ap);
+    log_unlock_console(locked, flags);
     return n;
 }
 
@@ -96,22 +127,21 @@ printf(const char *fmt, ...)
 void
 log_vmsg(int level, const char *fmt, va_list ap)
 {
+    const char *prefix;
     char buf[LOG_BUFSIZE];
-    int n;
+    unsigned long flags = 0;
+    bool locked;
 
     if (level > log_level || level < 0) {
         return;
     }
 
-    n = snprintf(buf, sizeof(buf), "%s", log_prefixes[level]);
-    n += vsnprintf(buf + n, sizeof(buf) - n, fmt, ap);
-
-    if (n > (int)sizeof(buf) - 2) {
-        n = sizeof(buf) - 2;
-    }
-
-    buf[n++] = '\n';
-    log_write(buf, n);
+    prefix = log_prefixes[level];
+    locked = log_lock_console(&flags);
+    log_write_locked(prefix, strlen(prefix));
+    vprintf_flush(buf, sizeof(buf), log_flush_locked, NULL, fmt, ap);
+    log_write_locked("\n", 1);
+    log_unlock_console(locked, flags);
 }
 
 void

@@ -6,16 +6,30 @@
 
 #include <kern/printf.h>
 
+/*
+ * Where formatted characters go: into buf, cut at size (vsnprintf), or,
+ * with flush set, through buf in chunks of size bytes (vprintf_flush).
+ */
 struct printf_out {
     char *buf;
     size_t size;
     size_t len;     /* length of the full output so far */
+    size_t pos;     /* bytes of buf not yet flushed (flush only) */
+    void (*flush)(void *arg, const char *s, size_t len);
+    void *arg;
 };
 
 static void
 printf_putc(struct printf_out *out, char c)
 {
-    if (out->len + 1 < out->size) {
+    if (out->flush != NULL) {
+        out->buf[out->pos++] = c;
+
+        if (out->pos == out->size) {
+            out->flush(out->arg, out->buf, out->pos);
+            out->pos = 0;
+        }
+    } else if (out->len + 1 < out->size) {
         out->buf[out->len] = c;
     }
 
@@ -132,10 +146,9 @@ printf_arg_signed(va_list *ap, enum printf_len len)
     }
 }
 
-int
-vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
+static void
+printf_format(struct printf_out *out, const char *fmt, va_list ap_in)
 {
-    struct printf_out out = { buf, size, 0 };
     char tmp[24];   /* 22 octal digits of a 64-bit value, plus slack */
     char *end = tmp + sizeof(tmp);
     va_list ap;
@@ -152,7 +165,7 @@ vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
         char *digits;
 
         if (*p != '%') {
-            printf_putc(&out, *p);
+            printf_putc(out, *p);
             continue;
         }
 
@@ -227,7 +240,7 @@ vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
             /* Negate in unsigned arithmetic so INT64_MIN is safe. */
             u = (v < 0) ? -(unsigned long long)v : (unsigned long long)v;
             digits = printf_digits(end, u, 10, false);
-            printf_field(&out, (v < 0) ? "-" : "", digits,
+            printf_field(out, (v < 0) ? "-" : "", digits,
                          (int)(end - digits), width, left, zero);
             break;
         }
@@ -239,7 +252,7 @@ vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
 
             u = printf_arg_unsigned(&ap, len);
             digits = printf_digits(end, u, base, *p == 'X');
-            printf_field(&out, "", digits, (int)(end - digits), width,
+            printf_field(out, "", digits, (int)(end - digits), width,
                          left, zero);
             break;
         }
@@ -251,12 +264,12 @@ vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
                 *--digits = '0';
             }
 
-            printf_field(&out, "0x", digits, 16, width, left, false);
+            printf_field(out, "0x", digits, 16, width, left, false);
             break;
         }
         case 'c':
             tmp[0] = (char)va_arg(ap, int);
-            printf_field(&out, "", tmp, 1, width, left, false);
+            printf_field(out, "", tmp, 1, width, left, false);
             break;
         case 's': {
             int n = 0;
@@ -271,16 +284,16 @@ vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
                 n++;
             }
 
-            printf_field(&out, "", s, n, width, left, false);
+            printf_field(out, "", s, n, width, left, false);
             break;
         }
         case '%':
-            printf_putc(&out, '%');
+            printf_putc(out, '%');
             break;
         default:
             /* Unknown or truncated conversion: copy it through. */
             for (; spec <= p && *spec != '\0'; spec++) {
-                printf_putc(&out, *spec);
+                printf_putc(out, *spec);
             }
 
             if (*p == '\0') {
@@ -292,9 +305,35 @@ vsnprintf(char *buf, size_t size, const char *fmt, va_list ap_in)
     }
 
     va_end(ap);
+}
+
+int
+vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
+{
+    struct printf_out out = { .buf = buf, .size = size };
+
+    printf_format(&out, fmt, ap);
 
     if (out.size != 0) {
         out.buf[(out.len < out.size) ? out.len : out.size - 1] = '\0';
+    }
+
+    return (out.len > INT32_MAX) ? INT32_MAX : (int)out.len;
+}
+
+int
+vprintf_flush(char *buf, size_t size,
+              void (*flush)(void *arg, const char *s, size_t len), void *arg,
+              const char *fmt, va_list ap)
+{
+    struct printf_out out = {
+        .buf = buf, .size = size, .flush = flush, .arg = arg,
+    };
+
+    printf_format(&out, fmt, ap);
+
+    if (out.pos != 0) {
+        flush(arg, buf, out.pos);
     }
 
     return (out.len > INT32_MAX) ? INT32_MAX : (int)out.len;

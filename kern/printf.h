@@ -25,10 +25,19 @@ int snprintf(char *buf, size_t size, const char *fmt, ...)
     __format_printf(3, 4);
 
 /*
- * Print to the console. Output of one call is never interleaved with the
- * output of a call on another CPU. Any context; a call longer than the
- * internal buffer (256 bytes) is truncated. Return the number of
- * characters printed.
+ * Format through buf (size bytes, at least 1), calling flush with each
+ * full buffer and with the rest at the end: output of any length, in
+ * pieces of at most size bytes. Return the length of the whole output.
+ * Any context (flush's own).
+ */
+int vprintf_flush(char *buf, size_t size,
+                  void (*flush)(void *arg, const char *s, size_t len),
+                  void *arg, const char *fmt, va_list ap);
+
+/*
+ * Print to the console, whole, whatever its length. Output of one call is
+ * never interleaved with the output of a call on another CPU. Any
+ * context. Return the number of characters printed.
  */
 int printf(const char *fmt, ...) __format_printf(1, 2);
 int vprintf(const char *fmt, va_list ap);

@@ -252,23 +252,26 @@ shell_run(void)
 static void
 shell_cmd_help(int argc, char **argv)
 {
-    if (argc > 2) {
-        printf("usage: help [command]\n");
-        return;
-    }
-
     for (size_t i = 0; i < shell_nr_cmds(); i++) {
         const struct shell_cmd *cmd = shell_cmds_start[i];
         char usage[48];
 
-        if (argc == 2) {
-            if (strcmp(argv[1], cmd->name) == 0) {
-                printf("usage: %s %s\n  %s\n", cmd->name, cmd->usage,
-                       cmd->help);
-                return;
+        if (argc >= 2) {
+            if (strcmp(argv[1], cmd->name) != 0) {
+                continue;
             }
 
-            continue;
+            if (cmd->usage_fn != NULL) {
+                cmd->usage_fn(argc - 1, argv + 1);
+            } else if (argc > 2) {
+                printf("help: %s has no subcommands (got '%s'); try help "
+                       "%s\n", cmd->name, argv[2], cmd->name);
+            } else {
+                printf("usage: %s %s\n  %s\n", cmd->name, cmd->usage,
+                       cmd->help);
+            }
+
+            return;
         }
 
         snprintf(usage, sizeof(usage), "%s %s", cmd->name, cmd->usage);
@@ -276,7 +279,7 @@ shell_cmd_help(int argc, char **argv)
                cmd->help);
     }
 
-    if (argc == 2) {
+    if (argc >= 2) {
         printf("help: no command '%s' (try help)\n", argv[1]);
     } else {
         printf("help CMD shows one command's usage; keys: up/down history, "
@@ -284,7 +287,7 @@ shell_cmd_help(int argc, char **argv)
     }
 }
 
-SHELL_CMD_DEFINE(shell_cmd_help, "help", "[command]",
+SHELL_CMD_DEFINE(shell_cmd_help, "help", "[command [subcommand]]",
                  "list the commands, or show one's usage");
 
 static void
@@ -311,7 +314,8 @@ static void
 shell_print_thread(struct thread *thread, void *arg)
 {
     (void)arg;
-    printf("%-20s %3u %-8s %4u %10llu\n", thread->name, thread_cpu(thread),
+    printf("%-20s %5u %3u %-8s %4u %10llu\n", thread->name,
+           (unsigned int)thread_id(thread), thread_cpu(thread),
            thread_state_name(thread), thread->priority,
            (unsigned long long)thread->nr_switches);
 }
@@ -323,19 +327,19 @@ shell_cmd_threads(int argc, char **argv)
         return;
     }
 
-    printf("%-20s %3s %-8s %4s %10s\n", "NAME", "CPU", "STATE", "PRIO",
-           "SWITCHES");
+    printf("%-20s %5s %3s %-8s %4s %10s\n", "NAME", "TID", "CPU", "STATE",
+           "PRIO", "SWITCHES");
     thread_for_each(shell_print_thread, NULL);
     /*
      * The per-CPU idle threads are not in the thread list, so perf stat
      * cannot name them: they are left out here too.
      */
-    printf("(one idle thread per CPU, not listed: perf stat cpu N counts "
-           "a CPU's idle time)\n");
+    printf("(one idle thread per CPU, id 0, not listed: perf stat cpu N "
+           "counts a CPU's idle time)\n");
 }
 
 SHELL_CMD_DEFINE(shell_cmd_threads, "threads", "",
-                 "list threads: name, CPU, state, priority, switches");
+                 "list threads: name, id, CPU, state, priority, switches");
 
 static void
 shell_print_syscnt(const struct syscnt *syscnt, void *arg)

@@ -12,14 +12,23 @@ struct shell_cmd {
     const char *usage;      /* arguments, e.g. "[prefix]" */
     const char *help;       /* one line */
     void (*fn)(int argc, char **argv);
+
+    /*
+     * Optional: print the full usage for "help NAME [WORD...]", argv
+     * starting at NAME; NULL prints usage and help.
+     */
+    void (*usage_fn)(int argc, char **argv);
 };
 
-#define SHELL_CMD_DEFINE(fn_, name_, usage_, help_)                     \
+#define SHELL_CMD_DEFINE_USAGE(fn_, name_, usage_, help_, usage_fn_)    \
     static const struct shell_cmd shell_cmd_##fn_ = {                   \
-        name_, usage_, help_, fn_                                       \
+        name_, usage_, help_, fn_, usage_fn_                            \
     };                                                                  \
     static const struct shell_cmd *const shell_cmd_ptr_##fn_            \
         __section(".shell_cmds") __used = &shell_cmd_##fn_
+
+#define SHELL_CMD_DEFINE(fn_, name_, usage_, help_)                     \
+    SHELL_CMD_DEFINE_USAGE(fn_, name_, usage_, help_, NULL)
 
 /*
  * Run one command line as if typed. Return 0, or ENOENT for an unknown

@@ -291,8 +291,11 @@ thread_ref_live(struct thread *thread)
     return false;
 }
 
-struct thread *
-thread_lookup(const char *name)
+/* The first live thread that match accepts, referenced, or NULL. */
+static struct thread *
+thread_lookup_match(bool (*match)(const struct thread *thread,
+                                  const void *key),
+                    const void *key)
 {
     struct thread *found = NULL;
     unsigned long flags;
@@ -303,7 +306,7 @@ thread_lookup(const char *name)
     list_for_each(&thread_list, node) {
         struct thread *thread = list_entry(node, struct thread, all_node);
 
-        if (strcmp(thread->name, name) == 0 && thread->state != THREAD_DEAD
+        if (match(thread, key) && thread->state != THREAD_DEAD
             && thread_ref_live(thread)) {
             found = thread;
             break;
@@ -312,6 +315,30 @@ thread_lookup(const char *name)
 
     spinlock_unlock_intr_restore(&thread_list_lock, flags);
     return found;
+}
+
+static bool
+thread_name_matches(const struct thread *thread, const void *name)
+{
+    return strcmp(thread->name, name) == 0;
+}
+
+static bool
+thread_id_matches(const struct thread *thread, const void *id)
+{
+    return thread->id == *(const uint32_t *)id;
+}
+
+struct thread *
+thread_lookup(const char *name)
+{
+    return thread_lookup_match(thread_name_matches, name);
+}
+
+struct thread *
+thread_lookup_id(uint32_t id)
+{
+    return thread_lookup_match(thread_id_matches, &id);
 }
 
 void

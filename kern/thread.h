@@ -278,6 +278,13 @@ thread_name(const struct thread *thread)
 struct thread *thread_lookup(const char *name);
 
 /*
+ * Find a live thread by its id (thread_id, as the perf dumps print it) and
+ * return it with a reference, or NULL (also for 0: the idle threads are
+ * not in the thread list). Thread context.
+ */
+struct thread *thread_lookup_id(uint32_t id);
+
+/*
  * Call fn for every thread that has not been destroyed, under the thread
  * list lock (fn must not sleep or create threads). Thread context.
  */

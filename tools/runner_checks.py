@@ -198,20 +198,37 @@ def check_plan(args):
     smp = max(max(args.smp), SCALE_SMP)
     prompt = r"perfmon> $"
     count = r"^\s+[\d,]+\s+"
-    rate = r"\s+#\s+\d+\.\d{3} /sec  \(100\.00%\)$"
+    # A rate per second of task-clock, no share when not multiplexed.
+    rate = r"\s+#\s+\d+\.\d{3} [KMG]?/sec$"
     boots.append(Boot("shell", "", smp, timeout=timeout(smp), script=[
         (prompt, "help\r"),
         (r"^  cpus\s+list the processors$", None),
         (r"^  poweroff\s+stop the machine$", None),
+        # help perf gives every subcommand's usage, whole (longer than
+        # the 256 bytes printf once cut at), and help perf SUB one's.
         (prompt, "help perf\r"),
-        (r"^usage: perf list \| stat ", None),
+        (r"^usage: perf list\n  every event with a one-line description\n"
+         r"usage: perf stat .*\n(?:.*\n){2,}usage: perf record ", None),
+        (r"^  call chains of \d+ frames .*; Ctrl-C stops early\n"
+         r"  workloads: spin MS \(1 to 60000\), pingpong N and calltree N "
+         r"\(1 to 1000000\)\n(?=perfmon> )", None),
+        (prompt, "help perf stat\r"),
+        (r"^usage: perf stat ", None),
+        (prompt, "help perf record\r"),
+        (r"^usage: perf record ", None),
+        (prompt, "help perf lsit\r"),
+        (r"^help: perf has no subcommand 'lsit' \(list, stat, record, "
+         r"report, annotate, script\)$", None),
+        (prompt, "perf lsit\r"),
+        (r"^perf: no subcommand 'lsit' \(list, stat, record, report, "
+         r"annotate, script; help perf shows their usage\)$", None),
         (prompt, "cpus\r"),
         (r"(?:^cpu\d+ apic \d+ online ticks \d+\n){%d}" % smp, None),
         # Up arrow runs cpus again; Ctrl-U and Ctrl-W erase.
         (prompt, "\x1b[A\r"),
         (r"^\d+ CPUs?, TSC", None),
         (prompt, "bogus\x15threads xx\x17\r"),
-        (r"^main\s+\d+\s+running\s+4\s+\d+$", None),
+        (r"^main\s+\d+\s+\d+\s+running\s+4\s+\d+$", None),
         (prompt, "cpus extra\r"),
         (r"^cpus: takes no arguments \(got 'extra'\)$", None),
         (prompt, "syscnt thread_\r"),
@@ -232,7 +249,7 @@ def check_plan(args):
         (prompt, "perf stat emit,cs,raw:0xffffffff -- pingpong 100\r"),
         (r"^ Performance counter stats for 'pingpong 100':\n\n"
          r"\s+200\s+emit" + rate + "\n" + count + r"cs" + rate + "\n"
-         r"\s+<not supported>\s+raw:0xffffffff\s+# .*\n\n"
+         r"\s+<not supported>\s+raw:0xffffffff\n\n"
          r"\s+\d+\.\d{3} seconds time elapsed$", None),
         (prompt, "perf stat all emit,tick -- spin 200\r"),
         (r"^ Performance counter stats for 'all %d CPUs?':\n\n"
@@ -255,18 +272,20 @@ def check_plan(args):
         (prompt, "perf stat cpu 0 emit,emit1,emit2,emit3,emit4,emit5,"
                  "emit6,emit7,emit8,emit9,emit10,tick 500\r"),
         (r"^ Performance counter stats for 'cpu 0':\n\n(?:\s+0\s+emit\d*"
-         r"\s+#\s+0\.000 /sec  \((?!100\.00)\d+\.\d{2}%\)\n){11}"
-         + count + r"tick\s+#\s+\d+\.\d{3} /sec  \((?!100\.00)\d+\.\d{2}%\)$",
+         r"\s+#\s+0\.000 /sec\s+\((?!100\.00)\d+\.\d{2}%\)\n){11}"
+         + count + r"tick\s+#\s+\d+\.\d{3} /sec\s+\((?!100\.00)\d+\.\d{2}%\)$",
          None),
         (prompt, "perf stat -x cpu 0 tick 10\r"),
-        (r"^usage: perf stat \[-g\] \[-v\]", None),
+        (r"^perf stat: -x takes one separator character, as -x, \(got "
+         r"'cpu'\)$", None),
         (prompt, "perf stat -g cpu 0 tick,raw:0xffffffff 10\r"),
-        (r"^perf: no event can be counted$", None),
+        (r"^perf stat: the group cannot count: .*\n"
+         r"perf: no event can be counted$", None),
         (prompt, "perf stat thread main xcall 50\r"),
         (r"^ Performance counter stats for 'thread main':\n\n"
          r"\s+0\s+xcall" + rate, None),
         (prompt, "perf stat cpu 99 tick 10\r"),
-        (r"^perf: bad CPU: EINVAL \(invalid argument\)$", None),
+        (r"^perf: no CPU 99: CPUs are 0 to %d$" % (smp - 1), None),
         (prompt, "perf stat cpu 0 nosuchevent 10\r"),
         (r"^perf: unknown event 'nosuchevent' \(see perf list\)$", None),
         (prompt, "perf stat cpu 0 raw:0xffffffff 10\r"),
@@ -354,6 +373,118 @@ def check_plan(args):
     # make profile, small: a calltree profile through the capture channel,
     # its outputs checked, and Linux perf's report of its perf.data.
     boots.append(ProfileBoot(2, timeout(2)))
+    # perf stat's Linux spellings and outputs, exact where the software
+    # PMU makes them so (pingpong N emits exactly 2N units), and a
+    # specific message for each bad input.
+    boots.append(Boot("shell-stat", "", 2, timeout=timeout(2), script=[
+        (prompt, "help perf stat\r"),
+        (r"^usage: perf stat \[options\] .*\n(?:.*\n){10,}  Ctrl-C stops "
+         r"early\n  workloads: spin MS \(1 to 60000\), pingpong N and "
+         r"calltree N \(1 to 1000000\)$", None),
+        # The default events, and task-clock's CPUs utilized.
+        (prompt, "perf stat cpu 0 100\r"),
+        (r"^ Performance counter stats for 'cpu 0':\n\n"
+         r"\s+\d+\.\d\d msec task-clock\s+#\s+[01]\.\d{3} CPUs utilized\n"
+         + count + "context-switches" + rate + "\n"
+         + count + "cpu-migrations" + rate + "\n"
+         r"(?:\s+(?:<not supported>|[\d,]+)\s+(?:cycles|instructions|"
+         r"branches|branch-misses)\b.*\n){4}\n"
+         r"\s+0\.\d{3} seconds time elapsed$", None),
+        # -v: a clock's count is its time, enabled and running on a CPU.
+        (prompt, "perf stat -v cpu 1 task-clock 50\r"),
+        (r"^task-clock: (\d+) \1 \1$", None),
+        # -e and -a, the duration after them.
+        (prompt, "perf stat -e tick -a 100\r"),
+        (r"^ Performance counter stats for 'all 2 CPUs':\n\n"
+         + count + "tick" + rate, None),
+        # -C list, -I intervals, -x CSV, cpu-clock; :k on software events.
+        (prompt, "perf stat -I 100 -x, -C 0,1 tick:k,cpu-clock 300\r"),
+        (r"^(?:\s+\d+\.\d{9},\d+,,tick:k,\d+,100\.00,\d+\.\d{3},/sec\n"
+         r"\s+\d+\.\d{9},\d+\.\d\d,msec,cpu-clock,\d+,100\.00,"
+         r"[012]\.\d{3},CPUs utilized\n){2,}(?=perfmon> )", None),
+        # -r N: the mean and its deviation, exact for pingpong.
+        (prompt, "perf stat -r 3 emit,emit:k -- pingpong 50\r"),
+        (r"^ Performance counter stats for 'pingpong 50' \(3 runs\):\n\n"
+         r"\s+100\s+emit\s+#\s+\d+\.\d{3} [KMG]?/sec\s+\( \+-\s+0\.00% \)\n"
+         r"\s+100\s+emit:k\s+#\s+\d+\.\d{3} [KMG]?/sec\s+\( \+-\s+0\.00% \)"
+         r"\n\n\s+\d+\.\d{6} \+- \d+\.\d{6} seconds time elapsed  "
+         r"\( \+-\s+\d+\.\d\d% \)$", None),
+        (prompt, "perf stat -x, -r 2 emit,task-clock -- pingpong 100\r"),
+        (r"^200,,emit,0\.00%,\d+,100\.00,\d+\.\d{3},[KMG]?/sec\n"
+         r"\d+\.\d\d,msec,task-clock,\d+\.\d\d%,\d+,100\.00,\d\.\d{3},"
+         r"CPUs utilized$", None),
+        # -t TID, as threads lists it: a thread that never ran is
+        # <not counted>; one that runs counts.
+        (prompt, "threads\r"),
+        (r"^perfmon_mux\s+1\s+\d+\s+sleeping ", None),
+        (r"^main\s+2\s+\d+\s+running ", None),
+        (prompt, "perf stat -t 1 tick 50\r"),
+        (r"^ Performance counter stats for 'thread perfmon_mux':\n\n"
+         r"\s+<not counted>\s+tick$", None),
+        (prompt, "perf stat -t 2 task-clock,tick 50\r"),
+        (r"^ Performance counter stats for 'thread main':\n\n"
+         r"\s+\d+\.\d\d msec task-clock\s+#\s+0\.\d{3} CPUs utilized\n"
+         + count + "tick", None),
+        # Input typed while perf stat runs is kept: Ctrl-C is taken, the
+        # line typed before it runs after.
+        (prompt, "perf stat cpu 0 tick 60000\r"),
+        (r"perf stat cpu 0 tick 60000\n", "cpus\r\x03"),
+        (r"^\^C\n\n Performance counter stats for 'cpu 0':\n\n" + count
+         + "tick" + rate, None),
+        (r"^perfmon> cpus\n2 CPUs, TSC", None),
+        # Bad input: each names what was wrong and what is allowed.
+        (prompt, "perf stat tick 100\r"),
+        (r"^perf stat: nothing to count on: name a target \(cpu N, all, "
+         r"thread NAME; -C CPUS, -a, -t TID\) or a workload \(-- spin MS, "
+         r"-- pingpong N, -- calltree N\)$", None),
+        (prompt, "perf stat cpu 0 tick\r"),
+        (r"^perf stat: for how long\? MS \(1 to 60000\) after the events, "
+         r"or a workload after --$", None),
+        (prompt, "perf stat cpu 0 tick 10 20\r"),
+        (r"^perf stat: unexpected '20' after the duration \(a workload goes "
+         r"after --, as -- spin 100\)$", None),
+        (prompt, "perf stat -e tick cpu 0 cs 10\r"),
+        (r"^perf stat: 'cs' is not a duration: MS, 1 to 60000 \(the events "
+         r"are -e's\)$", None),
+        (prompt, "perf stat -a cpu 1 tick 10\r"),
+        (r"^perf stat: two targets \('-a' and 'cpu'\): name one$", None),
+        (prompt, "perf stat -z cpu 0 tick 10\r"),
+        (r"^perf stat: unknown option '-z' \(-e EVENTS, -a, -C CPUS, -t TID, "
+         r"-I MS, -r N, -x SEP, -g, -v\)$", None),
+        (prompt, "perf stat cpu 0 tick 10 -C\r"),
+        (r"^perf stat: -C needs a value: CPUS, as 0,2-3$", None),
+        (prompt, "perf stat -C 5 tick 10\r"),
+        (r"^perf: no CPU 5: CPUs are 0 to 1$", None),
+        (prompt, "perf stat -C 1-0 tick 10\r"),
+        (r"^perf: bad CPU list '1-0': CPU numbers 0 to 1, as 0,2-3$", None),
+        (prompt, "perf stat -r 0 cpu 0 tick 10\r"),
+        (r"^perf stat: bad run count \(-r\) '0': 1 to 100$", None),
+        (prompt, "perf stat -I 100 -r 2 cpu 0 tick 10\r"),
+        (r"^perf stat: -I and -r do not go together$", None),
+        (prompt, "perf stat -t 0 tick 10\r"),
+        (r"^perf: thread id 0 is the idle threads, one per CPU: count a "
+         r"CPU's idle time with -C N$", None),
+        (prompt, "perf stat -t 99999 tick 10\r"),
+        (r"^perf: no thread with id 99999 \(it ended, or never was\)$", None),
+        (prompt, "perf stat cpu 0 tick:u 10\r"),
+        (r"^perf: 'tick:u': software events and clocks happen in kernel "
+         r"mode only, so :u counts nothing \(drop it, or use :k\)$", None),
+        (prompt, "perf stat cpu 0 cycles:x 10\r"),
+        (r"^perf: 'cycles:x': no modifier 'x' \(:k kernel, :u user, :ku "
+         r"both\)$", None),
+        (prompt, "perf stat cpu 0 tick -- spin\r"),
+        (r"^perf stat: after -- comes one workload: spin MS \(1 to 60000\), "
+         r"pingpong N or calltree N \(1 to 1000000\)$", None),
+        (prompt, "perf stat cpu 0 tick -- sleep 10\r"),
+        (r"^perf stat: the workload is spin MS \(1 to 60000\), pingpong N "
+         r"or calltree N \(1 to 1000000\), not 'sleep 10'$", None),
+        # Nine events in a group on eight counters: one line says why.
+        (prompt, "perf stat -g cpu 0 emit,emit1,emit2,emit3,emit4,emit5,"
+                 "emit6,emit7,emit8 10\r"),
+        (r"^perf stat: the group cannot count: 9 distinct events, 8 counters "
+         r"\(E2BIG\)\nperf: no event can be counted$", None),
+        (prompt, "poweroff\r"),
+        (r"^powering off$", None)]))
     # Input typed before the prompt, as `printf 'cpus\npoweroff\n' | make
     # run` sends it, on make run's console: none of it may be lost. It is
     # longer than what QEMU's console multiplexer buffers (32 bytes).
@@ -366,6 +497,20 @@ def check_plan(args):
                           (r"^cpu0 apic \d+ online ticks \d+$", None),
                           (r"^perfmon> syscnt thread_switches/0\n"
                            r"thread_switches/0\s+\d+$", None),
+                          (r"^perfmon> poweroff\npowering off$", None)]))
+    # Input piped behind a perf command, as `printf 'perf stat cpu 0 tick
+    # 100\ncpus\npoweroff\n' | make run` sends it: the Ctrl-C check while
+    # perf counts must keep it, and run it after.
+    boots.append(Boot("shell-pipe", "", 2, timeout=timeout(2),
+                      console="mux",
+                      typeahead="perf stat cpu 0 tick 100\ncpus\n"
+                      "perf record cpu 1 tick 100\nthreads\npoweroff\n",
+                      script=[
+                          (r"^ Performance counter stats for 'cpu 0':", None),
+                          (r"^perfmon> cpus\n2 CPUs, TSC \d+ Hz", None),
+                          (r"^perfmon> perf record cpu 1 tick 100\n"
+                           + PERF_TOTALS.pattern[1:], None),
+                          (r"^perfmon> threads\nNAME ", None),
                           (r"^perfmon> poweroff\npowering off$", None)]))
     # The runner's own checks: a failing test, a panic and a hang are each
     # reported as failures with their details.

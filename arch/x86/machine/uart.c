@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/string.h>
 #include <machine/io.h>
 #include <machine/uart.h>
 
@@ -32,6 +33,16 @@
 #define UART_LSR_THRE       0x20    /* transmit holding register empty */
 
 #define UART_DIVISOR_115200 1
+
+#define UART_PENDING_SIZE   4096
+
+/*
+ * Input read by uart_take and not yet by uart_getc: bytes head to end-1.
+ * Only the console's one reader touches it.
+ */
+static char uart_pending[UART_PENDING_SIZE];
+static unsigned int uart_pending_head;
+static unsigned int uart_pending_end;
 
 static bool
 uart_rx_ready(void)
@@ -63,10 +74,40 @@ uart_putc(char c)
 bool
 uart_getc(char *cp)
 {
+    if (uart_pending_head != uart_pending_end) {
+        *cp = uart_pending[uart_pending_head++];
+        return true;
+    }
+
     if (!uart_rx_ready()) {
         return false;
     }
 
     *cp = (char)io_read_byte(UART_COM1 + UART_REG_DATA);
     return true;
+}
+
+bool
+uart_take(char c)
+{
+    unsigned int len = uart_pending_end - uart_pending_head;
+
+    memmove(uart_pending, uart_pending + uart_pending_head, len);
+    uart_pending_head = 0;
+
+    while (len < UART_PENDING_SIZE && uart_rx_ready()) {
+        uart_pending[len++] = (char)io_read_byte(UART_COM1 + UART_REG_DATA);
+    }
+
+    uart_pending_end = len;
+
+    for (unsigned int i = 0; i < len; i++) {
+        if (uart_pending[i] == c) {
+            memmove(uart_pending + i, uart_pending + i + 1, len - i - 1);
+            uart_pending_end--;
+            return true;
+        }
+    }
+
+    return false;
 }

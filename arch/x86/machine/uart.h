@@ -23,4 +23,12 @@ void uart_putc(char c);
  */
 bool uart_getc(char *cp);
 
+/*
+ * Read the input that has arrived, keeping it for uart_getc, and remove
+ * the first byte equal to c from it: return true when there was one (the
+ * rest stays, in order). Never waits. Same context and reader as
+ * uart_getc.
+ */
+bool uart_take(char c);
+
 #endif /* X86_UART_H */

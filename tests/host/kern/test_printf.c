@@ -127,4 +127,61 @@ HOST_TEST(many_arguments)
     CHECK("a=1 b=0x2 c=three", "a=%u b=0x%x c=%s", 1u, 2u, "three");
 }
 
+/* vprintf_flush's sink: the pieces appended, and how many there were. */
+struct flush_sink {
+    char text[512];
+    size_t len;
+    unsigned int nr_flushes;
+    size_t longest;
+};
+
+static void
+flush_sink_append(void *arg, const char *s, size_t len)
+{
+    struct flush_sink *sink = arg;
+
+    memcpy(sink->text + sink->len, s, len);
+    sink->len += len;
+    sink->text[sink->len] = '\0';
+    sink->nr_flushes++;
+    sink->longest = (len > sink->longest) ? len : sink->longest;
+}
+
+static int
+flush_format(struct flush_sink *sink, size_t size, const char *fmt, ...)
+{
+    char buf[16];
+    va_list ap;
+    int n;
+
+    va_start(ap, fmt);
+    n = vprintf_flush(buf, size, flush_sink_append, sink, fmt, ap);
+    va_end(ap);
+    return n;
+}
+
+HOST_TEST(flush_passes_output_longer_than_its_buffer_whole)
+{
+    struct flush_sink sink = { .len = 0 };
+    char expect[320];
+    int n;
+
+    memset(expect, 'x', 290);
+    expect[290] = '\0';
+    n = flush_format(&sink, 7, "%s|%5d|%-3s|", expect, 42, "ab");
+    snprintf(expect + 290, sizeof(expect) - 290, "|   42|ab |");
+    HOST_ASSERT_STREQ(sink.text, expect);
+    HOST_ASSERT_EQ(n, 301);
+    HOST_ASSERT_EQ(sink.nr_flushes, 43);    /* 301 = 43 * 7: no short piece */
+    HOST_ASSERT_EQ(sink.longest, 7);
+}
+
+HOST_TEST(flush_of_empty_output_calls_nothing)
+{
+    struct flush_sink sink = { .len = 0 };
+
+    HOST_ASSERT_EQ(flush_format(&sink, 16, "%s", ""), 0);
+    HOST_ASSERT_EQ(sink.nr_flushes, 0);
+}
+
 HOST_TEST_MAIN()
