@@ -160,7 +160,7 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     if (cpmc->nr_refs == 0) {
         const struct perfmon_pmc *pmc = &dev->state->pmcs[index];
 
-        perfmon_cpu_pmc_user(dev, index);
+        perfmon_cpu_pmc_user(cpu, dev, index);
         perfmon_cpu_sched_check(cpu, dev, td);
 
         if (cpmc->sched) {
@@ -203,6 +203,7 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         }
 
         cpu->used[dev->state->index] &= ~(1U << index);
+        cpu->users_left[dev->state->index] |= 1U << index;
         cpmc->sampler = NULL;
         cpmc->plain = false;
         cpmc->armed = false;
@@ -211,41 +212,41 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 
 /*
  * This CPU's bit in the users of slot index of dev: set (with a full
- * barrier, before the caller checks the schedule) if it is not. It is
- * left set when the CPU lets the slot go, so that the loads and unloads
- * of a context switch write no shared line; the first change of the slot
- * that reaches the CPU after that clears it (perfmon_cpu_users_trim).
- * Local, interrupts disabled.
+ * barrier, before the caller checks the schedule) unless still set. The
+ * CPU leaves it set when it lets the slot go (users_left), so that the
+ * loads and unloads of a context switch write no shared line; the first
+ * change of the slot that reaches the CPU after that clears it
+ * (perfmon_cpu_users_trim). Local, interrupts disabled.
  */
 void
-perfmon_cpu_pmc_user(struct perfmon_dev *dev, unsigned int index)
+perfmon_cpu_pmc_user(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                     unsigned int index)
 {
     uint64_t bit = 1ULL << cpu_id();
 
-    if (!(__atomic_load_n(&dev->state->users[index], __ATOMIC_RELAXED)
-          & bit)) {
+    if (cpu->users_left[dev->state->index] & (1U << index)) {
+        cpu->users_left[dev->state->index] &= ~(1U << index);
+    } else {
         __atomic_fetch_or(&dev->state->users[index], bit, __ATOMIC_SEQ_CST);
     }
 }
 
 /*
- * Clear this CPU's bit in the users of dev's slots it no longer uses: the
- * cross-CPU call of a schedule change that found the bit, which a slot
- * let go keeps until then. Local, interrupts disabled.
+ * Clear this CPU's bit in the users of the slots of dev it let go: the
+ * cross-CPU call of a schedule change, which such a slot's bit still
+ * brings here. Local, interrupts disabled.
  */
 void
 perfmon_cpu_users_trim(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
 {
     uint64_t bit = 1ULL << cpu_id();
+    unsigned int d = dev->state->index;
 
-    for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        if (!(cpu->used[dev->state->index] & (1U << i))
-            && (__atomic_load_n(&dev->state->users[i], __ATOMIC_RELAXED)
-                & bit)) {
-            __atomic_fetch_and(&dev->state->users[i], ~bit,
-                               __ATOMIC_RELAXED);
-        }
+    FOR_EACH_BIT(i, cpu->users_left[d]) {
+        __atomic_fetch_and(&dev->state->users[i], ~bit, __ATOMIC_RELAXED);
     }
+
+    cpu->users_left[d] = 0;
 }
 
 /*

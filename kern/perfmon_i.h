@@ -218,6 +218,8 @@ struct perfmon_cpu {
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
     uint32_t used[PERFMON_MAX_DEVS];        /* slots with nr_refs > 0 */
     uint32_t unsched[PERFMON_MAX_DEVS];     /* slots without a counter */
+    uint32_t users_left[PERFMON_MAX_DEVS];  /* slots let go whose users
+                                               bit this CPU left set */
     uint64_t sched_seq[PERFMON_MAX_DEVS];   /* schedule followed */
     uint8_t slot_of[PERFMON_MAX_DEVS][64];  /* counter id -> slot */
     struct perfmon_bank *banks[PERFMON_MAX_DEVS];   /* counters in memory
@@ -349,7 +351,8 @@ struct perfmon_cpu_pmc *perfmon_cpu_pmc_get(struct perfmon_cpu *cpu,
                                             struct perfmon_event *sampler);
 void perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                          unsigned int index);
-void perfmon_cpu_pmc_user(struct perfmon_dev *dev, unsigned int index);
+void perfmon_cpu_pmc_user(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                          unsigned int index);
 void perfmon_cpu_users_trim(struct perfmon_cpu *cpu, struct perfmon_dev *dev);
 void perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                              struct perfmon_td *td, uint64_t now);
