@@ -149,7 +149,7 @@ iso: $(ISO)
 
 # --- host unit tests --------------------------------------------------------
 
-HOST_PMU_AMD_CONFIGS := legacy extcore v2 zen4 poll
+HOST_PMU_AMD_CONFIGS := legacy extcore v2 zen4 poll fam15h
 HOST_PX_CONFIGS := 1 2 4 16
 HOST_TESTS := printf init_order string arg clock_calib pmu_model \
     pmu_intel_detect pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5 \
@@ -251,6 +251,7 @@ HOST_DEFINES_pmu_amd_extcore := -DPMU_TEST_CONFIG=2
 HOST_DEFINES_pmu_amd_v2 := -DPMU_TEST_CONFIG=3
 HOST_DEFINES_pmu_amd_zen4 := -DPMU_TEST_CONFIG=4
 HOST_DEFINES_pmu_amd_poll := -DPMU_TEST_CONFIG=5
+HOST_DEFINES_pmu_amd_fam15h := -DPMU_TEST_CONFIG=6
 
 # perfmon's core, unchanged, over a fake PMU device
 # (tests/host/perfmon/pmu_fake.c) whose counters count what the test says,
