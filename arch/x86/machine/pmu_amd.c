@@ -589,6 +589,9 @@ pmu_amd_find_fw(uint32_t *msrp)
 {
     uint64_t value, global = ~0ULL;
 
+    pmu_amd_fw = 0;
+    pmu_amd_fw_global = 0;
+
     if (pmu_amd_info.perfmon_v2) {
         *msrp = PMU_AMD_MSR_GLOBAL_CTL;
 

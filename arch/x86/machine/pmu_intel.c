@@ -784,6 +784,10 @@ pmu_intel_find_fw(unsigned int *nr_gpp, uint32_t *msrp)
     const struct pmu_intel_info *info = &pmu_intel_info;
     uint64_t value, fixed_ctrl = 0, global = 0;
 
+    pmu_intel_fw_gp = 0;
+    pmu_intel_fw_fixed = 0;
+    pmu_intel_fw_fixed_ctrl = 0;
+
     if (pmu_intel_has_pmi()) {
         *msrp = PMU_INTEL_MSR_GLOBAL_CTRL;
 

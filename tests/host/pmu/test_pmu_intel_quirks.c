@@ -317,15 +317,15 @@ HOST_TEST(counters_firmware_enabled_are_left_alone)
 
     quirk_begin();
     HOST_ASSERT_EQ(quirk_boot_faults, 0);
-    HOST_ASSERT_EQ(quirk_dev()->fw_pmcs, fw_bits);
-    HOST_ASSERT_EQ(quirk_dev()->nr_pmcs, 5);
-    HOST_ASSERT_EQ(host_env_nr_log_lines_with("firmware holds"), 1);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(1)),
                    quirk_regs_before_setup.evtsel[1]);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_FIXED_CTRL),
                    quirk_regs_before_setup.fixed_ctrl);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), fw_bits);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(3)), 0);
+    HOST_ASSERT_EQ(quirk_dev()->fw_pmcs, fw_bits);
+    HOST_ASSERT_EQ(quirk_dev()->nr_pmcs, 5);
+    HOST_ASSERT_EQ(host_env_nr_log_lines_with("firmware holds"), 1);
 
     fw_count = model_msr(MODEL_MSR_PMC(1));
     fw_cycles = model_msr(MODEL_MSR_FIXED_CTR(1));
