@@ -268,6 +268,27 @@ pmu_sample_check_cpu_event(const struct pmu_sample_env *env, unsigned int id)
 }
 
 void
+pmu_sample_check_least_period(const struct pmu_sample_env *env,
+                              unsigned int id)
+{
+    struct perfmon_session *session = pmu_sample_begin();
+    struct perfmon_sample_attr attr = { .session = session, .period = 1 };
+    struct perfmon_event *event = env->event(id, PERFMON_EF_KERN);
+    unsigned int used = perfmon_dev_nr_used_pmcs(pmu_sample_dev());
+
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), EINVAL);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_sample_dev()), used);
+    attr.period = 2;
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
+    HOST_ASSERT_EQ(perfmon_event_set_period(event, 1), EINVAL);
+    HOST_ASSERT_EQ(perfmon_event_set_period(event, 3), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_sample_end(session);
+}
+
+void
 pmu_sample_check_thread_event(const struct pmu_sample_env *env,
                               unsigned int id)
 {

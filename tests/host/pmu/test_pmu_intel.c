@@ -2997,24 +2997,15 @@ HOST_TEST(batch_restart_of_a_stopped_counter_keeps_its_new_overflow)
  */
 HOST_TEST(sampling_period_below_the_device_minimum_is_einval)
 {
-    struct perfmon_sample_attr attr = { .period = 1 };
+    struct perfmon_sample_attr attr = { 0 };
     struct perfmon_session *session;
-    struct perfmon_event *event, *insns;
+    struct perfmon_event *insns;
     uint64_t min = PMU_TEST_HASWELL ? 128 : 2;
 
     pmu_test_begin();
+    pmu_sample_check_least_period(&pmu_test_sample_env, PERFMON_EV_BRANCH);
     HOST_ASSERT_EQ(perfmon_session_create(&session, 4096), 0);
     attr.session = session;
-
-    event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
-    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), EINVAL);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
-    attr.period = 2;
-    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
-    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
-    HOST_ASSERT_EQ(perfmon_event_set_period(event, 1), EINVAL);
-    HOST_ASSERT_EQ(perfmon_event_set_period(event, 3), 0);
 
     insns = pmu_test_event(model_event_code(MODEL_EV_INST_RETIRED_ALL),
                            PERFMON_EF_RAW | PERFMON_EF_KERN);
