@@ -338,13 +338,6 @@ void perfmon_cpu_pmc_sample_due(struct perfmon_dev *dev,
                                 struct perfmon_cpu_pmc *cpmc, bool reload);
 void perfmon_throttle_timer(struct timer *timer);
 bool perfmon_dev_can_sample(const struct perfmon_dev *dev);
-
-/*
- * perfmon.c: whether dev samples config every period events (its
- * check_period, where it has one). Any context.
- */
-bool perfmon_dev_period_ok(const struct perfmon_dev *dev, uint64_t config,
-                           uint64_t period);
 void perfmon_event_sampling_attach(struct perfmon_event *event);
 
 /* perfmon_td.c: the per-thread tier */
@@ -376,6 +369,13 @@ void perfmon_events_detach(struct perfmon_event *const *events,
                            unsigned int nr_events);
 
 /* perfmon.c: events */
+
+/*
+ * Whether dev samples config every period events (its check_period,
+ * where it has one). Any context.
+ */
+bool perfmon_dev_period_ok(const struct perfmon_dev *dev, uint64_t config,
+                           uint64_t period);
 
 /*
  * Bind an event about to be attached to its device, slot index and target:

@@ -201,9 +201,12 @@ pmu_intel_has_pmi(void)
 /*
  * Haswell and Broadwell: family 6, models 3CH, 3FH, 45H, 46H and 3DH,
  * 47H, 4FH, 56H (SDM vol. 4, table 2-1, DisplayFamily_DisplayModel).
+ * Decided once at setup (pmu_intel_hsw_bdw), since the PMI's preset asks.
  */
+static bool pmu_intel_hsw_bdw;
+
 static bool
-pmu_intel_is_hsw_bdw(void)
+pmu_intel_find_hsw_bdw(void)
 {
     static const uint8_t models[] = {
         0x3c, 0x3f, 0x45, 0x46, 0x3d, 0x47, 0x4f, 0x56,
@@ -233,7 +236,7 @@ pmu_intel_gp_allowed(uint64_t config)
 {
     uint32_t all = (1U << pmu_intel_info.nr_gp) - 1;
 
-    if (pmu_intel_is_hsw_bdw()
+    if (pmu_intel_hsw_bdw
         && (config & PMU_INTEL_EVTSEL_CODE) == PMU_INTEL_EV_L1D_PEND_MISS) {
         return all & (1U << 2);
     }
@@ -245,14 +248,14 @@ pmu_intel_gp_allowed(uint64_t config)
 static uint32_t
 pmu_intel_gp_scarce(void)
 {
-    return pmu_intel_is_hsw_bdw() ? (1U << 2) : 0;
+    return pmu_intel_hsw_bdw ? (1U << 2) : 0;
 }
 
 /* The least period config may be preset to. */
 static uint64_t
 pmu_intel_min_period(uint64_t config)
 {
-    if (pmu_intel_is_hsw_bdw()
+    if (pmu_intel_hsw_bdw
         && (config & PMU_INTEL_EVTSEL_CODE)
            == PMU_INTEL_EV_INST_RETIRED_ALL) {
         return PMU_INTEL_MIN_PERIOD_HSW11;
@@ -1098,6 +1101,7 @@ pmu_intel_setup(void)
     int error, partial;
 
     pmu_intel_detect(info);
+    pmu_intel_hsw_bdw = pmu_intel_find_hsw_bdw();
 
     /* Boot argument: write through IA32_PMCx anyway, to test that path. */
     if (arg_is_set("pmu_intel.full_width", "0")) {
