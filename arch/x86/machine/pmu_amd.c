@@ -731,7 +731,8 @@ pmu_amd_setup_local(void *arg)
  * PerfCntrGlobalCtl enables (PerfMonV2); and the overflows not
  * acknowledged: with the PMI on PerfMonV2, any counter's bit in
  * PerfCntrGlobalStatus; else a counter of bits whose flag (bit 47) reads
- * 0, i.e. that wrapped and was not re-armed.
+ * 0, i.e. that wrapped and was not re-armed. Of the counters this driver
+ * uses (not firmware's).
  */
 static bool
 pmu_amd_test_enabled(uint64_t *bitsp)
@@ -740,7 +741,7 @@ pmu_amd_test_enabled(uint64_t *bitsp)
         return false;
     }
 
-    *bitsp = cpu_get_msr(PMU_AMD_MSR_GLOBAL_CTL);
+    *bitsp = cpu_get_msr(PMU_AMD_MSR_GLOBAL_CTL) & ~(uint64_t)pmu_amd_fw;
     return true;
 }
 

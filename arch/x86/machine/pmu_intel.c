@@ -1037,7 +1037,8 @@ ARG_DEFINE_U64("pmu_intel.full_width", 0, 1);
 /*
  * The hardware suites' queries (struct pmu_x86_vendor): the counters
  * IA32_PERF_GLOBAL_CTRL enables, and any counter's bit in
- * IA32_PERF_GLOBAL_STATUS, not only those asked about. Version 2 on.
+ * IA32_PERF_GLOBAL_STATUS, not only those asked about; of the counters
+ * this driver uses (not firmware's). Version 2 on.
  */
 static bool
 pmu_intel_test_enabled(uint64_t *bitsp)
@@ -1046,7 +1047,7 @@ pmu_intel_test_enabled(uint64_t *bitsp)
         return false;
     }
 
-    *bitsp = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL);
+    *bitsp = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL) & ~pmu_intel_fw_bits();
     return true;
 }
 
