@@ -158,10 +158,12 @@ iso: $(ISO)
 
 # --- host unit tests --------------------------------------------------------
 
-HOST_PMU_AMD_CONFIGS := legacy extcore v2 zen4 poll
+HOST_PMU_AMD_CONFIGS := legacy extcore v2 zen4 poll fam15h
 HOST_PX_CONFIGS := 1 2 4 16
+HOST_PMU_QUIRKS := fixedonly partial firmware
 HOST_TESTS := printf init_order string arg clock_calib perf_num pmu_model \
     pmu_intel_detect pmu_intel_probe pmu_intel_v1 pmu_intel_v2 pmu_intel_v5 \
+    $(addprefix pmu_intel_,$(HOST_PMU_QUIRKS)) \
     $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) pmu_amd_detect \
     $(addprefix perfmon_mux_,$(HOST_PX_CONFIGS)) perfmon_devs
 
@@ -216,6 +218,18 @@ $(addprefix $(BUILD)/host/test_pmu_intel_,$(HOST_PMU_CONFIGS)): \
     tests/host/pmu/test_pmu_intel.c tests/host/pmu/pmu_sample_test.c \
     $(HOST_PMU_SRCS) $(HOST_PMU_HDRS) tests/host/pmu/pmu_sample_test.h
 
+# PMUs of real machines and hypervisors the main suite's are not
+# (test_pmu_intel_quirks.c): one binary each (QUIRK_CONFIG).
+$(addprefix $(BUILD)/host/test_pmu_intel_,$(HOST_PMU_QUIRKS)): \
+    tests/host/pmu/test_pmu_intel_quirks.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS)
+$(foreach q,$(HOST_PMU_QUIRKS),\
+    $(eval HOST_INCLUDES_pmu_intel_$(q) := -Itests/host/model)\
+    $(eval HOST_RENAMES_pmu_intel_$(q) = $$(HOST_RENAMES_string) \
+        $$(HOST_RENAMES_arg_keys)))
+HOST_DEFINES_pmu_intel_fixedonly := -DQUIRK_CONFIG=1
+HOST_DEFINES_pmu_intel_partial := -DQUIRK_CONFIG=2
+HOST_DEFINES_pmu_intel_firmware := -DQUIRK_CONFIG=3
+
 HOST_INCLUDES_pmu_model := -Itests/host/model
 HOST_INCLUDES_pmu_intel_detect := -Itests/host/model
 HOST_INCLUDES_pmu_intel_probe := -Itests/host/model
@@ -262,6 +276,7 @@ HOST_DEFINES_pmu_amd_extcore := -DPMU_TEST_CONFIG=2
 HOST_DEFINES_pmu_amd_v2 := -DPMU_TEST_CONFIG=3
 HOST_DEFINES_pmu_amd_zen4 := -DPMU_TEST_CONFIG=4
 HOST_DEFINES_pmu_amd_poll := -DPMU_TEST_CONFIG=5
+HOST_DEFINES_pmu_amd_fam15h := -DPMU_TEST_CONFIG=6
 
 # perfmon's core, unchanged, over a fake PMU device
 # (tests/host/perfmon/pmu_fake.c) whose counters count what the test says,
@@ -418,7 +433,8 @@ lint: deps
 	    --enable=warning,performance,portability \
 	    --inline-suppr --suppressions-list=tools/cppcheck.supp \
 	    -I. -Iarch/x86 -Itests/lib -Itests/host -D__x86_64__ \
-	    -DPMU_TEST_VERSION=5 -DPMU_TEST_CONFIG=4 -DPX_CONFIG=2 $(LINT_SRCS)
+	    -DPMU_TEST_VERSION=5 -DPMU_TEST_CONFIG=4 -DPX_CONFIG=2 -DQUIRK_CONFIG=3 \
+	    $(LINT_SRCS)
 	@echo "lint: cppcheck clean ($(words $(LINT_SRCS)) files)"
 
 clean:

@@ -156,6 +156,14 @@ perfmon_event_attached(const struct perfmon_event *event)
                || event->state == PERFMON_EVENT_DISABLED);
 }
 
+bool
+perfmon_dev_period_ok(const struct perfmon_dev *dev, uint64_t config,
+                      uint64_t period)
+{
+    return dev->ops->check_period == NULL
+           || dev->ops->check_period(config, period) == 0;
+}
+
 /*
  * Check the event can be attached to thread (or, thread NULL, to CPU cpu)
  * and find its device and slot.
@@ -182,7 +190,9 @@ perfmon_event_prepare(struct perfmon_event *event, struct thread *thread,
         return error;
     }
 
-    if (event->period != 0 && !perfmon_dev_can_sample(dev)) {
+    if (event->period != 0 && (!perfmon_dev_can_sample(dev)
+                               || !perfmon_dev_period_ok(dev, config,
+                                                         event->period))) {
         return EINVAL;
     }
 

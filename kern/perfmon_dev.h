@@ -40,6 +40,11 @@ struct perfmon_dev_ops {
      * interrupts disabled (multiplexing moves counters between raw
      * events from its rotation thread); only bookkeeping, no hardware
      * access: which raw event a counter serves on a CPU is perfmon's.
+     * The driver alone knows which counters can count config (events
+     * some models count on some counters only): the counter it returns
+     * must count config, and perfmon's schedule takes no counter for a
+     * raw event but through this call, so a refusal only leaves the raw
+     * event waiting for its turn.
      */
     int (*alloc)(unsigned int *pmc_idp, unsigned int *widthp,
                  uint64_t config);
@@ -99,6 +104,16 @@ struct perfmon_dev_ops {
     uint64_t (*preset)(unsigned int pmc_id, uint64_t n);
 
     /*
+     * Optional, for a device that samples: return 0, or EINVAL when the
+     * device cannot sample config every period events (a period below
+     * the least it presets, an erratum of the model); perfmon then
+     * refuses the period (attach, or a new period of an attached event).
+     * Without it every period from 1 is accepted. Any context, no
+     * hardware access.
+     */
+    int (*check_period)(uint64_t config, uint64_t period);
+
+    /*
      * Local, optional (both or neither): bracket the starts and stops of
      * one context switch on this CPU, so that the driver can write what
      * they share (a global enable register) once, at batch_end, instead
@@ -127,6 +142,10 @@ struct perfmon_dev {
                                    per clock tick */
     uint64_t max_period;        /* longest preset (ops->preset); 0: the
                                    device cannot sample */
+    uint64_t fw_pmcs;           /* counter ids (bit n: id n) that
+                                   firmware held at boot: the driver
+                                   never allocates them (perf list shows
+                                   them); not counted in nr_pmcs */
     struct perfmon_bank *bank;  /* optional: counters in per-CPU memory:
                                    a __percpu variable (perfmon reaches
                                    each CPU's copy), whose counter ids

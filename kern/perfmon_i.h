@@ -186,7 +186,8 @@ struct perfmon_cpu_pmc {
      * unsched mask, kept for the context switch's single test, while paths
      * that hold only the slot test this). A slot without a counter reads as
      * a counter that never moves (mask and id_bit 0, so every read gives 0
-     * and no overflow is consumed for it): the hot paths need no test. Its
+     * and no overflow is consumed for it; perfmon_cpu_pmc_sync does not
+     * read it, since its pmc_id may name no counter). Its
      * time without a counter is off_total plus, while it has none, the time
      * since off_since (CPU events), and the loaded thread's part since
      * off_mark (its load or the slot's loss, whichever came last).
@@ -404,6 +405,13 @@ void perfmon_events_detach(struct perfmon_event *const *events,
 /* perfmon.c: events */
 
 /*
+ * Whether dev samples config every period events (its check_period,
+ * where it has one). Any context.
+ */
+bool perfmon_dev_period_ok(const struct perfmon_dev *dev, uint64_t config,
+                           uint64_t period);
+
+/*
  * Bind an event about to be attached to its device, slot index and target:
  * thread (referenced here), or CPU cpu when thread is NULL. Thread
  * context.
@@ -511,6 +519,15 @@ perfmon_cpu_pmc_sync(const struct perfmon_dev *dev,
                      const struct perfmon_bank *bank,
                      struct perfmon_cpu_pmc *cpmc, uint64_t pending)
 {
+    /*
+     * No counter here (multiplexed out, or never given one on this CPU):
+     * nothing moved, and its pmc_id may name no counter at all (0, with
+     * a PMU of fixed counters only), so the device is not touched.
+     */
+    if (!cpmc->sched) {
+        return;
+    }
+
     perfmon_cpu_pmc_add(dev, cpmc, perfmon_cpu_pmc_read(dev, bank, cpmc),
                         (pending & cpmc->id_bit) != 0);
 }

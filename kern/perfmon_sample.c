@@ -456,7 +456,12 @@ int
 perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
 {
     if (!perfmon_event_is_sampling(event) || period == 0
-        || period > PERFMON_PERIOD_MAX) {
+        || period > PERFMON_PERIOD_MAX
+        || (perfmon_event_attached(event)
+            && !perfmon_dev_period_ok(event->dev,
+                                      event->dev->state->pmcs[
+                                          event->pmc_index].config,
+                                      period))) {
         return EINVAL;
     }
 

@@ -110,6 +110,13 @@ perfmon_shell_list(void)
     } else {
         printf("hardware events (%s, %u counters, :k kernel / :u user "
                "only):\n", hw->name, hw->nr_pmcs);
+
+        /* The driver logged them once at boot; they stay unusable. */
+        if (hw->fw_pmcs != 0) {
+            printf("  (firmware holds counters 0x%llx, enabled at boot: "
+                   "left alone, not counted above)\n",
+                   (unsigned long long)hw->fw_pmcs);
+        }
     }
 
     for (unsigned int id = 0; id < PERFMON_NR_GENERIC_EVENTS; id++) {

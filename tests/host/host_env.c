@@ -603,27 +603,47 @@ host_env_switch_out(struct thread *thread)
 /* Log and panic                                                       */
 /* ------------------------------------------------------------------ */
 
-static unsigned int host_env_log_lines;
+#define HOST_ENV_LOG_KEPT       64
+#define HOST_ENV_LOG_SIZE       256
 
-/* Messages become KTAP diagnostic lines. */
+static unsigned int host_env_log_lines;
+static char host_env_log_kept[HOST_ENV_LOG_KEPT][HOST_ENV_LOG_SIZE];
+
+/* Messages become KTAP diagnostic lines; the last ones are kept. */
 void
 log_msg(int level, const char *fmt, ...)
 {
+    char *line = host_env_log_kept[host_env_log_lines % HOST_ENV_LOG_KEPT];
     va_list ap;
 
     (void)level;
     host_env_log_lines++;
-    printf("# ");
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vsnprintf(line, HOST_ENV_LOG_SIZE, fmt, ap);
     va_end(ap);
-    printf("\n");
+    printf("# %s\n", line);
 }
 
 unsigned int
 host_env_nr_log_lines(void)
 {
     return host_env_log_lines;
+}
+
+unsigned int
+host_env_nr_log_lines_with(const char *text)
+{
+    unsigned int n = 0, kept = host_env_log_lines;
+
+    if (kept > HOST_ENV_LOG_KEPT) {
+        kept = HOST_ENV_LOG_KEPT;
+    }
+
+    for (unsigned int i = 0; i < kept; i++) {
+        n += (strstr(host_env_log_kept[i], text) != NULL);
+    }
+
+    return n;
 }
 
 void

@@ -62,6 +62,9 @@ void host_env_switch_out(struct thread *thread);
 /* Lines logged (log_msg) since the start. */
 unsigned int host_env_nr_log_lines(void);
 
+/* Of the last 64 lines logged, those that contain text. */
+unsigned int host_env_nr_log_lines_with(const char *text);
+
 /* Spin locks held now; nonzero outside kernel code is a leak. */
 unsigned int host_env_nr_locks_held(void);
 

@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include <kern/arg.h>
+#include <kern/bitops.h>
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/log.h>
@@ -93,6 +94,22 @@ _Static_assert(PMU_AMD_MAX_COUNTERS <= PMU_X86_MAX_EVTSEL,
 
 /* Allocation state, under perfmon's device lock. */
 static uint32_t pmu_amd_used;
+
+/*
+ * Counters firmware held at boot (PerfEvtSel EN set: BIOS or SMM code
+ * counting for itself), found on the boot CPU before anything is
+ * written: never allocated, their controls left as found on every CPU,
+ * and with PerfMonV2 their PerfCntrGlobalCtl bits as found (fw_global),
+ * which the shadow starts from so that every write keeps them.
+ */
+static uint32_t pmu_amd_fw;
+static uint64_t pmu_amd_fw_global;
+
+/*
+ * The least period a counter is preset to: never 1, an overflow on the
+ * very next event (Linux's floor as well, for every x86 PMU).
+ */
+#define PMU_AMD_MIN_PERIOD          2
 
 static uint64_t pmu_amd_start_gap;
 
@@ -196,19 +213,62 @@ pmu_amd_translate(uint64_t *configp, uint64_t id, unsigned int flags)
     return 0;
 }
 
+/*
+ * Family 15h (Bulldozer to Excavator) counts some events on some counters
+ * only (BKDG for AMD family 15h processors, "Core Performance Counter
+ * Events": each event's PERF_CTL restriction): the events of 060h to 09Fh
+ * and 0D0h to 0DFh count on PERF_CTL[2:0] only, the floating-point events
+ * (000h to 00Fh) on PERF_CTL[5:3] only. Elsewhere any counter counts any
+ * event. Return the counters that count config.
+ */
+static uint32_t
+pmu_amd_allowed(uint64_t config)
+{
+    uint32_t all = (uint32_t)pmu_amd_counter_bits();
+    unsigned int event = (unsigned int)((config & PMU_AMD_EVTSEL_EVENT_LO)
+                                        | ((config & PMU_AMD_EVTSEL_EVENT_HI)
+                                           >> 24));
+
+    if (pmu_amd_info.family != 0x15) {
+        return all;
+    }
+
+    if ((event >= 0x060 && event <= 0x09f)
+        || (event >= 0x0d0 && event <= 0x0df)) {
+        return all & 0x07;
+    }
+
+    if (event <= 0x00f) {
+        return all & 0x38;
+    }
+
+    return all;
+}
+
+/*
+ * A free counter that counts config. On family 15h an event that any
+ * counter counts takes the highest free one, so that the low three stay
+ * for cycles (PMCx076) and the other events confined to them, which are
+ * more common than the floating-point ones confined to the high three.
+ */
 static int
 pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
 {
-    uint32_t avail = (uint32_t)pmu_amd_counter_bits() & ~pmu_amd_used;
+    uint32_t all = (uint32_t)pmu_amd_counter_bits();
+    uint32_t allowed = pmu_amd_allowed(config);
+    uint32_t avail = allowed & ~(pmu_amd_used | pmu_amd_fw);
     unsigned int n;
-
-    (void)config;
 
     if (avail == 0) {
         return EAGAIN;
     }
 
-    n = __builtin_ctz(avail);
+    if (pmu_amd_info.family == 0x15 && allowed == all) {
+        n = 31 - __builtin_clz(avail);
+    } else {
+        n = __builtin_ctz(avail);
+    }
+
     pmu_amd_used |= 1U << n;
     *pmc_idp = n;
     *widthp = pmu_amd_width();
@@ -311,7 +371,9 @@ pmu_amd_max_period(void)
 
 /*
  * Sampling: make the running counter overflow after n more events, n
- * limited to [1, max_period]: 2^48 - n, which has bit 47 set (the top-bit
+ * limited to [2, max_period] (a remainder of 1, what is left of a period
+ * when a thread comes back, is raised: the sample comes an event later,
+ * the count stays exact): 2^48 - n, which has bit 47 set (the top-bit
  * mode's flag). Return the value written.
  *
  * An overflow pending on the counter is discarded: it happened after
@@ -331,7 +393,7 @@ pmu_amd_preset(unsigned int pmc_id, uint64_t n)
     uint64_t bit = 1ULL << pmc_id;
     uint64_t value;
 
-    n = MAX(n, 1);
+    n = MAX(n, PMU_AMD_MIN_PERIOD);
     n = MIN(n, pmu_amd_max_period());
     value = -n & PMU_AMD_COUNTER_MASK;
 
@@ -346,6 +408,14 @@ pmu_amd_preset(unsigned int pmc_id, uint64_t n)
     cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
     cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl);
     return value;
+}
+
+/* A period below the least a counter is preset to is refused. */
+static int
+pmu_amd_check_period(uint64_t config, uint64_t period)
+{
+    (void)config;
+    return (period < PMU_AMD_MIN_PERIOD) ? EINVAL : 0;
 }
 
 static uint64_t
@@ -487,6 +557,7 @@ static const struct perfmon_dev_ops pmu_amd_ops = {
     .overflow_consume = pmu_amd_overflow_consume,
     .handle_overflow_intr = pmu_amd_handle_overflow_intr,
     .preset = pmu_amd_preset,
+    .check_period = pmu_amd_check_period,
 };
 
 int
@@ -506,27 +577,87 @@ pmu_amd_set_start_gap(uint64_t gap)
 /* ------------------------------------------------------------------ */
 
 /*
+ * Find the counters firmware holds (pmu_amd_fw, pmu_amd_fw_global), those
+ * counting at boot: PerfEvtSel EN set and, with PerfMonV2, the
+ * PerfCntrGlobalCtl bit too (both are needed to count, APM vol. 2,
+ * 13.2.2; the global bits come out of reset set). Read through the safe
+ * accessors before any write. Return 0, or EIO with the MSR in *msrp.
+ * Boot CPU.
+ */
+static int
+pmu_amd_find_fw(uint32_t *msrp)
+{
+    uint64_t value, global = ~0ULL;
+
+    pmu_amd_fw = 0;
+    pmu_amd_fw_global = 0;
+
+    if (pmu_amd_info.perfmon_v2) {
+        *msrp = PMU_AMD_MSR_GLOBAL_CTL;
+
+        if (cpu_get_msr_safe(PMU_AMD_MSR_GLOBAL_CTL, &global) != 0) {
+            return EIO;
+        }
+    }
+
+    for (unsigned int n = 0; n < pmu_amd_info.nr_counters; n++) {
+        *msrp = pmu_amd_msr_ctl(n);
+
+        if (cpu_get_msr_safe(*msrp, &value) != 0) {
+            return EIO;
+        }
+
+        if ((value & PMU_X86_EVTSEL_EN) && (global & (1ULL << n))) {
+            pmu_amd_fw |= 1U << n;
+        }
+    }
+
+    if (pmu_amd_info.perfmon_v2) {
+        pmu_amd_fw_global = pmu_amd_fw;
+    }
+
+    return 0;
+}
+
+/*
  * Prove the registers before trusting them (pmu_x86_probe): the legacy
  * counters have no CPUID bit at all, and a hypervisor with its PMU off may
  * make them read 0 and drop writes, or fault on the extended and global
- * ones. The global control (PerfMonV2) written 0, so that nothing counts;
- * the first and the last counter's control and counter written and read
- * back, then left 0; the global status read and a clear of nothing
- * written. Return 0, or EIO or ENODEV with the MSR in *msrp. Boot CPU.
+ * ones. The counters firmware holds found first (pmu_amd_find_fw) and
+ * left alone; the global control (PerfMonV2) written with their enables
+ * only, so that nothing else counts; the first and the last other
+ * counter's control and counter written and read back, then left 0; the
+ * global status read and a clear of nothing written. Return 0, or EIO or
+ * ENODEV with the MSR in *msrp. Boot CPU.
  */
 static int
 pmu_amd_probe(uint32_t *msrp)
 {
-    unsigned int ends[2] = { 0, pmu_amd_info.nr_counters - 1 };
+    unsigned int ends[2], nr_ends = 0;
     struct pmu_x86_probe_write writes[1 + 4 * ARRAY_SIZE(ends)];
+    uint32_t own;
     unsigned int nr_writes = 0;
+    int error;
+
+    error = pmu_amd_find_fw(msrp);
+
+    if (error) {
+        return error;
+    }
+
+    own = (uint32_t)pmu_amd_counter_bits() & ~pmu_amd_fw;
+
+    if (own != 0) {
+        ends[nr_ends++] = __builtin_ctz(own);
+        ends[nr_ends++] = 31 - __builtin_clz(own);
+    }
 
     if (pmu_amd_info.perfmon_v2) {
         writes[nr_writes++] = (struct pmu_x86_probe_write){
-            PMU_AMD_MSR_GLOBAL_CTL, 0 };
+            PMU_AMD_MSR_GLOBAL_CTL, pmu_amd_fw_global };
     }
 
-    for (unsigned int i = 0; i < ARRAY_SIZE(ends); i++) {
+    for (unsigned int i = 0; i < nr_ends; i++) {
         uint32_t ctl = pmu_amd_msr_ctl(ends[i]);
         uint32_t ctr = pmu_amd_msr_ctr(ends[i]);
 
@@ -556,25 +687,38 @@ pmu_amd_probe(uint32_t *msrp)
 static void
 pmu_amd_setup_local(void *arg)
 {
+    struct pmu_x86_cpu *cpu;
+
     (void)arg;
     pmu_x86_cpu_reset();
+    cpu = pmu_x86_cpu_local();
 
+    /* Firmware's counters keep their enables, which the shadow holds. */
     if (pmu_amd_info.perfmon_v2) {
-        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, 0);
+        if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
+            cpu->global_ctrl = pmu_amd_fw_global;
+        }
+
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, pmu_amd_fw_global);
     }
 
     for (unsigned int n = 0; n < pmu_amd_info.nr_counters; n++) {
-        cpu_set_msr(pmu_amd_msr_ctl(n), 0);
+        if (!(pmu_amd_fw & (1U << n))) {
+            cpu_set_msr(pmu_amd_msr_ctl(n), 0);
+        }
     }
 
     if (pmu_amd_info.ext_core) {
         for (unsigned int n = 0; n < PMU_AMD_LEGACY_NR; n++) {
-            cpu_set_msr(PMU_AMD_MSR_LEGACY_CTL(n), 0);
+            if (!(pmu_amd_fw & (1U << n))) {
+                cpu_set_msr(PMU_AMD_MSR_LEGACY_CTL(n), 0);
+            }
         }
     }
 
     if (pmu_amd_info.perfmon_v2) {
-        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, pmu_amd_counter_bits());
+        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR,
+                    pmu_amd_counter_bits() & ~(uint64_t)pmu_amd_fw);
     }
 
     if (pmu_amd_has_pmi()) {
@@ -587,7 +731,8 @@ pmu_amd_setup_local(void *arg)
  * PerfCntrGlobalCtl enables (PerfMonV2); and the overflows not
  * acknowledged: with the PMI on PerfMonV2, any counter's bit in
  * PerfCntrGlobalStatus; else a counter of bits whose flag (bit 47) reads
- * 0, i.e. that wrapped and was not re-armed.
+ * 0, i.e. that wrapped and was not re-armed. Of the counters this driver
+ * uses (not firmware's).
  */
 static bool
 pmu_amd_test_enabled(uint64_t *bitsp)
@@ -596,7 +741,7 @@ pmu_amd_test_enabled(uint64_t *bitsp)
         return false;
     }
 
-    *bitsp = cpu_get_msr(PMU_AMD_MSR_GLOBAL_CTL);
+    *bitsp = cpu_get_msr(PMU_AMD_MSR_GLOBAL_CTL) & ~(uint64_t)pmu_amd_fw;
     return true;
 }
 
@@ -607,7 +752,7 @@ pmu_amd_test_pending(uint64_t bits)
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
         return cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS)
-               & pmu_amd_counter_bits();
+               & pmu_amd_counter_bits() & ~(uint64_t)pmu_amd_fw;
     }
 
     for (unsigned int n = 0; n < pmu_amd_info.nr_counters; n++) {
@@ -692,17 +837,28 @@ pmu_amd_setup(void)
         return 0;
     }
 
+    if (pmu_amd_fw != 0) {
+        log_warning("pmu_amd: firmware holds counters 0x%x (enabled at "
+                    "boot): left alone, never used", pmu_amd_fw);
+    }
+
     pmu_amd_dev.name = "pmu_amd";
     pmu_amd_dev.ops = &pmu_amd_ops;
     pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
-    pmu_amd_dev.nr_pmcs = info->nr_counters;
+    pmu_amd_dev.nr_pmcs = info->nr_counters - bitops_popcount(pmu_amd_fw);
+    pmu_amd_dev.fw_pmcs = pmu_amd_fw;
     pmu_amd_dev.min_width = pmu_amd_width();
     pmu_amd_dev.max_period = pmu_amd_max_period();
 
-    vendor->counters = pmu_amd_counter_bits();
+    if (pmu_amd_dev.nr_pmcs == 0) {
+        log_info("pmu_amd: no counter left to use: software events only");
+        return 0;
+    }
+
+    vendor->counters = pmu_amd_counter_bits() & ~(uint64_t)pmu_amd_fw;
     vendor->ack_mask = vendor->counters;
-    vendor->nr_general = info->nr_counters;
-    vendor->nr_generic_slots = info->nr_counters;
+    vendor->nr_general = pmu_amd_dev.nr_pmcs;
+    vendor->nr_generic_slots = pmu_amd_dev.nr_pmcs;
     error = pmu_x86_register(vendor, pmu_amd_setup_local);
 
     if (error) {

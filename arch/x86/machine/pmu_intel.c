@@ -85,6 +85,31 @@
                                      | PMU_X86_EVTSEL_USR)
 #define PMU_INTEL_PROBE_COUNT       0x5a5a5a5aULL
 
+/*
+ * Events with model quirks (event select and unit mask): L1D_PEND_MISS.
+ * PENDING and INST_RETIRED.ALL (SDM vol. 3B, the tables of
+ * "Non-Architectural Performance Events" of the 4th and 5th generation
+ * Intel Core processors).
+ */
+#define PMU_INTEL_EV_L1D_PEND_MISS  0x0148
+#define PMU_INTEL_EV_INST_RETIRED_ALL   0x01c0
+
+/*
+ * The least period any counter is preset to: as Linux does, never 1, an
+ * overflow on the very next event, which some models mishandle (the
+ * errata below are about such short periods).
+ */
+#define PMU_INTEL_MIN_PERIOD        2
+
+/*
+ * Haswell and Broadwell errata HSW11 and BDM11 (specification updates of
+ * the 4th and 5th generation Intel Core processor families): a counter of
+ * INST_RETIRED.ALL preset to fewer than 100 events may raise a wrong PMI
+ * or hold a wrong value. The erratum names PEBS; Linux applies the limit
+ * to every use, and so does this driver, at the next power of two.
+ */
+#define PMU_INTEL_MIN_PERIOD_HSW11  128
+
 struct pmu_intel_event {
     uint8_t select;
     uint8_t umask;
@@ -119,6 +144,20 @@ _Static_assert(PMU_INTEL_MAX_GP <= PMU_X86_MAX_EVTSEL,
 /* Allocation state, under perfmon's device lock. */
 static uint32_t pmu_intel_gp_used;
 static uint32_t pmu_intel_fixed_used;
+
+/*
+ * Counters firmware held at boot (enabled: BIOS or SMM code counting for
+ * itself), found on the boot CPU before anything is written: they are
+ * never allocated, and setup leaves their event selects, fixed-counter
+ * fields and global enables as found, on every CPU. fw_global: their
+ * IA32_PERF_GLOBAL_CTRL bits that were set; fw_fixed_ctrl: their
+ * IA32_FIXED_CTR_CTRL fields. The shadows start from these, so that every
+ * write of those registers keeps them.
+ */
+static uint32_t pmu_intel_fw_gp;
+static uint32_t pmu_intel_fw_fixed;
+static uint64_t pmu_intel_fw_global;
+static uint64_t pmu_intel_fw_fixed_ctrl;
 
 static uint64_t pmu_intel_start_gap;
 
@@ -157,6 +196,79 @@ static bool
 pmu_intel_has_pmi(void)
 {
     return pmu_intel_info.version >= 2;
+}
+
+/*
+ * Haswell and Broadwell: family 6, models 3CH, 3FH, 45H, 46H and 3DH,
+ * 47H, 4FH, 56H (SDM vol. 4, table 2-1, DisplayFamily_DisplayModel).
+ * Decided once at setup (pmu_intel_hsw_bdw), since the PMI's preset asks.
+ */
+static bool pmu_intel_hsw_bdw;
+
+static bool
+pmu_intel_find_hsw_bdw(void)
+{
+    static const uint8_t models[] = {
+        0x3c, 0x3f, 0x45, 0x46, 0x3d, 0x47, 0x4f, 0x56,
+    };
+
+    if (pmu_intel_info.family != 6) {
+        return false;
+    }
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(models); i++) {
+        if (pmu_intel_info.model == models[i]) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+/*
+ * The general counters that count config. On Haswell and Broadwell,
+ * L1D_PEND_MISS.PENDING counts on general counter 2 only (SDM vol. 3B,
+ * tables of non-architectural events of the 4th and 5th generation Intel
+ * Core processors: "Counter 2 only"); elsewhere any counter.
+ */
+static uint32_t
+pmu_intel_gp_allowed(uint64_t config)
+{
+    uint32_t all = (1U << pmu_intel_info.nr_gp) - 1;
+
+    if (pmu_intel_hsw_bdw
+        && (config & PMU_INTEL_EVTSEL_CODE) == PMU_INTEL_EV_L1D_PEND_MISS) {
+        return all & (1U << 2);
+    }
+
+    return all;
+}
+
+/* General counters some event counts on alone: the others take them last. */
+static uint32_t
+pmu_intel_gp_scarce(void)
+{
+    return pmu_intel_hsw_bdw ? (1U << 2) : 0;
+}
+
+/* The least period config may be preset to. */
+static uint64_t
+pmu_intel_min_period(uint64_t config)
+{
+    if (pmu_intel_hsw_bdw
+        && (config & PMU_INTEL_EVTSEL_CODE)
+           == PMU_INTEL_EV_INST_RETIRED_ALL) {
+        return PMU_INTEL_MIN_PERIOD_HSW11;
+    }
+
+    return PMU_INTEL_MIN_PERIOD;
+}
+
+/* A period shorter than the model's least is refused, never raised. */
+static int
+pmu_intel_check_period(uint64_t config, uint64_t period)
+{
+    return (period < pmu_intel_min_period(config)) ? EINVAL : 0;
 }
 
 static int
@@ -234,9 +346,10 @@ static int
 pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
 {
     int fixed = pmu_intel_fixed_for(config);
+    uint32_t avail, pick;
 
     if (fixed >= 0 && (pmu_intel_info.fixed_mask & (1U << fixed))
-        && !(pmu_intel_fixed_used & (1U << fixed))) {
+        && !((pmu_intel_fixed_used | pmu_intel_fw_fixed) & (1U << fixed))) {
         pmu_intel_fixed_used |= 1U << fixed;
         *pmc_idp = PMU_INTEL_FIXED_BASE + fixed;
         *widthp = pmu_intel_info.fixed_width;
@@ -247,16 +360,20 @@ pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
         return EAGAIN;
     }
 
-    for (unsigned int i = 0; i < pmu_intel_info.nr_gp; i++) {
-        if (!(pmu_intel_gp_used & (1U << i))) {
-            pmu_intel_gp_used |= 1U << i;
-            *pmc_idp = i;
-            *widthp = pmu_intel_info.gp_width;
-            return 0;
-        }
+    avail = pmu_intel_gp_allowed(config)
+            & ~(pmu_intel_gp_used | pmu_intel_fw_gp);
+
+    if (avail == 0) {
+        return EAGAIN;
     }
 
-    return EAGAIN;
+    /* Counters that some event needs alone go last to any other event. */
+    pick = avail & ~pmu_intel_gp_scarce();
+    pick = (pick != 0) ? pick : avail;
+    pmu_intel_gp_used |= pick & -pick;
+    *pmc_idp = __builtin_ctz(pick);
+    *widthp = pmu_intel_info.gp_width;
+    return 0;
 }
 
 static void
@@ -404,6 +521,19 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
         pmu_intel_global_flush(cpu);
     }
 
+    /*
+     * Stopped earlier in this batch, and not counting (global_hw lacks
+     * its bit, the flush above made sure): its overflow bit is cleared
+     * now rather than at batch_end, which enables counting before it
+     * clears the stopped counters' bits and would clear an overflow of
+     * this new use (a short preset overflowing between the two writes:
+     * a lost sample, and a counter left to run a whole 2^width).
+     */
+    if (cpu->stopped & bit) {
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, bit);
+        cpu->stopped &= ~bit;
+    }
+
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
         unsigned int field = PMU_INTEL_FIXED_PMI;
 
@@ -450,10 +580,24 @@ pmu_intel_stop(unsigned int pmc_id)
     }
 }
 
+/* The event select a counter is programmed with (0: a fixed counter). */
+static uint64_t
+pmu_intel_config_of(const struct pmu_x86_cpu *cpu, unsigned int pmc_id)
+{
+    if (pmc_id >= PMU_INTEL_MAX_GP) {
+        return 0;
+    }
+
+    return cpu->evtsel[pmc_id];
+}
+
 /*
  * Sampling: the counter overflows after n more events. n is limited to
- * [1, max_period], so that the write never needs bits the register does
- * not take (see pmu_intel_write_count).
+ * [pmu_intel_min_period, max_period]: a remainder shorter than the model
+ * allows (what is left of a period when a thread comes back) is raised,
+ * the sample coming that much later, its count still exact; and the
+ * write never needs bits the register does not take (see
+ * pmu_intel_write_count).
  *
  * An overflow pending on the counter is discarded: it happened after
  * perfmon's last read, and reported later against the preset value it
@@ -475,7 +619,8 @@ pmu_intel_preset(unsigned int pmc_id, uint64_t n)
     uint64_t bit = pmu_intel_global_bit(pmc_id);
     uint64_t value;
 
-    n = MAX(n, 1);
+    /* The remainder of a period may be shorter than the model allows. */
+    n = MAX(n, pmu_intel_min_period(pmu_intel_config_of(cpu, pmc_id)));
     n = MIN(n, pmu_intel_dev.max_period);
 
     if (cpu->pmi || !(cpu->global_hw & bit)) {
@@ -511,6 +656,21 @@ pmu_intel_counter_bits(void)
            | ((uint64_t)pmu_intel_info.fixed_mask << PMU_INTEL_FIXED_BASE);
 }
 
+/* GLOBAL_STATUS bits of the counters firmware holds. */
+static uint64_t
+pmu_intel_fw_bits(void)
+{
+    return pmu_intel_fw_gp
+           | ((uint64_t)pmu_intel_fw_fixed << PMU_INTEL_FIXED_BASE);
+}
+
+/* GLOBAL_STATUS bits of the counters this driver uses. */
+static uint64_t
+pmu_intel_own_bits(void)
+{
+    return pmu_intel_counter_bits() & ~pmu_intel_fw_bits();
+}
+
 /*
  * GLOBAL_STATUS bits besides the counters' that the PMI acknowledges:
  * CondChgd and OvfBuf and, from version 4, CTR_Frz and LBR_Frz, which a
@@ -536,6 +696,7 @@ static const struct perfmon_dev_ops pmu_intel_ops = {
     .overflow_consume = pmu_intel_overflow_consume,
     .handle_overflow_intr = pmu_x86_global_intr,
     .preset = pmu_intel_preset,
+    .check_period = pmu_intel_check_period,
     .batch_begin = pmu_x86_batch_begin,
     .batch_end = pmu_x86_batch_end,
 };
@@ -608,55 +769,204 @@ pmu_intel_set_start_gap(uint64_t gap)
 /* ------------------------------------------------------------------ */
 
 /*
- * Check that the MSRs CPUID leaf 0AH promises work before trusting them
- * (pmu_x86_probe): the global control (version 2 on), the first general
- * counter's event select and counter (at the address start writes), the
- * fixed counter control and the first fixed counter, then the status.
- * Counting stays off throughout, so a counter reads back what was
- * written; the probed counters are left at zero. Return 0, or EIO or
- * ENODEV with the MSR in *msrp. Boot CPU, before any other access but
- * detection's.
+ * Find the counters firmware holds (pmu_intel_fw_*), those counting at
+ * boot: a general counter whose event select has EN set, a fixed counter
+ * whose field enables a ring, and from version 2 with its
+ * IA32_PERF_GLOBAL_CTRL bit set too (the enables are ANDed, SDM vol. 3B,
+ * 21.2.2), so that a counter an earlier kernel stopped (this driver stops
+ * with the global bit alone) and a warm reboot left programmed is not
+ * taken for firmware's. Read through the safe accessors, before any
+ * write. Return 0, or
+ * EIO with the MSR in *msrp when a global register faults; a general
+ * counter whose event select faults ends *nr_gpp there (the probe of the
+ * others follows, pmu_intel_probe).
  */
 static int
-pmu_intel_probe(uint32_t *msrp)
+pmu_intel_find_fw(unsigned int *nr_gpp, uint32_t *msrp)
 {
     const struct pmu_intel_info *info = &pmu_intel_info;
-    struct pmu_x86_probe_write writes[8];
-    unsigned int nr_writes = 0;
+    uint64_t value, fixed_ctrl = 0, global = 0;
+
+    pmu_intel_fw_gp = 0;
+    pmu_intel_fw_fixed = 0;
+    pmu_intel_fw_fixed_ctrl = 0;
+
+    if (pmu_intel_has_pmi()) {
+        *msrp = PMU_INTEL_MSR_GLOBAL_CTRL;
+
+        if (cpu_get_msr_safe(PMU_INTEL_MSR_GLOBAL_CTRL, &global) != 0) {
+            return EIO;
+        }
+
+        *msrp = PMU_INTEL_MSR_FIXED_CTRL;
+
+        if (info->fixed_mask != 0
+            && cpu_get_msr_safe(PMU_INTEL_MSR_FIXED_CTRL, &fixed_ctrl) != 0) {
+            return EIO;
+        }
+    }
+
+    for (unsigned int i = 0; i < *nr_gpp; i++) {
+        if (cpu_get_msr_safe(PMU_INTEL_MSR_EVTSEL(i), &value) != 0) {
+            *nr_gpp = i;
+            break;
+        }
+
+        if ((value & PMU_X86_EVTSEL_EN)
+            && (!pmu_intel_has_pmi() || (global & (1ULL << i)))) {
+            pmu_intel_fw_gp |= 1U << i;
+        }
+    }
+
+    for (unsigned int j = 0; j < PMU_INTEL_MAX_FIXED; j++) {
+        uint64_t field = PMU_INTEL_FIXED_FIELD(j, 0xf);
+
+        if ((info->fixed_mask & (1U << j))
+            && (global & (1ULL << (PMU_INTEL_FIXED_BASE + j)))
+            && (fixed_ctrl & PMU_INTEL_FIXED_FIELD(j, PMU_INTEL_FIXED_OS
+                                                   | PMU_INTEL_FIXED_USR))) {
+            pmu_intel_fw_fixed |= 1U << j;
+            pmu_intel_fw_fixed_ctrl |= fixed_ctrl & field;
+        }
+    }
+
+    pmu_intel_fw_global = global
+                          & (pmu_intel_fw_gp
+                             | ((uint64_t)pmu_intel_fw_fixed
+                                << PMU_INTEL_FIXED_BASE));
+    return 0;
+}
+
+/* Prove general counter i: its event select and counter (start's). */
+static int
+pmu_intel_probe_gp(unsigned int i, uint32_t *msrp)
+{
+    const struct pmu_intel_info *info = &pmu_intel_info;
+    uint32_t msr = info->full_width_writes ? PMU_INTEL_MSR_A_PMC(i)
+                                           : PMU_INTEL_MSR_PMC(i);
+    const struct pmu_x86_probe_write writes[] = {
+        { PMU_INTEL_MSR_EVTSEL(i), PMU_INTEL_PROBE_EVTSEL },
+        { PMU_INTEL_MSR_EVTSEL(i), 0 },
+        { msr, PMU_INTEL_PROBE_COUNT & bitops_width_mask(info->gp_width) },
+        { msr, 0 },
+    };
+
+    return pmu_x86_probe(writes, ARRAY_SIZE(writes), 0, 0, msrp);
+}
+
+/* Prove fixed counter j. */
+static int
+pmu_intel_probe_fixed(unsigned int j, uint32_t *msrp)
+{
+    uint32_t msr = PMU_INTEL_MSR_FIXED_CTR(j);
+    const struct pmu_x86_probe_write writes[] = {
+        { msr, PMU_INTEL_PROBE_COUNT
+               & bitops_width_mask(pmu_intel_info.fixed_width) },
+        { msr, 0 },
+    };
+
+    return pmu_x86_probe(writes, ARRAY_SIZE(writes), 0, 0, msrp);
+}
+
+/*
+ * Check that the MSRs CPUID leaf 0AH promises work before trusting them
+ * (pmu_x86_probe), each counter's: a hypervisor may advertise more
+ * counters than it emulates, and faults on the others. The global
+ * registers first (version 2 on: the global control, the fixed counter
+ * control, written with what firmware's counters hold, and the status),
+ * which all must work; then every general counter that firmware does not
+ * hold (its event select and counter, at the address start writes),
+ * where the first that fails ends the general counters used, and every
+ * fixed counter firmware does not hold, each kept only if it works.
+ * Counting stays off throughout, so a counter reads back what was
+ * written; the probed counters are left at zero. Return 0, with
+ * pmu_intel_info trimmed to the counters that work and, in *msrp and
+ * *errorp, the first MSR that failed and how (0 when none did); or EIO or
+ * ENODEV with the MSR in *msrp when a global register fails. Boot CPU,
+ * before any other access but detection's.
+ */
+static int
+pmu_intel_probe(uint32_t *msrp, int *errorp)
+{
+    struct pmu_intel_info *info = &pmu_intel_info;
+    struct pmu_x86_probe_write writes[2];
+    unsigned int nr_writes = 0, nr_gp = info->nr_gp;
     uint32_t msr;
+    int error;
+
+    error = pmu_intel_find_fw(&nr_gp, msrp);
+
+    if (error) {
+        return error;
+    }
+
+    *errorp = 0;
+
+    if (nr_gp < info->nr_gp) {
+        *errorp = EIO;
+        *msrp = PMU_INTEL_MSR_EVTSEL(nr_gp);
+    }
 
     if (pmu_intel_has_pmi()) {
         writes[nr_writes++] = (struct pmu_x86_probe_write){
-            PMU_INTEL_MSR_GLOBAL_CTRL, 0 };
+            PMU_INTEL_MSR_GLOBAL_CTRL, pmu_intel_fw_global };
+
+        if (info->fixed_mask != 0) {
+            writes[nr_writes++] = (struct pmu_x86_probe_write){
+                PMU_INTEL_MSR_FIXED_CTRL, pmu_intel_fw_fixed_ctrl };
+        }
     }
 
-    if (info->nr_gp != 0) {
-        msr = info->full_width_writes ? PMU_INTEL_MSR_A_PMC(0)
-                                      : PMU_INTEL_MSR_PMC(0);
-        writes[nr_writes++] = (struct pmu_x86_probe_write){
-            PMU_INTEL_MSR_EVTSEL(0), PMU_INTEL_PROBE_EVTSEL };
-        writes[nr_writes++] = (struct pmu_x86_probe_write){
-            PMU_INTEL_MSR_EVTSEL(0), 0 };
-        writes[nr_writes++] = (struct pmu_x86_probe_write){
-            msr, PMU_INTEL_PROBE_COUNT
-                 & bitops_width_mask(info->gp_width) };
-        writes[nr_writes++] = (struct pmu_x86_probe_write){ msr, 0 };
+    error = pmu_x86_probe(writes, nr_writes,
+                          pmu_intel_has_pmi() ? PMU_INTEL_MSR_GLOBAL_STATUS
+                                              : 0,
+                          PMU_INTEL_MSR_GLOBAL_OVF, &msr);
+
+    if (error) {
+        *msrp = msr;
+        return error;
     }
 
-    if (info->fixed_mask != 0) {
-        msr = PMU_INTEL_MSR_FIXED_CTR(__builtin_ctz(info->fixed_mask));
-        writes[nr_writes++] = (struct pmu_x86_probe_write){
-            PMU_INTEL_MSR_FIXED_CTRL, 0 };
-        writes[nr_writes++] = (struct pmu_x86_probe_write){
-            msr, PMU_INTEL_PROBE_COUNT
-                 & bitops_width_mask(info->fixed_width) };
-        writes[nr_writes++] = (struct pmu_x86_probe_write){ msr, 0 };
+    for (unsigned int i = 0; i < nr_gp; i++) {
+        if (pmu_intel_fw_gp & (1U << i)) {
+            continue;
+        }
+
+        error = pmu_intel_probe_gp(i, &msr);
+
+        if (error) {
+            if (*errorp == 0) {
+                *errorp = error;
+                *msrp = msr;
+            }
+
+            nr_gp = i;
+            break;
+        }
     }
 
-    return pmu_x86_probe(writes, nr_writes,
-                         pmu_intel_has_pmi() ? PMU_INTEL_MSR_GLOBAL_STATUS
-                                             : 0,
-                         PMU_INTEL_MSR_GLOBAL_OVF, msrp);
+    info->nr_gp = nr_gp;
+    pmu_intel_fw_gp &= (1U << nr_gp) - 1;
+
+    for (unsigned int j = 0; j < PMU_INTEL_MAX_FIXED; j++) {
+        if (!(info->fixed_mask & (1U << j))
+            || (pmu_intel_fw_fixed & (1U << j))) {
+            continue;
+        }
+
+        error = pmu_intel_probe_fixed(j, &msr);
+
+        if (error) {
+            if (*errorp == 0) {
+                *errorp = error;
+                *msrp = msr;
+            }
+
+            info->fixed_mask &= ~(1U << j);
+        }
+    }
+
+    return 0;
 }
 
 /*
@@ -680,27 +990,43 @@ pmu_intel_freeze_disable(void)
     }
 }
 
-/* Put the calling CPU's PMU in a known, idle state, shadows zeroed. */
+/*
+ * Put the calling CPU's counters in a known, idle state, shadows zeroed,
+ * but for those firmware holds, left as found: their event selects and
+ * fixed fields, their global enables (which the shadows start from, so
+ * that every later write keeps them) and their overflow bits.
+ */
 static void
 pmu_intel_setup_local(void *arg)
 {
+    struct pmu_x86_cpu *cpu;
+
     (void)arg;
     pmu_x86_cpu_reset();
+    cpu = pmu_x86_cpu_local();
 
     for (unsigned int i = 0; i < pmu_intel_info.nr_gp; i++) {
-        cpu_set_msr(PMU_INTEL_MSR_EVTSEL(i), 0);
+        if (!(pmu_intel_fw_gp & (1U << i))) {
+            cpu_set_msr(PMU_INTEL_MSR_EVTSEL(i), 0);
+        }
     }
 
     if (pmu_intel_has_pmi()) {
         pmu_intel_freeze_disable();
 
         /* GLOBAL_CTRL may come out of reset with counters enabled. */
-        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, 0);
-        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, 0);
+        cpu->global_ctrl = pmu_intel_fw_global;
+        cpu->global_hw = pmu_intel_fw_global;
+        cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_hw);
+
+        if (pmu_intel_info.fixed_mask != 0) {
+            cpu->fixed_ctrl = pmu_intel_fw_fixed_ctrl;
+            cpu_set_msr(PMU_INTEL_MSR_FIXED_CTRL, cpu->fixed_ctrl);
+        }
 
         /* Stale overflows, and counters a firmware PMI left frozen. */
         cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF,
-                    pmu_intel_counter_bits() | pmu_intel_status_other());
+                    pmu_intel_own_bits() | pmu_intel_status_other());
         lapic_pmc_setup(TRAP_PMI);
     }
 }
@@ -711,7 +1037,8 @@ ARG_DEFINE_U64("pmu_intel.full_width", 0, 1);
 /*
  * The hardware suites' queries (struct pmu_x86_vendor): the counters
  * IA32_PERF_GLOBAL_CTRL enables, and any counter's bit in
- * IA32_PERF_GLOBAL_STATUS, not only those asked about. Version 2 on.
+ * IA32_PERF_GLOBAL_STATUS, not only those asked about; of the counters
+ * this driver uses (not firmware's). Version 2 on.
  */
 static bool
 pmu_intel_test_enabled(uint64_t *bitsp)
@@ -720,7 +1047,7 @@ pmu_intel_test_enabled(uint64_t *bitsp)
         return false;
     }
 
-    *bitsp = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL);
+    *bitsp = cpu_get_msr(PMU_INTEL_MSR_GLOBAL_CTRL) & ~pmu_intel_fw_bits();
     return true;
 }
 
@@ -733,7 +1060,7 @@ pmu_intel_test_pending(uint64_t bits)
         return 0;
     }
 
-    return cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & pmu_intel_counter_bits();
+    return cpu_get_msr(PMU_INTEL_MSR_GLOBAL_STATUS) & pmu_intel_own_bits();
 }
 
 /* Fixed counters 0 to 2 that generic events take (CPUID has their event). */
@@ -743,7 +1070,7 @@ pmu_intel_nr_generic_fixed(void)
     unsigned int n = 0;
 
     for (unsigned int j = 0; j < 3; j++) {
-        if ((pmu_intel_info.fixed_mask & (1U << j))
+        if ((pmu_intel_info.fixed_mask & ~pmu_intel_fw_fixed & (1U << j))
             && (pmu_intel_info.events_available
                 & (1U << pmu_intel_fixed_events[j]))) {
             n++;
@@ -770,10 +1097,12 @@ pmu_intel_setup(void)
 {
     struct pmu_intel_info *info = &pmu_intel_info;
     struct pmu_x86_vendor *vendor = &pmu_intel_vendor;
+    unsigned int nr_gp, fixed_mask, nr_general;
     uint32_t msr;
-    int error;
+    int error, partial;
 
     pmu_intel_detect(info);
+    pmu_intel_hsw_bdw = pmu_intel_find_hsw_bdw();
 
     /* Boot argument: write through IA32_PMCx anyway, to test that path. */
     if (arg_is_set("pmu_intel.full_width", "0")) {
@@ -787,7 +1116,13 @@ pmu_intel_setup(void)
         return 0;
     }
 
-    error = pmu_intel_probe(&msr);
+    nr_gp = info->nr_gp;
+    fixed_mask = info->fixed_mask;
+    error = pmu_intel_probe(&msr, &partial);
+
+    if (!error && info->nr_gp == 0 && info->fixed_mask == 0) {
+        error = partial;
+    }
 
     if (error) {
         log_warning("pmu_intel: CPUID.0AH reports version %u but MSR 0x%x "
@@ -797,17 +1132,43 @@ pmu_intel_setup(void)
         return 0;
     }
 
+    /* Counters that work, as a hypervisor emulating fewer may leave. */
+    if (partial) {
+        log_warning("pmu_intel: CPUID.0AH reports %u general counters and "
+                    "fixed counters 0x%x but MSR 0x%x %s: using %u "
+                    "general counters and fixed counters 0x%x", nr_gp,
+                    fixed_mask, msr,
+                    (partial == EIO) ? "faults" : "ignores writes",
+                    info->nr_gp, info->fixed_mask);
+    }
+
+    if (pmu_intel_fw_bits() != 0) {
+        log_warning("pmu_intel: firmware holds general counters 0x%x and "
+                    "fixed counters 0x%x (enabled at boot): left alone, "
+                    "never used", pmu_intel_fw_gp, pmu_intel_fw_fixed);
+    }
+
+    nr_general = info->nr_gp - bitops_popcount(pmu_intel_fw_gp);
     pmu_intel_dev.name = "pmu_intel";
     pmu_intel_dev.ops = &pmu_intel_ops;
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
-    pmu_intel_dev.nr_pmcs = info->nr_gp + bitops_popcount(info->fixed_mask);
+    pmu_intel_dev.nr_pmcs = nr_general
+                            + bitops_popcount(info->fixed_mask
+                                              & ~pmu_intel_fw_fixed);
+    pmu_intel_dev.fw_pmcs = pmu_intel_fw_bits();
+
+    if (pmu_intel_dev.nr_pmcs == 0) {
+        log_info("pmu_intel: no counter left to use: software events only");
+        return 0;
+    }
+
     pmu_intel_dev.min_width = pmu_intel_min_width();
     pmu_intel_dev.max_period = pmu_intel_max_period();
 
-    vendor->counters = pmu_intel_counter_bits();
+    vendor->counters = pmu_intel_own_bits();
     vendor->ack_mask = vendor->counters | pmu_intel_status_other();
-    vendor->nr_general = info->nr_gp;
-    vendor->nr_generic_slots = info->nr_gp + pmu_intel_nr_generic_fixed();
+    vendor->nr_general = nr_general;
+    vendor->nr_generic_slots = nr_general + pmu_intel_nr_generic_fixed();
     error = pmu_x86_register(vendor, pmu_intel_setup_local);
 
     if (error) {

@@ -42,6 +42,8 @@ struct pmu_intel_info {
     unsigned int ebx_length;        /* length of the CPUID.0AH:EBX vector */
     uint32_t events_available;      /* bit i: architectural event i */
     bool full_width_writes;
+    unsigned int family;            /* displayed family and model */
+    unsigned int model;             /* (CPUID.1:EAX), for the quirks */
 };
 
 /* Detection results, valid after pmu_intel_setup. Any context. */

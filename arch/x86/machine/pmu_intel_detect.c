@@ -98,6 +98,22 @@ pmu_intel_detect(struct pmu_intel_info *info)
 
     cpu_cpuid(1, 0, &eax, &ebx, &ecx, &edx);
 
+    /*
+     * Displayed family and model (SDM vol. 2A, CPUID, "Processor Version
+     * Information"): the extended model counts with families 6 and 0FH,
+     * the extended family with 0FH only.
+     */
+    info->family = (eax >> 8) & 0xf;
+    info->model = (eax >> 4) & 0xf;
+
+    if (info->family == 0xf) {
+        info->family += (eax >> 20) & 0xff;
+    }
+
+    if (info->family == 0x6 || info->family >= 0xf) {
+        info->model |= ((eax >> 16) & 0xf) << 4;
+    }
+
     /* A hypervisor may advertise PDCM yet fault on the MSR. */
     if ((ecx & CPU_CPUID1_ECX_PDCM)
         && cpu_get_msr_safe(PMU_INTEL_MSR_PERF_CAP, &perf_cap) == 0) {

@@ -267,6 +267,7 @@ cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
         *ecx = 0x6c65746e;
         break;
     case 1:
+        *eax = model.config.cpuid1_eax;
         *ecx = model.config.cpuid1_ecx;
         break;
     case 0xa:
@@ -385,6 +386,57 @@ model_count_access(uint32_t msr, unsigned long *counts)
 static void model_drift(void);
 
 /*
+ * Whether a hypervisor emulates msr (model_config.nr_gp_emulated,
+ * fixed_unemulated): the MSRs of the other counters #GP.
+ */
+static bool
+model_emulated(uint32_t msr)
+{
+    unsigned int nr = model.config.nr_gp_emulated;
+
+    if (nr != 0
+        && ((msr >= MODEL_MSR_PMC(nr) && msr < MODEL_MSR_PMC(MODEL_MAX_GP))
+            || (msr >= MODEL_MSR_A_PMC(nr)
+                && msr < MODEL_MSR_A_PMC(MODEL_MAX_GP))
+            || (msr >= MODEL_MSR_EVTSEL(nr)
+                && msr < MODEL_MSR_EVTSEL(MODEL_MAX_GP)))) {
+        return false;
+    }
+
+    if (msr >= MODEL_MSR_FIXED_CTR(0)
+        && msr < MODEL_MSR_FIXED_CTR(MODEL_MAX_FIXED)
+        && (model.config.fixed_unemulated
+            & (1U << (msr - MODEL_MSR_FIXED_CTR(0))))) {
+        return false;
+    }
+
+    return true;
+}
+
+/* Haswell or Broadwell (SDM vol. 4, table 2-1), by CPUID.1:EAX. */
+static bool
+model_is_hsw_bdw(void)
+{
+    static const unsigned int models[] = {
+        0x3c, 0x3f, 0x45, 0x46, 0x3d, 0x47, 0x4f, 0x56,
+    };
+    uint32_t eax = model.config.cpuid1_eax;
+    unsigned int model_nr = ((eax >> 4) & 0xf) | (((eax >> 16) & 0xf) << 4);
+
+    if (((eax >> 8) & 0xf) != 6) {
+        return false;
+    }
+
+    for (unsigned int i = 0; i < sizeof(models) / sizeof(models[0]); i++) {
+        if (model_nr == models[i]) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+/*
  * The register a driver access reaches, as model_lookup, but with the
  * configured misbehaviour of the PMU MSRs: with MODEL_PMU_MSRS_FAULT
  * none exists.
@@ -399,7 +451,7 @@ model_lookup_access(uint32_t msr, uint64_t **regp, int *counterp)
         return false;
     }
 
-    return exists;
+    return exists && model_emulated(msr);
 }
 
 static bool
@@ -473,6 +525,16 @@ model_write_counter(uint32_t msr, uint64_t *reg, unsigned int id,
     }
 
     model.counted_at_write[id] = model.counted[id];
+
+    /* Errata HSW11 and BDM11: INST_RETIRED.ALL preset below 100. */
+    if (id < MODEL_FIXED_BASE && model_is_hsw_bdw()
+        && (model.regs.evtsel[id] & 0xffff)
+           == model_event_code(MODEL_EV_INST_RETIRED_ALL)
+        && *reg != 0 && mask + 1 - *reg < 100) {
+        model_fault("erratum HSW11: INST_RETIRED.ALL counter %u preset to "
+                    "%llu events", id,
+                    (unsigned long long)(mask + 1 - *reg));
+    }
 }
 
 static bool
@@ -625,6 +687,24 @@ cpu_set_msr_safe(uint32_t msr, uint64_t value)
     cpu_set_msr(msr, value);
     model.safe_access = false;
     return model.safe_faulted ? EIO : 0;
+}
+
+void
+model_firmware_counter(unsigned int id, struct model_event event)
+{
+    if (id >= MODEL_FIXED_BASE) {
+        unsigned int j = id - MODEL_FIXED_BASE;
+
+        model.regs.fixed_ctrl |= MODEL_FIXED_FIELD(j, MODEL_FIXED_OS
+                                                      | MODEL_FIXED_USR);
+    } else {
+        model.regs.evtsel[id] = MODEL_EVTSEL_EN | MODEL_EVTSEL_OS
+                                | MODEL_EVTSEL_USR | model_event_code(event);
+    }
+
+    if (model.version >= 2) {
+        model.regs.global_ctrl |= 1ULL << id;
+    }
 }
 
 uint64_t
@@ -880,6 +960,12 @@ model_counter_counts(unsigned int id, const struct model_event *event,
 
         if (!(evtsel & MODEL_EVTSEL_EN)
             || !(evtsel & (kern ? MODEL_EVTSEL_OS : MODEL_EVTSEL_USR))) {
+            return false;
+        }
+
+        /* Haswell, Broadwell: L1D_PEND_MISS.PENDING, counter 2 only. */
+        if (model_is_hsw_bdw() && id != 2
+            && code == model_event_code(MODEL_EV_L1D_PEND_MISS)) {
             return false;
         }
     }

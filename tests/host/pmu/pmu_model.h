@@ -58,6 +58,21 @@
  *   as under a hypervisor that ignores the write.
  * - PMU MSRs that #GP or ignore writes (model_config.pmu_msrs), as under a
  *   hypervisor that advertises CPUID leaf 0AH without emulating them.
+ * - Partial emulation (model_config.nr_gp_emulated, fixed_unemulated):
+ *   the driver's accesses to the MSRs of counters CPUID advertises beyond
+ *   those a hypervisor emulates #GP.
+ * - Model quirks, by CPUID.1:EAX (model_config.cpuid1_eax), on Haswell and
+ *   Broadwell (DisplayFamily_DisplayModel 06_3CH, 3FH, 45H, 46H, 3DH, 47H,
+ *   4FH, 56H: SDM vol. 4, table 2-1): L1D_PEND_MISS.PENDING (event 48H,
+ *   umask 01H) counts on general counter 2 only, on any other it counts
+ *   nothing (SDM vol. 3B, the non-architectural event tables of those
+ *   processors: "Counter 2 only"); and a general counter of
+ *   INST_RETIRED.ALL (event C0H, umask 01H) written with fewer than 100
+ *   events to its overflow is errata HSW11/BDM11 (specification updates
+ *   of the 4th and 5th generation Intel Core processors), which the
+ *   model records as a fault.
+ * - Counters firmware enabled before the kernel
+ *   (model_firmware_counter), which go on counting their event.
  *
  * Choices of the model: an access to a register the configured PMU lacks,
  * or a write of a reserved bit, is a #GP; the model records it (the tests
@@ -148,7 +163,19 @@ struct model_config {
     uint32_t a_edx;
     uint64_t perf_capabilities; /* IA32_PERF_CAPABILITIES, with PDCM */
     enum model_pmu_msrs pmu_msrs;
+    uint32_t cpuid1_eax;        /* CPUID.1:EAX: family, model, stepping */
+    unsigned int nr_gp_emulated;    /* general counters whose MSRs work
+                                       (0: every advertised one) */
+    uint32_t fixed_unemulated;  /* fixed counters whose MSRs #GP */
 };
+
+/* CPUID.1:EAX of a family 6 model (displayed model, stepping 0). */
+#define MODEL_CPUID1_EAX_FAM6(model)                                    \
+    ((6U << 8) | (((model) & 0xfU) << 4) | ((((model) >> 4) & 0xfU) << 16))
+#define MODEL_HASWELL           0x3c
+
+#define MODEL_EV_L1D_PEND_MISS  ((struct model_event){ 0x48, 0x01 })
+#define MODEL_EV_INST_RETIRED_ALL   ((struct model_event){ 0xc0, 0x01 })
 
 /* An event by event select and unit mask. */
 struct model_event {
@@ -219,6 +246,13 @@ uint64_t model_counted_at_write(unsigned int id);
 
 /* Events every ring-0 counter counts before each driver RDMSR/WRMSR. */
 void model_set_drift(uint64_t events);
+
+/*
+ * Firmware's use of counter id before the kernel boots: event counted in
+ * both rings, the counter enabled in its event select (or fixed field)
+ * and, from version 2, in IA32_PERF_GLOBAL_CTRL.
+ */
+void model_firmware_counter(unsigned int id, struct model_event event);
 
 /* IA32_PERF_GLOBAL_STATUS bits that acknowledgments do not clear. */
 void model_set_stuck_status(uint64_t bits);

@@ -650,6 +650,34 @@ model_amd_count(unsigned int n, uint64_t events)
     }
 }
 
+/*
+ * Family 15h: the counters that count an event (event select 11:0), the
+ * others counting nothing of it (BKDG for family 15h processors, each
+ * event's PERF_CTL restriction): 060h to 09Fh and 0D0h to 0DFh on
+ * PERF_CTL[2:0], the floating-point events 000h to 00Fh on PERF_CTL[5:3].
+ * Other families: every counter.
+ */
+static bool
+model_amd_counter_takes(unsigned int n, uint64_t ctl)
+{
+    unsigned int event = (unsigned int)((ctl & 0xff) | ((ctl >> 24) & 0xf00));
+
+    if (m.config.family != 0x15) {
+        return true;
+    }
+
+    if ((event >= 0x060 && event <= 0x09f)
+        || (event >= 0x0d0 && event <= 0x0df)) {
+        return n <= 2;
+    }
+
+    if (event <= 0x00f) {
+        return n >= 3 && n <= 5;
+    }
+
+    return true;
+}
+
 /* Whether counter n counts code (any event when all) at ring now. */
 static bool
 model_amd_counts(unsigned int n, uint64_t code, bool all,
@@ -669,6 +697,10 @@ model_amd_counts(unsigned int n, uint64_t code, bool all,
 
     if (!(ctl & ((ring == MODEL_AMD_RING_KERN) ? MODEL_AMD_EVTSEL_OS
                                                : MODEL_AMD_EVTSEL_USR))) {
+        return false;
+    }
+
+    if (!model_amd_counter_takes(n, ctl)) {
         return false;
     }
 

@@ -33,6 +33,11 @@
  *   performance counter entry. AMD does not mask the entry on delivery;
  *   model_amd_config.lvt_masks makes it do so, as KVM did for AMD guests.
  *
+ * - Family 15h confines events to counters (BKDG for family 15h, each
+ *   event's PERF_CTL restriction): events 060h to 09Fh and 0D0h to 0DFh
+ *   count on PERF_CTL[2:0] only, floating-point events 000h to 00Fh on
+ *   PERF_CTL[5:3] only; on another counter they count nothing.
+ *
  * Inconvenient things, on demand: drift (counters count n events before
  * every driver RDMSR/WRMSR, as in the Intel model), stuck global status
  * bits, PMU MSRs that fault or read 0 and drop writes (a hypervisor with

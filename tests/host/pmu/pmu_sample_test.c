@@ -268,6 +268,27 @@ pmu_sample_check_cpu_event(const struct pmu_sample_env *env, unsigned int id)
 }
 
 void
+pmu_sample_check_least_period(const struct pmu_sample_env *env,
+                              unsigned int id)
+{
+    struct perfmon_session *session = pmu_sample_begin();
+    struct perfmon_sample_attr attr = { .session = session, .period = 1 };
+    struct perfmon_event *event = env->event(id, PERFMON_EF_KERN);
+    unsigned int used = perfmon_dev_nr_used_pmcs(pmu_sample_dev());
+
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), EINVAL);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_sample_dev()), used);
+    attr.period = 2;
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
+    HOST_ASSERT_EQ(perfmon_event_set_period(event, 1), EINVAL);
+    HOST_ASSERT_EQ(perfmon_event_set_period(event, 3), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_sample_end(session);
+}
+
+void
 pmu_sample_check_thread_event(const struct pmu_sample_env *env,
                               unsigned int id)
 {
@@ -287,15 +308,18 @@ pmu_sample_check_thread_event(const struct pmu_sample_env *env,
 
     host_env_switch_in(thread);
     pmu_sample_assert_left(env, event, period);
-    env->retire(id, period - 1);
+    env->retire(id, period - 2);
     host_env_switch_out(thread);
     env->retire(id, 2 * period);
     HOST_ASSERT(!env->pmi_pending());
 
-    /* Back on the CPU, the period goes on where it was left: 1 event. */
+    /*
+     * Back on the CPU, the period goes on where it was left: 2 events
+     * (hardware counters are never preset to fewer).
+     */
     host_env_switch_in(thread);
-    pmu_sample_assert_left(env, event, 1);
-    env->retire(id, 1);
+    pmu_sample_assert_left(env, event, 2);
+    env->retire(id, 2);
     pmu_sample_deliver(env, PMU_SAMPLE_IP(1));
     HOST_ASSERT_EQ(pmu_sample_nr(event), 1);
 

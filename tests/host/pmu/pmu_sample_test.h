@@ -105,4 +105,13 @@ void pmu_sample_check_refresh_and_period(const struct pmu_sample_env *env,
 void pmu_sample_check_overflow_before_preset(const struct pmu_sample_env *env,
                                              unsigned int id);
 
+/*
+ * A hardware counter is never preset to fewer than 2 events: a sampling
+ * event of generic event id with a period of 1 is EINVAL at attach
+ * (taking nothing), 2 attaches, and an attached event's period cannot
+ * become 1 (refused, never silently raised).
+ */
+void pmu_sample_check_least_period(const struct pmu_sample_env *env,
+                                   unsigned int id);
+
 #endif /* HOST_PMU_SAMPLE_TEST_H */

@@ -12,6 +12,8 @@
  *      with five counters, whose PMI masks the LVT entry (KVM's bug).
  *   4  zen4: 19h model 11h, PerfMonV2 with six counters.
  *   5  poll: Zen 2 (17h model 31h), PerfCtrExtCore, pmu_amd.pmi=0.
+ *   6  fam15h: Piledriver (15h model 02h), six PerfCtrExtCore counters,
+ *      PMI by the top bit, events confined to counters (pmu_model_amd.h).
  *
  * Expected event codes come from the tables below, written from the PPRs
  * (and the facts sheet quoting them), not from the driver.
@@ -89,8 +91,18 @@ static const struct model_amd_config pmu_test_config = {
     .family = 0x17, .model = 0x31, .ext_max = 0x80000020, .ext_core = true,
 };
 
+#elif PMU_TEST_CONFIG == 6
+
+#define PMU_TEST_NR             6
+#define PMU_TEST_OVF            PMU_AMD_OVF_TOP_BIT
+#define PMU_TEST_GEN            PMU_AMD_GEN_K7
+#define PMU_TEST_FAM15H
+static const struct model_amd_config pmu_test_config = {
+    .family = 0x15, .model = 0x02, .ext_max = 0x8000001e, .ext_core = true,
+};
+
 #else
-#error "PMU_TEST_CONFIG must be 1 to 5"
+#error "PMU_TEST_CONFIG must be 1 to 6"
 #endif
 
 #define PMU_TEST_HAS_PMI        (PMU_TEST_OVF != PMU_AMD_OVF_POLL)
@@ -178,17 +190,20 @@ pmu_test_msr_ctr(unsigned int n)
                                     : MODEL_AMD_MSR_LEGACY_CTR(n);
 }
 
-/* State firmware, an earlier kernel or a rebooted guest leaves. */
+/*
+ * State firmware, an earlier kernel or a rebooted guest leaves, with EN
+ * clear: an enabled counter is firmware's, which the driver leaves alone
+ * (test_pmu_amd_fw below).
+ */
 static void
 pmu_test_dirty_pmu(void)
 {
-    model_amd_poke(pmu_test_msr_ctl(0), MODEL_AMD_EVTSEL_EN
-                   | MODEL_AMD_EVTSEL_OS | MODEL_AMD_EVTSEL_INT
+    model_amd_poke(pmu_test_msr_ctl(0), MODEL_AMD_EVTSEL_OS
+                   | MODEL_AMD_EVTSEL_INT | PMU_TEST_CYCLES);
+    model_amd_poke(pmu_test_msr_ctl(PMU_TEST_NR - 1), MODEL_AMD_EVTSEL_USR
+                   | PMU_TEST_INSTRUCTIONS);
+    model_amd_poke(MODEL_AMD_MSR_LEGACY_CTL(3), MODEL_AMD_EVTSEL_OS
                    | PMU_TEST_CYCLES);
-    model_amd_poke(pmu_test_msr_ctl(PMU_TEST_NR - 1), MODEL_AMD_EVTSEL_EN
-                   | MODEL_AMD_EVTSEL_USR | PMU_TEST_INSTRUCTIONS);
-    model_amd_poke(MODEL_AMD_MSR_LEGACY_CTL(3), MODEL_AMD_EVTSEL_EN
-                   | MODEL_AMD_EVTSEL_OS | PMU_TEST_CYCLES);
 
     if (PMU_TEST_V2) {
         model_amd_poke(MODEL_AMD_MSR_GLOBAL_STATUS, 0x3);
@@ -978,7 +993,8 @@ pmu_test_preset(const struct perfmon_event *event, uint64_t n)
 
 /*
  * A preset of n writes 2^48 - n, bit 47 (the top-bit mode's flag) set,
- * up to 2^47; beyond, n is limited to 2^47, and 0 to 1.
+ * up to 2^47; beyond, n is limited to 2^47, and below 2 to 2 (never an
+ * overflow on the next event).
  */
 HOST_TEST(preset_writes_two_to_the_48_minus_n_and_limits_n)
 {
@@ -998,7 +1014,7 @@ HOST_TEST(preset_writes_two_to_the_48_minus_n_and_limits_n)
     n = pmu_test_counter(event);
 
     for (unsigned int k = 0; k < ARRAY_SIZE(ns); k++) {
-        uint64_t value = -ns[k] & PMU_TEST_CTR_MASK;
+        uint64_t value = -MAX(ns[k], 2) & PMU_TEST_CTR_MASK;
 
         HOST_ASSERT(value & PMU_TEST_TOP_BIT);
         HOST_ASSERT_EQ(pmu_test_preset(event, ns[k]), value);
@@ -1010,7 +1026,7 @@ HOST_TEST(preset_writes_two_to_the_48_minus_n_and_limits_n)
         HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)), PMU_TEST_TOP_BIT);
     }
 
-    HOST_ASSERT_EQ(pmu_test_preset(event, 0), PMU_TEST_CTR_MASK);
+    HOST_ASSERT_EQ(pmu_test_preset(event, 0), PMU_TEST_CTR_MASK - 1);
     pmu_test_assert_no_fault();
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();
@@ -1223,7 +1239,7 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     HOST_ASSERT(model_amd_pmi_pending());
 
     ctl_writes = model_amd_nr_writes(MODEL_AMD_MSR_GLOBAL_CTL);
-    HOST_ASSERT_EQ(pmu_test_preset(event, 1), PMU_TEST_CTR_MASK);
+    HOST_ASSERT_EQ(pmu_test_preset(event, 2), PMU_TEST_CTR_MASK - 1);
 
     if (PMU_TEST_V2) {
         HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS) & bit, 0);
@@ -1242,10 +1258,19 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
 
     model_amd_retire(MODEL_AMD_EV_BRANCHES, 1, MODEL_AMD_RING_KERN);
+    HOST_ASSERT(!model_amd_pmi_pending());
+    model_amd_retire(MODEL_AMD_EV_BRANCHES, 1, MODEL_AMD_RING_KERN);
     HOST_ASSERT(model_amd_pmi_pending());
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_test_end();
+}
+
+HOST_TEST(sampling_period_below_two_is_einval)
+{
+    pmu_test_begin();
+    pmu_sample_check_least_period(&pmu_test_sample_env, PERFMON_EV_BRANCH);
     pmu_test_end();
 }
 
@@ -1260,5 +1285,86 @@ HOST_TEST(sampling_event_attach_is_einval_when_polled)
 }
 
 #endif /* PMU_TEST_CONFIG */
+
+#ifdef PMU_TEST_FAM15H
+
+/* Every attached event that holds a counter holds one that counts it. */
+static void
+pmu_test_assert_confined(struct perfmon_event *const *events,
+                         unsigned int nr, uint32_t confined)
+{
+    unsigned int pmc_id, width;
+
+    for (unsigned int k = 0; k < nr; k++) {
+        if ((confined & (1U << k))
+            && perfmon_dev_pmc(pmu_test_dev(),
+                               perfmon_event_pmc_index(events[k]), &pmc_id,
+                               &width)) {
+            HOST_ASSERT(pmc_id <= 2);
+        }
+    }
+}
+
+/*
+ * Family 15h: cycles (PMCx076) counts on PERF_CTL[2:0] only. Attached
+ * after instructions, branches and branch misses, which any counter
+ * counts, it still gets one of those three, and counts exactly. Then
+ * more events confined there than the three counters (PMCx0D0, PMCx080,
+ * PMCx081): they take turns, and no rotation moves one to a counter
+ * that does not count it; a floating-point one (PMCx003) gets one of
+ * PERF_CTL[5:3] once the others leave room.
+ */
+HOST_TEST(fam15h_events_get_only_counters_that_count_them)
+{
+    struct perfmon_event *events[7], *fp;
+    uint64_t before;
+
+    pmu_test_begin();
+    events[0] = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
+    events[1] = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    events[2] = pmu_test_attach_cpu(PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
+    events[3] = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
+    HOST_ASSERT(pmu_test_counter(events[3]) <= 2);
+    model_amd_retire(MODEL_AMD_EV_CYCLES, 1000, MODEL_AMD_RING_KERN);
+    model_amd_retire(MODEL_AMD_EV_INSTRUCTIONS, 500, MODEL_AMD_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(events[3]), 1000);
+    HOST_ASSERT_EQ(pmu_test_read(events[0]), 500);
+
+    events[4] = pmu_test_attach_cpu(MODEL_AMD_CODE(0x0d0, 0x00),
+                                    PERFMON_EF_RAW | PERFMON_EF_KERN);
+    events[5] = pmu_test_attach_cpu(MODEL_AMD_CODE(0x080, 0x00),
+                                    PERFMON_EF_RAW | PERFMON_EF_KERN);
+    events[6] = pmu_test_attach_cpu(MODEL_AMD_CODE(0x081, 0x00),
+                                    PERFMON_EF_RAW | PERFMON_EF_KERN);
+    pmu_test_assert_confined(events, 7, 0x78);
+
+    for (unsigned int r = 0; r < 8; r++) {
+        HOST_ASSERT(perfmon_mux_rotate(pmu_test_dev()));
+        pmu_test_assert_confined(events, 7, 0x78);
+
+        /* Cycles counts exactly while it holds a counter. */
+        before = pmu_test_read(events[3]);
+        model_amd_retire(MODEL_AMD_EV_CYCLES, 10, MODEL_AMD_RING_KERN);
+
+        if (pmu_test_read(events[3]) != before) {
+            HOST_ASSERT_EQ(pmu_test_read(events[3]) - before, 10);
+            HOST_ASSERT(pmu_test_counter(events[3]) <= 2);
+        }
+    }
+
+    for (unsigned int k = 0; k < 7; k++) {
+        HOST_ASSERT_EQ(perfmon_event_detach(events[k]), 0);
+    }
+
+    fp = pmu_test_attach_cpu(MODEL_AMD_CODE(0x003, 0x01),
+                             PERFMON_EF_RAW | PERFMON_EF_KERN);
+    HOST_ASSERT(pmu_test_counter(fp) >= 3);
+    model_amd_retire(MODEL_AMD_CODE(0x003, 0x01), 7, MODEL_AMD_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(fp), 7);
+    HOST_ASSERT_EQ(perfmon_event_detach(fp), 0);
+    pmu_test_end();
+}
+
+#endif /* PMU_TEST_FAM15H */
 
 HOST_TEST_MAIN()

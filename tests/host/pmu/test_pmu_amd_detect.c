@@ -2,7 +2,8 @@
  * Host tests of the AMD PMU driver's detection (pmu_amd_detect) against
  * CPUID answers of the AMD model, and of its setup on CPUs where it must
  * register nothing: another vendor, PMU MSRs that fault or ignore writes.
- * None of these registers a device, so every test reconfigures the model.
+ * None of these registers a device, so every test reconfigures the model;
+ * the last one, with counters firmware holds, registers.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -13,6 +14,7 @@
 #include <kern/init.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_test.h>
 #include <machine/pmu_amd.h>
 
 #include "host_env.h"
@@ -250,6 +252,70 @@ HOST_TEST(other_vendor_setup_touches_no_msr)
 
     setup_run(&config);
     HOST_ASSERT_EQ(model_amd_nr_all_reads() + model_amd_nr_all_writes(), 0);
+}
+
+/* ------------------------------------------------------------------ */
+/* Setup that registers (last: a device registers once per process)   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A counter firmware enabled before the kernel (PerfEvtSel EN, and its
+ * PerfCntrGlobalCtl bit, which resets set) is left alone: setup writes
+ * none of its registers, the driver never hands it out, it keeps
+ * counting, and one line says so; perfmon's device names it (perf list
+ * shows it).
+ */
+HOST_TEST(counters_firmware_enabled_are_left_alone)
+{
+    static struct perfmon_event events[6];
+    const uint64_t fw_ctl = MODEL_AMD_EVTSEL_EN | MODEL_AMD_EVTSEL_OS
+                            | MODEL_AMD_EVTSEL_USR | MODEL_AMD_EV_CYCLES;
+    struct model_amd_config config = {
+        .family = 0x19, .model = 0x11, .ext_max = 0x80000028,
+        .ext_core = true, .perfmon_v2 = true, .v2_nr = 6,
+    };
+    struct perfmon_dev *dev;
+    unsigned int pmc_id, width, lines;
+    uint64_t fw_count;
+
+    model_amd_reset(&config);
+    model_amd_poke(MODEL_AMD_MSR_CTL(2), fw_ctl);
+    lines = host_env_nr_log_lines();
+    HOST_ASSERT_EQ(init_op_pmu_amd_setup.fn(), 0);
+    HOST_ASSERT_EQ(model_amd_nr_faults(), 0);
+    HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_CTL(2)), fw_ctl);
+    HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_CTL), 1ULL << 2);
+    dev = perfmon_get_dev(false);
+    HOST_ASSERT(dev != NULL);
+    HOST_ASSERT_EQ(dev->fw_pmcs, 1ULL << 2);
+    HOST_ASSERT_EQ(dev->nr_pmcs, 5);
+    HOST_ASSERT_EQ(host_env_nr_log_lines_with("firmware holds"), 1);
+    HOST_ASSERT(host_env_nr_log_lines() - lines >= 1);
+
+    fw_count = model_amd_msr(MODEL_AMD_MSR_CTR(2));
+
+    for (unsigned int k = 0; k < 6; k++) {
+        HOST_ASSERT_EQ(perfmon_event_init(&events[k], 0x80 + k,
+                                          PERFMON_EF_RAW | PERFMON_EF_KERN),
+                       0);
+        HOST_ASSERT_EQ(perfmon_event_attach_cpu(&events[k], 0), 0);
+
+        if (perfmon_dev_pmc(dev, perfmon_event_pmc_index(&events[k]),
+                            &pmc_id, &width)) {
+            HOST_ASSERT(pmc_id != 2);
+        }
+    }
+
+    model_amd_retire(MODEL_AMD_EV_CYCLES, 30, MODEL_AMD_RING_USER);
+    HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_CTR(2)) - fw_count, 30);
+
+    for (unsigned int k = 0; k < 6; k++) {
+        HOST_ASSERT_EQ(perfmon_event_detach(&events[k]), 0);
+    }
+
+    HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_CTL(2)), fw_ctl);
+    HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_CTL), 1ULL << 2);
+    HOST_ASSERT_EQ(model_amd_nr_faults(), 0);
 }
 
 HOST_TEST_MAIN()

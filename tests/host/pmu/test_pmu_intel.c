@@ -10,7 +10,9 @@
  *      unavailable.
  *   2  version 2: 4 general and 3 fixed counters of 40 bits, 32-bit
  *      counter writes (PDCM, but no FW_WRITE), PMI, the legacy freeze
- *      on PMI; an EBX vector of 6, so branch misses are unavailable.
+ *      on PMI; an EBX vector of 6, so branch misses are unavailable;
+ *      Haswell's family and model (06_3CH), with its quirks (counter
+ *      constraints, least periods: pmu_model.h).
  *   5  version 5: 8 general counters of 48 bits, fixed counters 0 and 2
  *      only (ECX bitmask) of 40 bits, full-width writes, PMI, the
  *      streamlined (version 4) freeze on PMI; LLC misses unavailable.
@@ -26,6 +28,7 @@
 #include <kern/errno.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_session.h>
 #include <kern/perfmon_td.h>
 #include <kern/perfmon_test.h>
 #include <kern/syscnt.h>
@@ -72,8 +75,11 @@ static const struct model_config pmu_test_config = {
 #define PMU_TEST_POLL_TICKS     0
 #define PMU_TEST_UNAVAILABLE    PERFMON_EV_BRANCH_MISS
 
+#define PMU_TEST_HASWELL       true
+
 static const struct model_config pmu_test_config = {
     .max_leaf = 0xd,
+    .cpuid1_eax = MODEL_CPUID1_EAX_FAM6(MODEL_HASWELL),
     .cpuid1_ecx = MODEL_CPUID1_ECX_PDCM,
     .a_eax = MODEL_CPUID_A_EAX(2, 4, 40, 6),
     .a_edx = MODEL_CPUID_A_EDX(3, 40),
@@ -103,6 +109,10 @@ static const struct model_config pmu_test_config = {
 
 #else
 #error "PMU_TEST_VERSION must be 1, 2 or 5"
+#endif
+
+#ifndef PMU_TEST_HASWELL
+#define PMU_TEST_HASWELL        false
 #endif
 
 #define PMU_TEST_HAS_PMI        (PMU_TEST_VERSION >= 2)
@@ -139,21 +149,24 @@ static unsigned int pmu_test_nr_events;
 static struct thread pmu_test_threads[PMU_TEST_MAX_THREADS];
 static unsigned int pmu_test_nr_threads;
 
-/* State a firmware or an earlier kernel could leave in the PMU. */
+/*
+ * State a firmware or an earlier kernel could leave in the PMU: event
+ * selects programmed but not enabled (an enabled counter is firmware's,
+ * which the driver leaves alone: test_pmu_intel_quirks.c), stale values,
+ * overflows and freeze bits.
+ */
 static void
 pmu_test_dirty_pmu(void)
 {
-    model_poke(MODEL_MSR_EVTSEL(0), MODEL_EVTSEL_EN | MODEL_EVTSEL_OS
-                                    | MODEL_EVTSEL_INT
+    model_poke(MODEL_MSR_EVTSEL(0), MODEL_EVTSEL_OS | MODEL_EVTSEL_INT
                                     | model_event_code(MODEL_EV_CYCLES));
     model_poke(MODEL_MSR_EVTSEL(PMU_TEST_NR_GP - 1),
-               MODEL_EVTSEL_EN | MODEL_EVTSEL_USR
-               | model_event_code(MODEL_EV_INSTRUCTIONS));
+               MODEL_EVTSEL_USR | model_event_code(MODEL_EV_INSTRUCTIONS));
     model_poke(MODEL_MSR_PMC(0), 0x1234);
 
     if (PMU_TEST_HAS_PMI) {
         model_poke(MODEL_MSR_FIXED_CTRL,
-                   MODEL_FIXED_FIELD(0, MODEL_FIXED_OS | MODEL_FIXED_PMI));
+                   MODEL_FIXED_FIELD(0, MODEL_FIXED_PMI));
         model_poke(MODEL_MSR_GLOBAL_STATUS, (1ULL << 0)
                                             | MODEL_GLOBAL_FIXED(0)
                                             | MODEL_STATUS_COND_CHGD);
@@ -676,6 +689,19 @@ pmu_test_holds_counter(const struct perfmon_event *event)
                            &pmc_id, &width);
 }
 
+/*
+ * The general counter the driver hands out i-th to events that any
+ * counter counts: in order, but on Haswell counter 2, which
+ * L1D_PEND_MISS.PENDING counts on alone, last. Fixed counters as they are.
+ */
+static unsigned int
+pmu_test_gp_order(unsigned int id)
+{
+    static const unsigned int haswell[] = { 0, 1, 3, 2 };
+
+    return (PMU_TEST_HASWELL && id < 4) ? haswell[id] : id;
+}
+
 HOST_TEST(generic_events_together_get_distinct_counters)
 {
     struct perfmon_event *events[ARRAY_SIZE(pmu_test_generics)];
@@ -707,10 +733,11 @@ HOST_TEST(generic_events_together_get_distinct_counters)
         }
 
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(events[k], 0), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(events[k]), row->together);
-        pmu_test_assert_programmed(row->together,
+        HOST_ASSERT_EQ(pmu_test_pmc_id(events[k]),
+                       pmu_test_gp_order(row->together));
+        pmu_test_assert_programmed(pmu_test_gp_order(row->together),
                                    model_event_code(row->event), flags);
-        global_ctrl |= 1ULL << row->together;
+        global_ctrl |= 1ULL << pmu_test_gp_order(row->together);
     }
 
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL),
@@ -926,8 +953,9 @@ HOST_TEST(exhausted_counters_multiplex)
 
     for (i = 0; i < PMU_TEST_NR_GP; i++) {
         HOST_ASSERT_EQ(pmu_test_attach_raw(i, &event), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(event), i);
-        pmu_test_assert_programmed(i, 0x0100 | (0xd0 + i), PERFMON_EF_KERN);
+        HOST_ASSERT_EQ(pmu_test_pmc_id(event), pmu_test_gp_order(i));
+        pmu_test_assert_programmed(pmu_test_gp_order(i), 0x0100 | (0xd0 + i),
+                                   PERFMON_EF_KERN);
     }
 
     /*
@@ -2237,7 +2265,8 @@ pmu_test_gp_preset_writes(unsigned int i)
  * A preset of n leaves 2^width - n in the counter, returned, on a general
  * counter (through IA32_A_PMCx with full-width writes, else IA32_PMCx,
  * whose sign extension gives the same value up to n = 2^31) and on a
- * fixed counter (full width).
+ * fixed counter (full width); n is 2 at least (never an overflow on the
+ * next event).
  */
 HOST_TEST(preset_writes_two_to_the_width_minus_n)
 {
@@ -2254,8 +2283,9 @@ HOST_TEST(preset_writes_two_to_the_width_minus_n)
     HOST_ASSERT_EQ(fixed_id, PMU_TEST_FIXED(0));
 
     for (unsigned int k = 0; k < ARRAY_SIZE(ns); k++) {
-        uint64_t gp_value = -ns[k] & (PMU_TEST_GP_PERIOD - 1);
-        uint64_t fixed_value = -ns[k] & (pmu_test_period(fixed_id) - 1);
+        uint64_t n = MAX(ns[k], 2);
+        uint64_t gp_value = -n & (PMU_TEST_GP_PERIOD - 1);
+        uint64_t fixed_value = -n & (pmu_test_period(fixed_id) - 1);
         unsigned long writes = pmu_test_gp_preset_writes(gp_id);
 
         HOST_ASSERT_EQ(pmu_test_preset(gp, ns[k]), gp_value);
@@ -2276,7 +2306,7 @@ HOST_TEST(preset_writes_two_to_the_width_minus_n)
 }
 
 /*
- * n beyond max_period is limited to it, and 0 to 1: the write never needs
+ * n beyond max_period is limited to it, and 0 to 2: the write never needs
  * bits the register does not take (a full-width alias would #GP, a 32-bit
  * write would sign-extend to a short period).
  */
@@ -2301,9 +2331,9 @@ HOST_TEST(preset_beyond_max_period_is_limited)
         HOST_ASSERT_EQ(model_msr(MODEL_MSR_FIXED_CTR(0)), fixed_max);
     }
 
-    HOST_ASSERT_EQ(pmu_test_preset(gp, 0), PMU_TEST_GP_PERIOD - 1);
+    HOST_ASSERT_EQ(pmu_test_preset(gp, 0), PMU_TEST_GP_PERIOD - 2);
     HOST_ASSERT_EQ(pmu_test_preset(fixed, 0),
-                   pmu_test_period(PMU_TEST_FIXED(0)) - 1);
+                   pmu_test_period(PMU_TEST_FIXED(0)) - 2);
     pmu_test_assert_no_fault();
     pmu_test_detach_all();
     pmu_test_end();
@@ -2863,8 +2893,8 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
 
     ctrl_writes = model_nr_writes(MODEL_MSR_GLOBAL_CTRL);
     ovf_writes = model_nr_writes(MODEL_MSR_GLOBAL_OVF);
-    HOST_ASSERT_EQ(pmu_test_preset(event, 1),
-                   -1ULL & (PMU_TEST_GP_PERIOD - 1));
+    HOST_ASSERT_EQ(pmu_test_preset(event, 2),
+                   -2ULL & (PMU_TEST_GP_PERIOD - 1));
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
     HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_CTRL) - ctrl_writes, 2);
@@ -2876,7 +2906,9 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
     HOST_ASSERT_EQ(pmu_test_nr_reports, 0);
 
-    /* The period of 1 is whole: the next event overflows and interrupts. */
+    /* The period of 2 is whole: its second event overflows, interrupts. */
+    model_retire(MODEL_EV_BRANCHES, 1, MODEL_RING_KERN);
+    HOST_ASSERT(!model_pmi_pending());
     model_retire(MODEL_EV_BRANCHES, 1, MODEL_RING_KERN);
     HOST_ASSERT(model_pmi_pending());
 
@@ -2895,6 +2927,106 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     pmu_test_end();
 }
 
+/* Retire two branches at the first GLOBAL_CTRL write that enables PMC0. */
+static bool pmu_test_batch_hook_done;
+
+static void
+pmu_test_batch_hook(uint32_t msr, uint64_t value)
+{
+    if (msr == MODEL_MSR_GLOBAL_CTRL && (value & 1)
+        && !pmu_test_batch_hook_done) {
+        pmu_test_batch_hook_done = true;
+        model_retire(MODEL_EV_BRANCHES, 2, MODEL_RING_KERN);
+    }
+}
+
+/*
+ * In one batch (a context switch), a counter started for one slot, then
+ * stopped and started again for another: what a CPU does when another
+ * CPU changed the schedule during the switch, and the next slot follows
+ * it (the counter moves to a pinned sampling slot). Preset short, it
+ * overflows between batch_end's write of IA32_PERF_GLOBAL_CTRL, which
+ * enables it, and its clear of the stopped counters' overflow bits: the
+ * overflow of the new use must stay (SDM vol. 3B, 21.2.2: a status bit
+ * cleared is an overflow lost), and its PMI report the counter.
+ */
+HOST_TEST(batch_restart_of_a_stopped_counter_keeps_its_new_overflow)
+{
+    const struct perfmon_dev_ops *ops;
+    uint64_t config = model_event_code(MODEL_EV_BRANCHES) | MODEL_EVTSEL_OS;
+    unsigned long flags;
+    uint64_t wraps;
+
+    pmu_test_begin();
+    pmu_test_reports_reset();
+    ops = pmu_test_dev()->ops;
+    pmu_test_batch_hook_done = false;
+
+    wraps = model_nr_wraps(0);
+    flags = cpu_intr_save();
+    ops->batch_begin();
+    ops->start(0, config);
+    ops->stop(0);
+    ops->start(0, config);
+    ops->preset(0, 2);
+    model_set_wrmsr_hook(pmu_test_batch_hook);
+    ops->batch_end();
+    model_set_wrmsr_hook(NULL);
+    HOST_ASSERT(pmu_test_batch_hook_done);
+    HOST_ASSERT_EQ(model_nr_wraps(0) - wraps, 1);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & 1, 1);
+    cpu_intr_restore(flags);
+
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
+    HOST_ASSERT_EQ(pmu_test_reports[0].pmc_id, 0);
+
+    flags = cpu_intr_save();
+    ops->stop(0);
+    cpu_intr_restore(flags);
+    pmu_test_reports_reset();
+    pmu_test_end();
+}
+
+/*
+ * A sampling period shorter than the device presets is EINVAL, at attach
+ * and for a new period of an attached event, never silently raised: 2
+ * at least for any event; on Haswell and Broadwell 128 at least for
+ * INST_RETIRED.ALL (errata HSW11, BDM11: below 100 a wrong PMI or
+ * count), whose remainders of a period are raised to 128 at a preset.
+ */
+HOST_TEST(sampling_period_below_the_device_minimum_is_einval)
+{
+    struct perfmon_sample_attr attr = { 0 };
+    struct perfmon_session *session;
+    struct perfmon_event *insns;
+    uint64_t min = PMU_TEST_HASWELL ? 128 : 2;
+
+    pmu_test_begin();
+    pmu_sample_check_least_period(&pmu_test_sample_env, PERFMON_EV_BRANCH);
+    HOST_ASSERT_EQ(perfmon_session_create(&session, 4096), 0);
+    attr.session = session;
+
+    insns = pmu_test_event(model_event_code(MODEL_EV_INST_RETIRED_ALL),
+                           PERFMON_EF_RAW | PERFMON_EF_KERN);
+    attr.period = min - 1;
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(insns, &attr), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(insns, 0), EINVAL);
+    attr.period = min;
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(insns, &attr), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(insns, 0), 0);
+    HOST_ASSERT_EQ(perfmon_event_set_period(insns, min - 1), EINVAL);
+
+    /* A remainder of 5 events is preset as the least period. */
+    HOST_ASSERT_EQ(pmu_test_preset(insns, 5),
+                   -MAX(min, 5) & (PMU_TEST_GP_PERIOD - 1));
+    pmu_test_assert_no_fault();
+
+    pmu_test_detach_all();
+    HOST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    pmu_test_end();
+}
+
 #else /* !PMU_TEST_HAS_PMI */
 
 /* Version 1 has no PMI, so no sampling: attach refuses a sampling event. */
@@ -2906,6 +3038,54 @@ HOST_TEST(sampling_event_attach_is_einval_without_pmi)
 }
 
 #endif /* PMU_TEST_HAS_PMI */
+
+/*
+ * L1D_PEND_MISS.PENDING counts on general counter 2 only on Haswell and
+ * Broadwell (the version 2 PMU here has Haswell's model): attached first,
+ * it still gets counter 2 and counts there, the other events take the
+ * other counters, and a second use of it (other rings) waits for that
+ * counter rather than take one that does not count it; multiplexing
+ * moves it to no other counter. Elsewhere it takes the first free one.
+ */
+HOST_TEST(constrained_event_gets_only_a_counter_that_counts_it)
+{
+    const uint64_t code = model_event_code(MODEL_EV_L1D_PEND_MISS);
+    struct perfmon_event *pend, *other, *second;
+    unsigned int pmc_id, width;
+
+    pmu_test_begin();
+    pend = pmu_test_attach_cpu(code, PERFMON_EF_RAW | PERFMON_EF_KERN);
+
+    if (!PMU_TEST_HASWELL) {
+        HOST_ASSERT_EQ(pmu_test_pmc_id(pend), 0);
+        pmu_test_detach_all();
+        pmu_test_end();
+        return;
+    }
+
+    HOST_ASSERT_EQ(pmu_test_pmc_id(pend), 2);
+    other = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(other), 0);
+    model_retire(MODEL_EV_L1D_PEND_MISS, 100, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(pmu_test_read(pend), 100);
+
+    second = pmu_test_attach_cpu(code, PERFMON_EF_RAW | PERFMON_EF_USER);
+    HOST_ASSERT(!perfmon_dev_pmc(pmu_test_dev(),
+                                 perfmon_event_pmc_index(second), &pmc_id,
+                                 &width));
+
+    /* Its turn: counter 2, taken from the first use. */
+    HOST_ASSERT(perfmon_mux_rotate(pmu_test_dev()));
+    HOST_ASSERT_EQ(pmu_test_pmc_id(second), 2);
+    HOST_ASSERT(!perfmon_dev_pmc(pmu_test_dev(),
+                                 perfmon_event_pmc_index(pend), &pmc_id,
+                                 &width));
+    model_retire(MODEL_EV_L1D_PEND_MISS, 10, MODEL_RING_USER);
+    HOST_ASSERT_EQ(pmu_test_read(second), 10);
+    HOST_ASSERT_EQ(pmu_test_read(pend), 100);
+    pmu_test_detach_all();
+    pmu_test_end();
+}
 
 /*
  * A pinned group that the counter count lets through but the counters
