@@ -223,6 +223,8 @@ struct perfmon_cpu {
     struct timer poll_timers[PERFMON_MAX_DEVS];
     bool poll_armed[PERFMON_MAX_DEVS];
     struct perfmon_throttle throttle;
+    struct timer freq_timer;    /* frequency mode: each tick while a */
+    bool freq_armed;            /* frequency sampler is live here */
     struct syscnt sc_overflows;
     struct syscnt sc_samples;
     struct syscnt sc_throttles;
@@ -363,6 +365,9 @@ void perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 void perfmon_cpu_pmc_sample_due(struct perfmon_dev *dev,
                                 struct perfmon_cpu_pmc *cpmc, bool reload);
 void perfmon_throttle_timer(struct timer *timer);
+void perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *cpmc);
+void perfmon_freq_unload(struct perfmon_cpu_pmc *cpmc);
+void perfmon_freq_timer(struct timer *timer);
 bool perfmon_dev_can_sample(const struct perfmon_dev *dev);
 void perfmon_event_sampling_attach(struct perfmon_event *event);
 
@@ -405,6 +410,7 @@ void perfmon_event_bind(struct perfmon_event *event, struct perfmon_dev *dev,
                         unsigned int index, struct thread *thread,
                         unsigned int cpu);
 struct perfmon_cpu_pmc *perfmon_cpu_op_update(struct perfmon_event *event);
+uint64_t perfmon_muldiv(uint64_t a, uint64_t b, uint64_t c);
 bool perfmon_event_valid(const struct perfmon_event *event);
 
 /* perfmon_cpu.c, perfmon_sample.c, perfmon_mux.c: their part of setup */
