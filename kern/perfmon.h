@@ -375,7 +375,7 @@ int perfmon_group_reset(struct perfmon_group *group);
  */
 
 #define PERFMON_PERIOD_MAX          (1ULL << 62)
-#define PERFMON_FREQ_MAX            100000  /* samples a second */
+#define PERFMON_FREQ_MAX            100000U /* samples a second */
 #define PERFMON_SAMPLES_UNLIMITED   UINT64_MAX
 
 /*
