@@ -22,6 +22,10 @@
  * - The per-CPU tier of a CPU is only touched on that CPU with interrupts
  *   disabled: by the context switch, the overflow interrupt, the poll
  *   timer, and cross-CPU calls for CPU events and running threads.
+ * - A frequency sampler's estimate (the event's freq_* fields, and its
+ *   period) is written only where the sampler is live, with interrupts
+ *   disabled, never by the overflow path, which reads the period alone,
+ *   once per period (perfmon_sample.c, "Frequency mode").
  * - A loaded thread's per-thread state is written only on its CPU with
  *   interrupts disabled (the switch, or a cross-CPU call that re-checks
  *   loaded_cpu under the td lock), so the switch updates prev without its
@@ -223,8 +227,10 @@ struct perfmon_cpu {
     struct timer poll_timers[PERFMON_MAX_DEVS];
     bool poll_armed[PERFMON_MAX_DEVS];
     struct perfmon_throttle throttle;
-    struct timer freq_timer;    /* frequency mode: each tick while a */
-    bool freq_armed;            /* frequency sampler is live here */
+
+    /* Frequency mode: runs each tick while a frequency sampler is live. */
+    struct timer freq_timer;
+    bool freq_armed;
     struct syscnt sc_overflows;
     struct syscnt sc_samples;
     struct syscnt sc_throttles;
