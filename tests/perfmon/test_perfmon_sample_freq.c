@@ -142,15 +142,18 @@ struct test_psf_try {
 
 /*
  * Whether the emitter kept its rate since mark (a copy of it then): the
- * host may hold it off its CPU for a tick now and then, which costs as
- * many samples as units given up, but not for more than 5% of them (on a
- * loaded 2-core host running 4 vCPUs it gives up 1% to 40%).
+ * host may hold it off its CPU for a tick now and then, not for more than
+ * 5% of the units asked. (A loaded 2-core host running 2 or 4 vCPUs gives
+ * up 1% to 40%; past 10%, the catch-up bursts after the stalls can put
+ * the samples 10% off the frequency: the rate was not the one asked.)
  */
 static bool
 test_psf_steady(const struct test_psf_emitter *e,
                 const struct test_psf_emitter *mark)
 {
-    return (e->given_up - mark->given_up) * 20 <= e->emitted - mark->emitted;
+    uint64_t given_up = e->given_up - mark->given_up;
+
+    return given_up * 100 <= (e->emitted - mark->emitted + given_up) * 5;
 }
 
 /*
