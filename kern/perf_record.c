@@ -49,16 +49,22 @@
 
 static struct perf_record_last perf_record_last;
 
-/* What perf record was asked to do. */
-struct perf_record_req {
-    char event[PERF_RECORD_NAME_SIZE];
-    char target[PERF_RECORD_TARGET_SIZE];
+/* An event perf record was asked to sample. */
+struct perf_record_event {
+    char name[PERF_RECORD_NAME_SIZE];
     uint64_t id;
     unsigned int flags;
-    uint64_t period;
+    uint64_t period;                    /* EVENT/PERIOD, or 0 */
+};
+
+/* What perf record was asked to do. */
+struct perf_record_req {
+    char target[PERF_RECORD_TARGET_SIZE];
+    unsigned int nr_events;
+    struct perf_record_event events[PERF_RECORD_MAX_EVENTS];
+    uint64_t period;                    /* -c PERIOD, or 0 */
+    uint64_t freq;                      /* -F HZ, or 0 */
     uint64_t ms;
-    bool have_event;
-    bool have_period;                   /* -c PERIOD */
     unsigned int nr_targets;
     unsigned int cpus[CPU_MAX];         /* CPU targets */
     struct thread *thread;              /* a thread target, referenced */
@@ -71,9 +77,10 @@ struct perf_record_req {
 void
 perf_record_usage(void)
 {
-    printf("usage: perf record [-g] [-e EVENT] [-c PERIOD] "
-           "[-a | -C CPU | cpu N | thread NAME | all]\n"
-           "                   [EVENT[/PERIOD]] [MS] "
+    printf("usage: perf record [-g] [-e EVENT[,EVENT]...] [-c PERIOD | "
+           "-F HZ]\n"
+           "                   [-a | -C CPU | cpu N | thread NAME | all]\n"
+           "                   [EVENT[/PERIOD][,...]] [MS] "
            "[" PERF_WORK_USAGE "]\n");
     printf("       perf report [-g] [--no-children] "
            "[--sort symbol,thread,cpu]\n"
@@ -85,6 +92,9 @@ perf_record_usage(void)
     printf("  PERIOD 1 to 2^62, default 1 for tick, cswitch, migration and "
            "xcall,\n  %llu for emit*, %llu for hardware events;\n",
            PERF_RECORD_PERIOD_EMIT, PERF_RECORD_PERIOD_HW);
+    printf("  HZ 1 to %u samples a second (periods set from the event's "
+           "rate);\n  up to %u events, each sample of its own event\n",
+           PERFMON_FREQ_MAX, PERF_RECORD_MAX_EVENTS);
     printf("  call chains of %u frames (always: -g is accepted); Ctrl-C "
            "stops early\n", PERF_RECORD_NR_FRAMES);
     perf_work_usage();
@@ -100,9 +110,9 @@ perf_record_default_period(uint64_t id, unsigned int flags)
     return (id >= PMU_SOFT_EV_EMIT) ? PERF_RECORD_PERIOD_EMIT : 1;
 }
 
-/* Parse a period into req. Return 0, or -1 after a message. */
+/* Parse a period into *periodp. Return 0, or -1 after a message. */
 static int
-perf_record_parse_period(struct perf_record_req *req, const char *word)
+perf_record_parse_period(uint64_t *periodp, const char *word)
 {
     unsigned long long period;
 
@@ -113,43 +123,123 @@ perf_record_parse_period(struct perf_record_req *req, const char *word)
         return -1;
     }
 
-    req->period = period;
-    req->have_period = true;
+    *periodp = period;
     return 0;
 }
 
-/* Parse "event[/period]" into req. Return 0, or -1 after a message. */
+/* Parse -F's frequency into req. Return 0, or -1 after a message. */
+static int
+perf_record_parse_freq(struct perf_record_req *req, const char *word)
+{
+    unsigned long long freq;
+
+    if (string_parse_u64(word, &freq) != 0 || freq == 0
+        || freq > PERFMON_FREQ_MAX) {
+        printf("perf: bad frequency '%s': 1 to %u samples a second\n",
+               word, PERFMON_FREQ_MAX);
+        return -1;
+    }
+
+    req->freq = freq;
+    return 0;
+}
+
+/*
+ * Parse one "event[/period]" of len characters at word into the next
+ * event of req. Return 0, or -1 after a message.
+ */
+static int
+perf_record_parse_one(struct perf_record_req *req, const char *word,
+                      size_t len)
+{
+    struct perf_record_event *ev = &req->events[req->nr_events];
+    size_t name_len = 0;
+    char period[24];
+
+    while (name_len < len && word[name_len] != '/') {
+        name_len++;
+    }
+
+    if (req->nr_events == PERF_RECORD_MAX_EVENTS) {
+        printf("perf: more than %u events\n", PERF_RECORD_MAX_EVENTS);
+        return -1;
+    }
+
+    if (name_len == 0 || name_len >= sizeof(ev->name)) {
+        printf("perf: bad event '%.*s' (see perf list)\n", (int)len, word);
+        return -1;
+    }
+
+    memcpy(ev->name, word, name_len);
+    ev->name[name_len] = '\0';
+
+    if (perf_util_parse_event_name(ev->name, &ev->id, &ev->flags) != 0) {
+        printf("perf: unknown event '%s' (see perf list)\n", ev->name);
+        return -1;
+    }
+
+    ev->period = 0;
+
+    if (name_len < len) {
+        snprintf(period, sizeof(period), "%.*s", (int)(len - name_len - 1),
+                 word + name_len + 1);
+
+        if (perf_record_parse_period(&ev->period, period) != 0) {
+            return -1;
+        }
+    }
+
+    req->nr_events++;
+    return 0;
+}
+
+/*
+ * Parse "event[/period][,event[/period]]..." into req's events. Return
+ * 0, or -1 after a message.
+ */
 static int
 perf_record_parse_event(struct perf_record_req *req, const char *word)
 {
-    const char *slash = strchr(word, '/');
-    size_t len = (slash == NULL) ? strlen(word) : (size_t)(slash - word);
+    for (;;) {
+        const char *comma = strchr(word, ',');
+        size_t len = (comma == NULL) ? strlen(word) : (size_t)(comma - word);
 
-    if (len == 0 || len >= sizeof(req->event)) {
-        printf("perf: bad event '%s' (see perf list)\n", word);
-        return -1;
-    }
-
-    memcpy(req->event, word, len);
-    req->event[len] = '\0';
-
-    if (perf_util_parse_event_name(req->event, &req->id, &req->flags)
-        != 0) {
-        printf("perf: unknown event '%s' (see perf list)\n", req->event);
-        return -1;
-    }
-
-    req->have_event = true;
-
-    if (slash == NULL) {
-        if (!req->have_period) {
-            req->period = perf_record_default_period(req->id, req->flags);
+        if (perf_record_parse_one(req, word, len) != 0) {
+            return -1;
         }
 
-        return 0;
+        if (comma == NULL) {
+            return 0;
+        }
+
+        word = comma + 1;
+    }
+}
+
+/*
+ * Give each event its period: its own, else -c's, else (without -F) its
+ * default; 0 leaves it to -F's frequency. Return 0, or -1 after a
+ * message.
+ */
+static int
+perf_record_set_periods(struct perf_record_req *req)
+{
+    if (req->period != 0 && req->freq != 0) {
+        printf("perf: -c and -F exclude each other\n");
+        return -1;
     }
 
-    return perf_record_parse_period(req, slash + 1);
+    for (unsigned int i = 0; i < req->nr_events; i++) {
+        struct perf_record_event *ev = &req->events[i];
+
+        if (ev->period == 0 && req->freq == 0) {
+            ev->period = (req->period != 0)
+                         ? req->period
+                         : perf_record_default_period(ev->id, ev->flags);
+        }
+    }
+
+    return 0;
 }
 
 static void
@@ -251,7 +341,7 @@ perf_record_parse_options(struct perf_record_req *req, int argc, char **argv)
         if (i + 1 == argc
             || (strcmp(opt, "-C") == 0 && req->nr_targets != 0)
             || (strcmp(opt, "-e") != 0 && strcmp(opt, "-c") != 0
-                && strcmp(opt, "-C") != 0)) {
+                && strcmp(opt, "-C") != 0 && strcmp(opt, "-F") != 0)) {
             perf_record_usage();
             return -1;
         }
@@ -261,7 +351,9 @@ perf_record_parse_options(struct perf_record_req *req, int argc, char **argv)
         if (strcmp(opt, "-e") == 0) {
             error = perf_record_parse_event(req, argv[i]);
         } else if (strcmp(opt, "-c") == 0) {
-            error = perf_record_parse_period(req, argv[i]);
+            error = perf_record_parse_period(&req->period, argv[i]);
+        } else if (strcmp(opt, "-F") == 0) {
+            error = perf_record_parse_freq(req, argv[i]);
         } else {
             error = perf_record_target_cpu(req, argv[i]);
         }
@@ -377,36 +469,52 @@ perf_record_detach_all(struct perfmon_event *events, unsigned int nr)
     }
 }
 
-/* Attach one sampling event per target. Return 0 or an error. */
+/*
+ * Attach one sampling event per target and event (events: nr_targets
+ * times nr_events), each sample's cookie the index of its event. Return
+ * 0 or an error, with *failedp the event that failed.
+ */
 static int
 perf_record_attach(const struct perf_record_req *req,
                    struct perfmon_session *session,
-                   struct perfmon_event *events, unsigned int *nr_attachedp)
+                   struct perfmon_event *events, unsigned int *nr_attachedp,
+                   const struct perf_record_event **failedp)
 {
     struct perfmon_sample_attr attr = {
         .session = session,
-        .period = req->period,
         .nr_frames = PERF_RECORD_NR_FRAMES,
     };
     int error;
 
-    for (unsigned int i = 0; i < req->nr_targets; i++) {
-        error = perfmon_event_init(&events[i], req->id, req->flags);
+    for (unsigned int i = 0; i < req->nr_targets * req->nr_events; i++) {
+        unsigned int t = i / req->nr_events, e = i % req->nr_events;
+        const struct perf_record_event *ev = &req->events[e];
+
+        error = perfmon_event_init(&events[i], ev->id, ev->flags);
 
         if (error == 0) {
-            attr.cookie = i;
+            /*
+             * At a frequency, the first period is 1, as in Linux: a
+             * longer guess could keep a slow event from its first sample
+             * for long (a new period starts where the current one ends);
+             * a fast event is throttled for its first tick at most.
+             */
+            attr.cookie = e;
+            attr.period = ev->period;
+            attr.freq = (ev->period == 0) ? req->freq : 0;
             error = perfmon_event_set_sampling(&events[i], &attr);
         }
 
         if (error == 0) {
             error = (req->nr_threads != 0)
-                    ? perfmon_event_attach(&events[i], req->threads[i])
-                    : perfmon_event_attach_cpu(&events[i], req->cpus[i]);
+                    ? perfmon_event_attach(&events[i], req->threads[t])
+                    : perfmon_event_attach_cpu(&events[i], req->cpus[t]);
         }
 
         if (error) {
             perf_record_detach_all(events, *nr_attachedp);
             *nr_attachedp = 0;
+            *failedp = ev;
             return error;
         }
 
@@ -433,9 +541,19 @@ perf_record_reset(struct perf_record_last *last,
 
     memset(last, 0, sizeof(*last));
     last->buf = buf;
-    strlcpy(last->event, req->event, sizeof(last->event));
+    last->nr_events = req->nr_events;
+
+    for (unsigned int i = 0; i < req->nr_events; i++) {
+        size_t len = strlen(last->event);
+
+        strlcpy(last->names[i], req->events[i].name, sizeof(last->names[i]));
+        last->periods[i] = req->events[i].period;
+        snprintf(last->event + len, sizeof(last->event) - len, "%s%s",
+                 (i != 0) ? "," : "", req->events[i].name);
+    }
+
     strlcpy(last->target, req->target, sizeof(last->target));
-    last->period = req->period;
+    last->freq = req->freq;
     last->ms = req->ms;
     last->tsc_hz = cpu_get_freq();
     last->nr_cpus = cpu_count();
@@ -545,7 +663,7 @@ perf_record_parse(struct perf_record_req *req, int argc, char **argv)
     nargs = dashes - used;
 
     if (nargs == 2 || (nargs == 1 && string_parse_u64(argv[used], &ms))) {
-        if (req->have_event) {
+        if (req->nr_events != 0) {
             perf_record_usage();
             return -1;
         }
@@ -573,7 +691,11 @@ perf_record_parse(struct perf_record_req *req, int argc, char **argv)
 
     req->ms = ms;
 
-    if (!req->have_event && perf_record_parse_event(req, "tick") != 0) {
+    if (req->nr_events == 0 && perf_record_parse_event(req, "tick") != 0) {
+        return -1;
+    }
+
+    if (perf_record_set_periods(req) != 0) {
         return -1;
     }
 
@@ -609,6 +731,7 @@ perf_record_cmd_record(int argc, char **argv)
     struct perf_record_req *req;
     struct perfmon_session *session = NULL;
     struct perfmon_event *events = NULL;
+    const struct perf_record_event *failed = NULL;
     unsigned int nr_attached = 0;
     uint64_t start, deadline;
     bool interrupted;
@@ -626,14 +749,17 @@ perf_record_cmd_record(int argc, char **argv)
         goto out;
     }
 
-    error = perfmon_event_check(req->id, req->flags);
+    for (unsigned int i = 0; i < req->nr_events; i++) {
+        error = perfmon_event_check(req->events[i].id, req->events[i].flags);
 
-    if (error) {
-        perf_util_error(req->event, error);
-        goto out;
+        if (error) {
+            perf_util_error(req->events[i].name, error);
+            goto out;
+        }
     }
 
-    events = kmem_zalloc(req->nr_targets * sizeof(events[0]));
+    events = kmem_zalloc(req->nr_targets * req->nr_events
+                         * sizeof(events[0]));
     error = (events == NULL) ? ENOMEM
             : perfmon_session_create(&session, PERF_RECORD_RING_SIZE);
 
@@ -643,10 +769,11 @@ perf_record_cmd_record(int argc, char **argv)
     }
 
     perfmon_session_set_watermark(session, 0, PERF_RECORD_RING_SIZE / 2);
-    error = perf_record_attach(req, session, events, &nr_attached);
+    error = perf_record_attach(req, session, events, &nr_attached,
+                               &failed);
 
     if (error) {
-        perf_util_error(req->event, error);
+        perf_util_error(failed->name, error);
         goto out;
     }
 

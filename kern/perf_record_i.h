@@ -21,7 +21,10 @@
 #include <machine/cpu.h>
 
 #define PERF_RECORD_MAX_THREADS     128U
+#define PERF_RECORD_MAX_EVENTS      4U
 #define PERF_RECORD_NAME_SIZE       32
+#define PERF_RECORD_EVENTS_SIZE     (PERF_RECORD_MAX_EVENTS \
+                                     * PERF_RECORD_NAME_SIZE)
 #define PERF_RECORD_TARGET_SIZE     48
 
 struct perf_record_thread {
@@ -32,13 +35,17 @@ struct perf_record_thread {
 /*
  * The buffer holds the records kept, back to back, each as read from a
  * ring (header.size bytes, at least the header): a prefix of the
- * recording, in the order read (per CPU, the order produced).
+ * recording, in the order read (per CPU, the order produced). Each
+ * sample's cookie is the index of its event in names and periods.
  */
 struct perf_record_last {
     bool valid;
-    char event[PERF_RECORD_NAME_SIZE];
+    char event[PERF_RECORD_EVENTS_SIZE];    /* the names, comma-separated */
     char target[PERF_RECORD_TARGET_SIZE];
-    uint64_t period;
+    unsigned int nr_events;
+    char names[PERF_RECORD_MAX_EVENTS][PERF_RECORD_NAME_SIZE];
+    uint64_t periods[PERF_RECORD_MAX_EVENTS];   /* 0: sampled at freq */
+    uint64_t freq;                      /* samples a second, or 0 */
     uint64_t ms;
     uint64_t tsc_hz;
     unsigned int nr_cpus;

@@ -197,6 +197,7 @@ struct perf_report_node {
 struct perf_report {
     const struct perf_record_last *last;
     struct perf_report_opts opts;
+    unsigned int event;                 /* the event reported (cookie) */
     uint64_t total;                     /* the periods of every sample */
     uint64_t nr_samples;
     uint64_t other;                     /* periods past a full table */
@@ -552,11 +553,14 @@ static void
 perf_report_print_header(const struct perf_report *r)
 {
     const struct perf_record_last *last = r->last;
+    uint64_t period = last->periods[r->event];
 
-    printf("# Samples: %llu of event '%s', period %llu, target %s, %llu ms\n"
+    printf("# Samples: %llu of event '%s', %s %llu%s, target %s, %llu ms\n"
            "# Event count: %llu\n#\n#%s",
-           (unsigned long long)r->nr_samples, last->event,
-           (unsigned long long)last->period, last->target,
+           (unsigned long long)r->nr_samples, last->names[r->event],
+           (period != 0) ? "period" : "frequency",
+           (unsigned long long)((period != 0) ? period : last->freq),
+           (period != 0) ? "" : " Hz", last->target,
            (unsigned long long)last->ms, (unsigned long long)r->total,
            r->opts.children ? " Children      Self" : " Overhead");
     printf("   Samples");
@@ -660,8 +664,6 @@ perf_report_print(struct perf_report *r)
         perf_report_print_pct(other, r->total);
         printf("  %8s  (other entries: self)\n", "");
     }
-
-    perf_report_print_totals(r);
 }
 
 void
@@ -688,12 +690,29 @@ perf_report_cmd_report(int argc, char **argv)
         goto out;
     }
 
-    while ((s = perf_report_next_sample(r->last, &offset)) != NULL) {
-        perf_report_add_sample(r, s);
+    /* A section per event, as Linux's perf report prints them. */
+    for (unsigned int e = 0; e < r->last->nr_events; e++) {
+        struct perf_report_opts opts = r->opts;
+        const struct perf_record_last *last = r->last;
+
+        memset(r, 0, sizeof(*r));
+        r->opts = opts;
+        r->last = last;
+        r->event = e;
+        offset = 0;
+
+        while ((s = perf_report_next_sample(r->last, &offset)) != NULL) {
+            if (s->cookie == e) {
+                perf_report_add_sample(r, s);
+            }
+        }
+
+        perf_report_entries_sort(r);
+        printf("%s", (e != 0) ? "\n" : "");
+        perf_report_print(r);
     }
 
-    perf_report_entries_sort(r);
-    perf_report_print(r);
+    perf_report_print_totals(r);
 
 out:
     kmem_free(r);
@@ -954,10 +973,18 @@ perf_report_cmd_script(int argc, char **argv)
 
     line.len = 0;
     perf_report_line_add(&line, "perfmon-dump %u begin cpus=%u tsc_hz=%llu "
-                         "event=%s period=%llu frames=%u ms=%llu target=%s",
-                         PERF_REPORT_DUMP_VERSION, last->nr_cpus,
-                         (unsigned long long)last->tsc_hz, last->event,
-                         (unsigned long long)last->period,
+                         "event=%s period=", PERF_REPORT_DUMP_VERSION,
+                         last->nr_cpus, (unsigned long long)last->tsc_hz,
+                         last->event);
+
+    /* A period per event, in the order of the names (0: at freq). */
+    for (unsigned int e = 0; e < last->nr_events; e++) {
+        perf_report_line_add(&line, "%s%llu", (e != 0) ? "," : "",
+                             (unsigned long long)last->periods[e]);
+    }
+
+    perf_report_line_add(&line, " freq=%llu frames=%u ms=%llu target=%s",
+                         (unsigned long long)last->freq,
                          PERF_RECORD_NR_FRAMES, (unsigned long long)last->ms,
                          last->target);
     perf_report_line_put(&line, NULL);

@@ -119,6 +119,7 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     event->final = 0;
     event->session = NULL;
     event->period = 0;
+    event->freq = 0;
     event->cookie = 0;
     event->nr_frames = 0;
     event->samples_left = PERFMON_SAMPLES_UNLIMITED;
@@ -460,7 +461,7 @@ perfmon_event_read(struct perfmon_event *event)
  * division when the product needs more than 64 bits (the kernel has no
  * 128-bit division routine); not on a hot path.
  */
-static uint64_t
+uint64_t
 perfmon_muldiv(uint64_t a, uint64_t b, uint64_t c)
 {
     unsigned __int128 product = (unsigned __int128)a * b;

@@ -83,11 +83,28 @@ struct perfmon_event {
 
     /* Sampling (period 0: a counting event). */
     struct perfmon_session *session;
-    uint64_t period;
+    uint64_t period;            /* the next period (frequency mode: the
+                                   latest estimate) */
     uint64_t cookie;
     unsigned int nr_frames;
     uint64_t samples_left;      /* PERFMON_SAMPLES_UNLIMITED, or armed */
     uint64_t nr_samples;        /* samples produced (written locally) */
+
+    /*
+     * Frequency mode (freq != 0): events and TSC time the sampler counted
+     * while live since its period was last estimated, in what it counted
+     * on CPUs it left (count, time) and since it became live on its
+     * current one (the slot's value and the TSC then); and the decaying
+     * sums of counts and times its rate is estimated from. Written on the
+     * CPU where the sampler is live, with interrupts disabled.
+     */
+    uint64_t freq;              /* samples a second, or 0 */
+    uint64_t freq_count;
+    uint64_t freq_time;
+    uint64_t freq_value;
+    uint64_t freq_tsc;
+    uint64_t freq_sum_count;
+    uint64_t freq_sum_time;
 
     /*
      * Enable state and times, in TSC cycles, written by the owner's calls
@@ -358,11 +375,23 @@ int perfmon_group_reset(struct perfmon_group *group);
  */
 
 #define PERFMON_PERIOD_MAX          (1ULL << 62)
+#define PERFMON_FREQ_MAX            100000U /* samples a second */
 #define PERFMON_SAMPLES_UNLIMITED   UINT64_MAX
 
+/*
+ * A sampler has a fixed period (freq 0), or a frequency: then perfmon
+ * estimates, at most once per tick of the time the sampler is live, the
+ * rate of its event while live (over the last few ticks, the latest
+ * weighing most), and sets its next period to the rate over freq; each
+ * sample record carries the period that ended, as in a fixed-period
+ * sampler. The first estimate comes a tick after attach.
+ */
 struct perfmon_sample_attr {
     struct perfmon_session *session;
-    uint64_t period;            /* 1 to PERFMON_PERIOD_MAX */
+    uint64_t period;            /* 1 to PERFMON_PERIOD_MAX; with freq,
+                                   the first period (0: 1) */
+    uint64_t freq;              /* 0, or samples a second, 1 to
+                                   PERFMON_FREQ_MAX */
     uint64_t cookie;            /* copied into every sample */
     unsigned int nr_frames;     /* call chain depth, 0 to
                                    PERFMON_MAX_FRAMES */
@@ -376,7 +405,8 @@ struct perfmon_sample_attr {
  * alive as long as the event may be attached with it again. Whether its
  * device can sample is decided at attach (EINVAL there when it cannot).
  * Return 0 or EINVAL (event attached or not initialized, NULL session,
- * period or nr_frames out of range, a group member). Thread context.
+ * period, freq or nr_frames out of range, a group member), having changed
+ * nothing. Thread context.
  */
 int perfmon_event_set_sampling(struct perfmon_event *event,
                                const struct perfmon_sample_attr *attr);
@@ -384,9 +414,17 @@ int perfmon_event_set_sampling(struct perfmon_event *event,
 /*
  * Change the period of a sampling event, attached or not: the current
  * period runs to its end, the next ones have the new length. Return 0 or
- * EINVAL (not a sampling event, period out of range). Thread context.
+ * EINVAL (not a sampling event, a frequency-mode one, whose periods are
+ * perfmon's, period out of range). Thread context.
  */
 int perfmon_event_set_period(struct perfmon_event *event, uint64_t period);
+
+/*
+ * The period the event's next period will have (in frequency mode, its
+ * latest estimate). Return 0 or EINVAL (not a sampling event). Thread
+ * context.
+ */
+int perfmon_event_get_period(struct perfmon_event *event, uint64_t *periodp);
 
 /*
  * Let a sampling event produce nr_samples more samples, then stop sampling

@@ -22,6 +22,10 @@
  * - The per-CPU tier of a CPU is only touched on that CPU with interrupts
  *   disabled: by the context switch, the overflow interrupt, the poll
  *   timer, and cross-CPU calls for CPU events and running threads.
+ * - A frequency sampler's estimate (the event's freq_* fields, and its
+ *   period) is written only where the sampler is live, with interrupts
+ *   disabled, never by the overflow path, which reads the period alone,
+ *   once per period (perfmon_sample.c, "Frequency mode").
  * - A loaded thread's per-thread state is written only on its CPU with
  *   interrupts disabled (the switch, or a cross-CPU call that re-checks
  *   loaded_cpu under the td lock), so the switch updates prev without its
@@ -228,6 +232,10 @@ struct perfmon_cpu {
     struct timer poll_timers[PERFMON_MAX_DEVS];
     bool poll_armed[PERFMON_MAX_DEVS];
     struct perfmon_throttle throttle;
+
+    /* Frequency mode: runs each tick while a frequency sampler is live. */
+    struct timer freq_timer;
+    bool freq_armed;
     struct syscnt sc_overflows;
     struct syscnt sc_samples;
     struct syscnt sc_throttles;
@@ -371,6 +379,9 @@ void perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 void perfmon_cpu_pmc_sample_due(struct perfmon_dev *dev,
                                 struct perfmon_cpu_pmc *cpmc, bool reload);
 void perfmon_throttle_timer(struct timer *timer);
+void perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *cpmc);
+void perfmon_freq_unload(struct perfmon_cpu_pmc *cpmc);
+void perfmon_freq_timer(struct timer *timer);
 bool perfmon_dev_can_sample(const struct perfmon_dev *dev);
 void perfmon_event_sampling_attach(struct perfmon_event *event);
 
@@ -420,6 +431,7 @@ void perfmon_event_bind(struct perfmon_event *event, struct perfmon_dev *dev,
                         unsigned int index, struct thread *thread,
                         unsigned int cpu);
 struct perfmon_cpu_pmc *perfmon_cpu_op_update(struct perfmon_event *event);
+uint64_t perfmon_muldiv(uint64_t a, uint64_t b, uint64_t c);
 bool perfmon_event_valid(const struct perfmon_event *event);
 
 /* perfmon_cpu.c, perfmon_sample.c, perfmon_mux.c: their part of setup */

@@ -207,6 +207,10 @@ perfmon_cpu_pmc_arm(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
     cpmc->sample_next = cpmc->value + left;
     cpmc->sample_period = period;
 
+    if (cpmc->sampler->freq != 0) {
+        perfmon_freq_load(cpu_local_ptr(perfmon_cpu), cpmc);
+    }
+
     /*
      * Preset even on a throttled CPU: the counter was just started, which
      * leaves it a plain counter (the software PMU then reports no wrap at
@@ -396,6 +400,154 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* Frequency mode                                                      */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A frequency sampler's period is estimated here, in maskable context
+ * only: on the CPU where the sampler is live, with interrupts disabled
+ * (its arm, its thread's switch away, the CPU's frequency timer), so the
+ * event's freq_* fields need no lock. The overflow path never reads them;
+ * it reads the period it publishes, event->period, once at the end of
+ * each period (READ_ONCE against this WRITE_ONCE, as for
+ * perfmon_event_set_period), so an overflow that lands between any two
+ * instructions here sees the old period or the new one.
+ */
+
+/*
+ * A frequency sampler becomes live on this CPU (cpmc, up to date, now
+ * serves it): its count and time go on from here, and the CPU's timer
+ * runs while it is live. Local, interrupts disabled.
+ */
+void
+perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *cpmc)
+{
+    struct perfmon_event *event = cpmc->sampler;
+
+    event->freq_value = cpmc->value;
+    event->freq_tsc = cpu_get_tsc();
+
+    if (!cpu->freq_armed) {
+        cpu->freq_armed = true;
+        timer_schedule(&cpu->freq_timer, clock_get_time() + 1);
+    }
+}
+
+/*
+ * A thread's frequency sampler leaves this CPU (cpmc, up to date, served
+ * it): keep what it counted here, and for how long, for its next
+ * estimate. Local, interrupts disabled.
+ */
+void
+perfmon_freq_unload(struct perfmon_cpu_pmc *cpmc)
+{
+    struct perfmon_event *event = cpmc->sampler;
+
+    event->freq_count += cpmc->value - event->freq_value;
+    event->freq_time += cpu_get_tsc() - event->freq_tsc;
+}
+
+/*
+ * The period that gives event freq samples a second at the rate of count
+ * events in time TSC cycles, or 0 when the rate is unknown (no event, no
+ * time, no calibrated TSC).
+ */
+static uint64_t
+perfmon_freq_period(const struct perfmon_event *event, uint64_t count,
+                    uint64_t time)
+{
+    uint64_t tsc_hz = cpu_get_freq();
+    uint64_t rate;
+
+    if (count == 0 || time == 0 || tsc_hz == 0) {
+        return 0;
+    }
+
+    rate = perfmon_muldiv(count, tsc_hz, time);    /* events a second */
+    return MAX(1, MIN(rate / event->freq, PERFMON_PERIOD_MAX));
+}
+
+/*
+ * Estimate a live frequency sampler's period from what it counted since
+ * the last estimate (value: its slot's, up to date, at TSC time now), once
+ * it was live half a tick or more: so at most once per tick of its own
+ * time, and never from a sliver of time, whose rate says little.
+ *
+ * The rate is a ratio of decaying sums, of counts and of times (each
+ * estimate keeps three quarters of the last): a ratio of sums, not a mean
+ * of each tick's rate, so a tick stretched by a stall and the burst that
+ * catches up after it weigh as the time they cover, with no bias. The
+ * first estimate after attach is the first tick's rate; a steady rate is
+ * then held. A stretch without events changes nothing: an event that
+ * stops and starts again resumes at its rate.
+ */
+static void
+perfmon_freq_adjust(struct perfmon_event *event, uint64_t value, uint64_t now)
+{
+    uint64_t count = event->freq_count + (value - event->freq_value);
+    uint64_t time = event->freq_time + (now - event->freq_tsc);
+    uint64_t period;
+
+    if (time < perfmon_tsc_per_tick / 2) {
+        return;
+    }
+
+    event->freq_count = 0;
+    event->freq_time = 0;
+    event->freq_value = value;
+    event->freq_tsc = now;
+
+    if (count == 0) {
+        return;
+    }
+
+    event->freq_sum_count += count - event->freq_sum_count / 4;
+    event->freq_sum_time += time - event->freq_sum_time / 4;
+    period = perfmon_freq_period(event, event->freq_sum_count,
+                                 event->freq_sum_time);
+
+    /* Read where the current period ends, by the overflow path. */
+    if (period != 0) {
+        WRITE_ONCE(event->period, period);
+    }
+}
+
+/*
+ * The frequency timer, each tick while a frequency sampler is live on the
+ * CPU: each one's slot is brought up to date (taking the samples due, as
+ * the throttle timer does) and its period estimated.
+ */
+void
+perfmon_freq_timer(struct timer *timer)
+{
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    unsigned int nr_devs = perfmon_nr_devs;
+    bool live = false;
+
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        FOR_EACH_BIT(index, cpu->used[d]) {
+            struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+
+            if (cpmc->sampler == NULL || cpmc->sampler->freq == 0) {
+                continue;
+            }
+
+            live = true;
+            perfmon_cpu_pmc_update(cpu, dev, index);
+            perfmon_freq_adjust(cpmc->sampler, cpmc->value, cpu_get_tsc());
+        }
+    }
+
+    if (live) {
+        timer_schedule(timer, clock_get_time() + 1);
+    } else {
+        cpu->freq_armed = false;
+    }
+}
+
 bool
 perfmon_dev_can_sample(const struct perfmon_dev *dev)
 {
@@ -412,6 +564,10 @@ perfmon_event_sampling_attach(struct perfmon_event *event)
     if (event->period != 0) {
         perfmon_session_ref(event->session);
         event->nr_samples = 0;
+        event->freq_count = 0;
+        event->freq_time = 0;
+        event->freq_sum_count = 0;
+        event->freq_sum_time = 0;
     }
 }
 
@@ -434,18 +590,21 @@ perfmon_event_set_sampling(struct perfmon_event *event,
 
     if (attr == NULL) {
         event->period = 0;
+        event->freq = 0;
         event->session = NULL;
         return 0;
     }
 
-    if (attr->session == NULL || attr->period == 0
+    if (attr->session == NULL || attr->freq > PERFMON_FREQ_MAX
+        || (attr->period == 0 && attr->freq == 0)
         || attr->period > PERFMON_PERIOD_MAX
         || attr->nr_frames > PERFMON_MAX_FRAMES) {
         return EINVAL;
     }
 
     event->session = attr->session;
-    event->period = attr->period;
+    event->period = (attr->period != 0) ? attr->period : 1;
+    event->freq = attr->freq;
     event->cookie = attr->cookie;
     event->nr_frames = attr->nr_frames;
     event->samples_left = PERFMON_SAMPLES_UNLIMITED;
@@ -455,7 +614,7 @@ perfmon_event_set_sampling(struct perfmon_event *event,
 int
 perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
 {
-    if (!perfmon_event_is_sampling(event) || period == 0
+    if (!perfmon_event_is_sampling(event) || event->freq != 0 || period == 0
         || period > PERFMON_PERIOD_MAX
         || (perfmon_event_attached(event)
             && !perfmon_dev_period_ok(event->dev,
@@ -467,6 +626,17 @@ perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
 
     /* Read where the current period ends, on the counting CPU. */
     WRITE_ONCE(event->period, period);
+    return 0;
+}
+
+int
+perfmon_event_get_period(struct perfmon_event *event, uint64_t *periodp)
+{
+    if (!perfmon_event_is_sampling(event)) {
+        return EINVAL;
+    }
+
+    *periodp = READ_ONCE(event->period);
     return 0;
 }
 
@@ -586,6 +756,8 @@ perfmon_sample_setup(void)
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         timer_init(&percpu_ptr(perfmon_cpu, cpu)->throttle.timer,
                    perfmon_throttle_timer, NULL, cpu);
+        timer_init(&percpu_ptr(perfmon_cpu, cpu)->freq_timer,
+                   perfmon_freq_timer, NULL, cpu);
     }
 
     return 0;

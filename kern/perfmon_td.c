@@ -111,6 +111,10 @@ perfmon_td_pmc_save_period(struct perfmon_td *td, unsigned int d,
 
     perfmon_cpu_pmc_sample(cpu, dev, cpmc, ctx, false);
 
+    if (cpmc->sampler->freq != 0) {
+        perfmon_freq_unload(cpmc);
+    }
+
     if (cpmc->armed) {
         tpmc->sample_left = cpmc->sample_next - cpmc->value;
         td->sample_periods[d][index] = cpmc->sample_period;

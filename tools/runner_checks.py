@@ -151,11 +151,71 @@ def calltree_report_check(text):
     return check_shares(shares, "perf report") or None
 
 
+FREQ_REPORT = re.compile(r"^# Samples: (\d+) of event '\w+', frequency "
+                         r"(\d+) Hz, target [^,]+, (\d+) ms$", re.M)
+SECTION = re.compile(r"^# Samples: (\d+) of event '(\w+)', ", re.M)
+RECEIVED = re.compile(r"^# (\d+) received, ", re.M)
+
+
+def freq_report_check(text):
+    """The shell's perf report of a recording at a frequency: None when
+    its samples are the frequency times the recording's length within a
+    factor of 2 (the event's rate is far above it; the first tick, at
+    period 1, may add a burst), else why not.
+
+    >>> freq_report_check("# Samples: 120 of event 'emit', frequency 200 "
+    ...                   "Hz, target spin 500, 510 ms")
+    >>> freq_report_check("# Samples: 20 of event 'emit', frequency 200 "
+    ...                   "Hz, target spin 500, 510 ms")
+    ['perf record -F 200: 20 samples in 510 ms, want 51 to 204']
+    """
+    m = FREQ_REPORT.search(text)
+    if m is None:
+        return ["no perf report of a recording at a frequency"]
+    nr, freq, ms = (int(g) for g in m.groups())
+    low, high = freq * ms // 2000, freq * ms * 2 // 1000
+    if not low <= nr <= high:
+        return ["perf record -F %d: %d samples in %d ms, want %d to %d"
+                % (freq, nr, ms, low, high)]
+    return None
+
+
+def multi_report_check(text):
+    r"""The shell's perf report of a recording of emit and tick: None when
+    it has a section per event, in order, each with samples, together
+    every sample received, else why not.
+
+    >>> good = ("perfmon> perf record -e emit/10,tick -- spin 200\n"
+    ...         "# Samples: 7 of event 'emit', period 10, x\n#\n"
+    ...         "# Samples: 2 of event 'tick', period 1, x\n#\n"
+    ...         "# 9 received, 0 lost")
+    >>> multi_report_check(good)
+    >>> multi_report_check(good.replace("# 9 received", "# 8 received"))
+    ['perf report: sections of emit, tick hold 9 samples, 8 received']
+    """
+    start = text.find("perfmon> perf record -e emit/10,tick")
+    m = RECEIVED.search(text, max(start, 0))
+    if start < 0 or m is None:
+        return ["no perf report of a recording of emit and tick"]
+    sections = SECTION.findall(text[start:m.start()])
+    names = [name for _, name in sections]
+    if names != ["emit", "tick"] or any(int(n) == 0 for n, _ in sections):
+        return ["perf report: sections %s, want emit and tick, each with "
+                "samples" % sections]
+    total = sum(int(n) for n, _ in sections)
+    if total != int(m.group(1)):
+        return ["perf report: sections of emit, tick hold %d samples, %s "
+                "received" % (total, m.group(1))]
+    return None
+
+
 def perf_record_checks(text):
     """The shell boot's checks of perf record and perf script."""
     return [("perf_record_totals", perf_totals_check(text)),
             ("perf_convert_accepts_dump", perf_convert_check(text)),
-            ("calltree_report_shares", calltree_report_check(text))]
+            ("calltree_report_shares", calltree_report_check(text)),
+            ("freq_report_samples", freq_report_check(text)),
+            ("multi_report_split", multi_report_check(text))]
 
 
 def check_plan(args):
@@ -309,7 +369,7 @@ def check_plan(args):
          None),
         (prompt, "perf script\r"),
         (r"^perfmon-dump 2 begin cpus=%d tsc_hz=\d+ event=tick period=1 "
-         r"frames=8 ms=300 target=all$" % smp, None),
+         r"freq=0 frames=8 ms=300 target=all$" % smp, None),
         (r"^perfmon-dump 2 end lines=\d+$", None),
         (prompt, "perf record thread main cswitch/2 50\r"),
         (PERF_TOTALS.pattern, None),
@@ -339,6 +399,26 @@ def check_plan(args):
         (prompt, "perf report --sort nosuch\r"),
         (r"^perf report: bad sort keys 'nosuch' \(symbol, thread, cpu, "
          r"comma-separated\)$", None),
+        # A frequency instead of a period (freq_report_check counts the
+        # samples); several events in one recording, a report section and
+        # a period each (multi_report_check: the sections share out the
+        # samples received).
+        (prompt, "perf record -F 200 -e emit -- spin 500\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf report --no-children\r"),
+        (r"^# Samples: \d+ of event 'emit', frequency 200 Hz, target spin "
+         r"500, \d+ ms\n", None),
+        (prompt, "perf record -e emit/10,tick -- spin 200\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf report --no-children --sort thread\r"),
+        (r"^# Samples: \d+ of event 'emit', period 10, target spin 200, "
+         r"\d+ ms\n", None),
+        (r"^# Samples: \d+ of event 'tick', period 1, target spin 200, "
+         r"\d+ ms\n", None),
+        (prompt, "perf record -F 0 all tick 10\r"),
+        (r"^perf: bad frequency '0': 1 to 100000 samples a second$", None),
+        (prompt, "perf record -F 100 -c 10 all tick 10\r"),
+        (r"^perf: -c and -F exclude each other$", None),
         (prompt, "perf record -a -e tick -- spin 100\r"),
         (PERF_TOTALS.pattern, None),
         (prompt, "perf record cswitch -- pingpong 100\r"),

@@ -529,6 +529,92 @@ def perf_data_command_line():
                                        "FILE\n"))
 
 
+# ---- several events ---------------------------------------------------------
+
+# emit at 200 samples a second (period 0), tick every event; the
+# samples' cookies name their events.
+MULTI_DUMP = """\
+perfmon-dump 2 begin cpus=2 tsc_hz=1000000000 event=emit,tick \
+period=0,1 freq=200 frames=8 ms=10 target=spin 200
+pd thread 0 idle
+pd thread 5 spin
+pd sample 1 2000 5 7 0 0xffffffff80100010 f+0x10
+pd callchain 2 0xffffffff80100120 g+0x20 0x0 ?
+pd sample 0 1000 5 1 1 0xffffffff80100110 g+0x10
+pd sample 0 3000 0 9 0 0xffffffff80100200 idle_loop+0x0
+pd totals received=3 lost=0 throttled=0 produced=3 dropped=0
+perfmon-dump 2 end lines=7
+"""
+
+
+@test
+def several_events_script_and_folded():
+    """Each sample is named by its own event; folded stacks get a tree
+    per event, whose periods count different things."""
+    dump = pc.parse(MULTI_DUMP)
+    check_eq(dump.events(), [("emit", 0, 200), ("tick", 1, 0)])
+    heads = [line for line in pc.to_script(dump).splitlines()
+             if line and not line.startswith("\t")]
+    check_eq(heads, ["spin       5 [000]     0.000001:          1 tick: ",
+                     "spin       5 [001]     0.000002:          7 emit: ",
+                     "idle       0 [000]     0.000003:          9 emit: "])
+    check_eq(pc.to_folded(dump), "emit;idle;idle_loop 9\n"
+                                 "emit;spin;g;f 7\n"
+                                 "tick;spin;g 1\n")
+
+
+@test
+def several_events_bad_begin_or_cookie():
+    expect_error(MULTI_DUMP.replace("period=0,1", "period=0"), 1,
+                 "2 events but 1 periods")
+    expect_error(MULTI_DUMP.replace(" freq=200", ""), 1,
+                 "a period 0 without freq=")
+    expect_error(MULTI_DUMP.replace("pd sample 0 1000 5 1 1 ",
+                                    "pd sample 0 1000 5 1 2 "), 9,
+                 "a sample of event 2, in a dump of 2 events")
+
+
+@test
+def several_events_perf_data_attr_each():
+    """An attr per event with an id each (the ids section first), the
+    emit one at a frequency; IDENTIFIER in sample_type, so every sample
+    starts with its event's id and every other record ends with one;
+    EVENT_DESC names both."""
+    data = pc.to_perf_data(pc.parse(MULTI_DUMP), PERF_DATA_KALLSYMS)
+    (magic, size, entry_size, attrs_off, attrs_size, data_off,
+     data_size) = struct.unpack("<8sQQQQQQ", data[:56])
+    check_eq((magic, size, entry_size, attrs_off, attrs_size),
+             (b"PERFILE2", 104, 128, 120, 256))
+    check_eq(struct.unpack("<2Q", data[104:120]), (1, 2))
+    entries = [data[attrs_off + 128 * i:attrs_off + 128 * (i + 1)]
+               for i in range(2)]
+    emit_type = struct.unpack("<IIQQQQQ", entries[0][:48])
+    tick_type = struct.unpack("<IIQQQQQ", entries[1][:48])
+    # type, size, config, period or freq, sample_type (0x1a7 |
+    # IDENTIFIER 0x10000), read_format, flags (freq: bit 10).
+    check_eq(emit_type, (1, 112, 0, 200, 0x101a7, 0, 0x40440))
+    check_eq(tick_type, (1, 112, 0, 1, 0x101a7, 0, 0x40040))
+    check_eq(struct.unpack("<QQ", entries[0][112:]), (104, 8))
+    check_eq(struct.unpack("<QQ", entries[1][112:]), (112, 8))
+    # The records: MMAP, 2 COMM, then the samples in time order, each
+    # sample's first word its event's id.
+    records, offset = [], data_off
+    while offset < data_off + data_size:
+        rtype, misc, rsize = struct.unpack("<IHH", data[offset:offset + 8])
+        records.append((rtype, data[offset + 8:offset + rsize]))
+        offset += rsize
+    check_eq([r[0] for r in records], [1, 3, 3, 9, 9, 9])
+    check_eq([struct.unpack("<Q", body[:8])[0] for t, body in records
+              if t == 9], [2, 1, 1])
+    check_eq([struct.unpack("<Q", body[-8:])[0] for t, body in records
+              if t != 9], [1, 1, 1])
+    desc = data[data_off + data_size + 16:]
+    check_eq(struct.unpack("<II", desc[:8]), (2, 112))
+    for name in (b"emit\0", b"tick\0"):
+        if name not in desc:
+            raise AssertionError("EVENT_DESC lacks %r" % name)
+
+
 def main():
     print("KTAP version 1")
     print("1..%d" % len(TESTS))
