@@ -61,10 +61,13 @@ static void
 perfmon_cpu_op_read(void *arg)
 {
     struct perfmon_event *event = arg;
-    uint64_t value = perfmon_cpu_op_update(event)->value;
+    uint64_t value;
 
+    perfmon_nmi_enter();
+    value = perfmon_cpu_op_update(event)->value;
     event->final = __builtin_expect(event->disabled, 0)
                    ? event->frozen : value - event->start;
+    perfmon_nmi_leave();
 }
 
 static const char *const perfmon_generic_names[PERFMON_NR_GENERIC_EVENTS] = {
@@ -332,7 +335,9 @@ perfmon_event_read_thread_slow(struct perfmon_event *event)
     }
 
     flags = cpu_intr_save();
+    perfmon_nmi_enter();
     perfmon_td_op_count(&op, true);
+    perfmon_nmi_leave();
     cpu_intr_restore(flags);
     return op.value;
 }
@@ -356,6 +361,7 @@ perfmon_event_read_thread(struct perfmon_event *event)
 
     if (thread == thread_self()) {
         flags = cpu_intr_save();
+        perfmon_nmi_enter();
         cpu = cpu_local_ptr(perfmon_cpu);
         cpmc = &cpu->pmcs[d][index];
 
@@ -364,10 +370,12 @@ perfmon_event_read_thread(struct perfmon_event *event)
             tpmc = &thread_perfmon_td(thread)->pmcs[d][index];
             value = tpmc->value + (cpmc->value - tpmc->cpu_start)
                     - event->start;
+            perfmon_nmi_leave();
             cpu_intr_restore(flags);
             return value;
         }
 
+        perfmon_nmi_leave();
         cpu_intr_restore(flags);
     }
 

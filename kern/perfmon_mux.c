@@ -430,8 +430,10 @@ perfmon_mux_follow(void *arg)
 {
     struct perfmon_dev *dev = arg;
 
+    perfmon_nmi_enter();
     perfmon_cpu_sched_check(cpu_local_ptr(perfmon_cpu), dev,
                             perfmon_cpu_loaded_td());
+    perfmon_nmi_leave();
 }
 
 /*

@@ -187,6 +187,12 @@ cpu_intr_restore(unsigned long flags)
     }
 }
 
+void
+cpu_send_self_pmu_soft_from_nmi(void)
+{
+    panic("host_env: no NMI on the host");
+}
+
 unsigned int
 cpu_count(void)
 {

@@ -254,6 +254,21 @@ void cpu_send_resched(unsigned int cpu);        /* reschedule there */
 void cpu_send_self_pmu_soft(void);              /* perfmon_pmu_soft_intr */
 
 /*
+ * The same request from an NMI: the NMI may have landed between another
+ * sender's two ICR writes, so it writes only the low half (the self
+ * shorthand), which leaves the interrupted sender's destination intact.
+ * NMI context, local.
+ */
+void cpu_send_self_pmu_soft_from_nmi(void);
+
+/*
+ * An NMI to a CPU (perfmon_nmi_intr there), this one included (the self
+ * shorthand is not valid with NMI delivery, SDM Vol. 3A 11.6.1, so the
+ * CPU's own APIC ID is the destination). Interrupts disabled.
+ */
+void cpu_send_nmi(unsigned int cpu);
+
+/*
  * Stop every other CPU (for panic); nothing before the interrupt
  * controller is set up. Any context.
  */

@@ -125,6 +125,22 @@ lapic_send_self_ipi(unsigned int vector)
 }
 
 void
+lapic_send_self_ipi_from_nmi(unsigned int vector)
+{
+    /* The interrupted sender waits for idle again after its low write. */
+    lapic_icr_wait();
+    lapic_write(LAPIC_REG_ICR_LOW, LAPIC_ICR_FIXED | LAPIC_ICR_ASSERT
+                                   | LAPIC_ICR_SELF | vector);
+    lapic_icr_wait();
+}
+
+void
+lapic_send_nmi(unsigned int apic_id)
+{
+    lapic_icr_send(apic_id, LAPIC_ICR_NMI | LAPIC_ICR_ASSERT);
+}
+
+void
 lapic_stop_others(void)
 {
     if (lapic_base == NULL) {

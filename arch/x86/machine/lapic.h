@@ -19,6 +19,12 @@ void lapic_send_ipi(unsigned int cpu, unsigned int vector);
 /* Send a fixed-vector IPI to the calling CPU. Any context. */
 void lapic_send_self_ipi(unsigned int vector);
 
+/* The same, from an NMI: the ICR's low half only (see cpu.h). */
+void lapic_send_self_ipi_from_nmi(unsigned int vector);
+
+/* Send an NMI to the CPU of APIC ID apic_id (this one included). */
+void lapic_send_nmi(unsigned int apic_id);
+
 /*
  * Stop every other CPU with an NMI, for panic. Does nothing before the
  * local APIC is set up. Any context.

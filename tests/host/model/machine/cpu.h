@@ -50,6 +50,9 @@ cpu_id(void)
 }
 
 unsigned int cpu_count(void);
+
+/* perfmon's request from an NMI: never made on the host (no NMI mode). */
+void cpu_send_self_pmu_soft_from_nmi(void);
 bool cpu_online(unsigned int cpu);
 
 /*
