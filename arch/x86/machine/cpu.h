@@ -264,7 +264,7 @@ void cpu_send_self_pmu_soft_from_nmi(void);
 /*
  * An NMI to a CPU (perfmon_nmi_intr there), this one included (the self
  * shorthand is not valid with NMI delivery, SDM Vol. 3A 11.6.1, so the
- * CPU's own APIC ID is the destination). Interrupts disabled.
+ * CPU's own APIC ID is the destination). Any context, an NMI included.
  */
 void cpu_send_nmi(unsigned int cpu);
 

@@ -134,10 +134,23 @@ lapic_send_self_ipi_from_nmi(unsigned int vector)
     lapic_icr_wait();
 }
 
+/*
+ * Callable from an NMI too: one that landed between another sender's two
+ * ICR writes finds that sender's destination in the high half and puts it
+ * back, so the interrupted send goes where it was meant to.
+ */
 void
 lapic_send_nmi(unsigned int apic_id)
 {
-    lapic_icr_send(apic_id, LAPIC_ICR_NMI | LAPIC_ICR_ASSERT);
+    unsigned long flags = cpu_intr_save();
+    uint32_t high = lapic_read(LAPIC_REG_ICR_HIGH);
+
+    lapic_icr_wait();
+    lapic_write(LAPIC_REG_ICR_HIGH, apic_id << 24);
+    lapic_write(LAPIC_REG_ICR_LOW, LAPIC_ICR_NMI | LAPIC_ICR_ASSERT);
+    lapic_icr_wait();
+    lapic_write(LAPIC_REG_ICR_HIGH, high);
+    cpu_intr_restore(flags);
 }
 
 void

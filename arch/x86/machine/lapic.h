@@ -22,7 +22,10 @@ void lapic_send_self_ipi(unsigned int vector);
 /* The same, from an NMI: the ICR's low half only (see cpu.h). */
 void lapic_send_self_ipi_from_nmi(unsigned int vector);
 
-/* Send an NMI to the CPU of APIC ID apic_id (this one included). */
+/*
+ * Send an NMI to the CPU of APIC ID apic_id (this one included). Any
+ * context, an NMI included.
+ */
 void lapic_send_nmi(unsigned int apic_id);
 
 /*
