@@ -186,6 +186,12 @@ lapic_pmc_setup(unsigned int vector)
 }
 
 void
+lapic_pmc_setup_nmi(void)
+{
+    lapic_write(LAPIC_REG_LVT_PMC, LAPIC_LVT_DELIVERY_NMI);
+}
+
+void
 lapic_pmc_unmask(void)
 {
     lapic_write(LAPIC_REG_LVT_PMC,

@@ -44,6 +44,23 @@ void lapic_send_startup(unsigned int apic_id, uint32_t phys_page);
  */
 void lapic_pmc_setup(unsigned int vector);
 
+/*
+ * The delivery mode field (bits 10:8) of an LVT entry set to NMI (100b):
+ * the entry's vector is then ignored (SDM vol. 3A, 11.5.1, "Delivery
+ * Mode"). An NMI takes no EOI (SDM vol. 3A, 11.8.5).
+ */
+#define LAPIC_LVT_DELIVERY_NMI  (4U << 8)
+
+/*
+ * Program the performance counter LVT entry to deliver an NMI, unmasked:
+ * the PMI reaches perfmon through the NMI handler (perfmon.pmi=nmi).
+ * Intel sets the entry's mask bit on each PMI whatever its delivery mode
+ * (SDM vol. 3A, 11.5.1), so the handler unmasks it as before; AMD does
+ * not, and the unmask is harmless there. Processor-local, interrupts
+ * disabled.
+ */
+void lapic_pmc_setup_nmi(void);
+
 /* Clear the mask bit of the performance counter LVT entry, which the CPU
  * sets on every PMI. Processor-local, interrupts disabled. */
 void lapic_pmc_unmask(void);
