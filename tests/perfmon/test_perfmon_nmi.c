@@ -134,6 +134,9 @@ TEST_DEFINE(perfmon_nmi, samples_land_inside_interrupts_disabled_code)
         TEST_ASSERT_EQ(perfmon_event_attach(&event, thread_self()), 0);
         TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &before), 0);
 
+        /* A tick first: a throttle left by an earlier test is over. */
+        thread_delay(1);
+
         flags = cpu_intr_save();
         test_nmi_spin(n);
         TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &inside), 0);
@@ -141,12 +144,15 @@ TEST_DEFINE(perfmon_nmi, samples_land_inside_interrupts_disabled_code)
 
         TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
         TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &after), 0);
-        TEST_ASSERT_EQ(inside - before, n / period);
         TEST_ASSERT_EQ(after, inside);
         test_ps_drain(session, cpu_id(), 0xc0de0000 + PMU_SOFT_EV_EMIT,
                       thread_id(thread_self()), "test_nmi_spin", &d);
-        TEST_ASSERT_EQ(d.nr_samples, n / period);
+        TEST_ASSERT_EQ(d.nr_samples, inside - before);
         TEST_ASSERT_EQ(d.nr_lost, 0);
+
+        /* Every period's end a sample, unless the CPU was throttled. */
+        TEST_ASSERT_EQ(inside - before + d.throttled_periods, n / period);
+        TEST_ASSERT_GT(inside - before, 0);
         TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
     }
 
@@ -245,9 +251,11 @@ TEST_DEFINE(perfmon_nmi, counts_exact_while_the_cpu_switches_reads_polls)
     struct perfmon_dev *soft = perfmon_get_dev(true);
     unsigned int c = cpu_id();
     struct test_nmi_hammer hammer;
+    uint64_t lost;
 
     test_nmi_require();
     test_ps_pin(c);
+    lost = pmu_soft_nr_lost(c);
     test_nmi_emit_cpu = c;
     perfmon_nmi_test_hook = test_nmi_emit_hook;
 
@@ -318,7 +326,7 @@ TEST_DEFINE(perfmon_nmi, counts_exact_while_the_cpu_switches_reads_polls)
     }
 
     perfmon_nmi_test_hook = NULL;
-    TEST_ASSERT_EQ(pmu_soft_nr_lost(c), 0);
+    TEST_ASSERT_EQ(pmu_soft_nr_lost(c), lost);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
