@@ -17,8 +17,11 @@
  * flag and runs the overflow handling itself, with the count raised
  * again, and the samples carry where the NMI landed. With the count at 0
  * no maskable section is under way on the CPU, so the NMI does the whole
- * handling itself. The cost on the hot paths: a byte increment, a byte
- * decrement and a test.
+ * handling itself; one that lands after a section's end lowered the count
+ * but before it tested the flag finds the count at 0 and the flag set: the
+ * section's updates are over, so it runs the deferred handling too, and
+ * the section's end then finds the flag clear. The cost on the hot paths:
+ * a byte increment, a byte decrement and a test.
  *
  * The NMI itself only reads the count and writes the deferred flag and
  * the place it landed, which no maskable code writes while the count is

@@ -402,6 +402,7 @@ static void
 test_nmi_ring_hook(const struct perfmon_intr_ctx *ctx)
 {
     struct test_nmi_ring *r = &test_nmi_ring;
+    uint64_t seq;
 
     (void)ctx;
 
@@ -409,8 +410,13 @@ test_nmi_ring_hook(const struct perfmon_intr_ctx *ctx)
         return;
     }
 
-    test_nmi_produce(r->session, TEST_NMI_SEQ_NMI | r->nr_offered, false);
-    r->nr_offered++;
+    /*
+     * Numbered first: an NMI that lands at the end of a section (its
+     * count already 0, its deferred flag set) runs the deferred handling
+     * itself, this hook again included, as the produce below ends.
+     */
+    seq = r->nr_offered++;
+    test_nmi_produce(r->session, TEST_NMI_SEQ_NMI | seq, false);
 }
 
 /* Read cpu's ring until empty, checking each record whole and in order. */
