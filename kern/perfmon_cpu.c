@@ -518,13 +518,12 @@ perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
      * first: the place is read by the section's end before it clears the
      * flag), and let the section's end handle it.
      */
-    if (nmi->nest != 0) {
-        if (!nmi->deferred) {
+    if (cpu_nmi_nest() != 0) {
+        if (!cpu_nmi_deferred()) {
             nmi->ctx = *ctx;
         }
 
-        barrier();
-        nmi->deferred = 1;
+        cpu_nmi_set_deferred(true);
         return;
     }
 
@@ -549,21 +548,16 @@ perfmon_nmi_run_deferred(void)
     assert(!cpu_intr_enabled());
 
     do {
-        nmi->nest = 1;
-        barrier();
+        cpu_nmi_set_nest(1);
 
-        while (READ_ONCE(nmi->deferred)) {
+        while (cpu_nmi_deferred()) {
             ctx = nmi->ctx;
-            barrier();
-            WRITE_ONCE(nmi->deferred, 0);
-            barrier();
+            cpu_nmi_set_deferred(false);
             perfmon_nmi_handle(&ctx);
         }
 
-        barrier();
-        nmi->nest = 0;
-        barrier();
-    } while (READ_ONCE(nmi->deferred));
+        cpu_nmi_set_nest(0);
+    } while (cpu_nmi_deferred());
 }
 
 unsigned int

@@ -39,9 +39,12 @@
 #include <kern/percpu.h>
 #include <kern/perfmon_types.h>
 
+/*
+ * The count and the flag are bytes of the CPU's head (machine/cpu.h:
+ * cpu_nmi_nest_inc, ...), each reached in one instruction; the rest is
+ * here.
+ */
 struct perfmon_nmi_cpu {
-    uint8_t nest;           /* marked sections open on this CPU */
-    uint8_t deferred;       /* an NMI found nest != 0: handling owed */
     uint8_t in_nmi;         /* perfmon's NMI handling runs */
     uint8_t throttle_arm;   /* the throttle timer is to be armed by the
                                maskable vector (an NMI cannot: the timer
@@ -65,13 +68,9 @@ void perfmon_nmi_run_deferred(void);
 static inline void
 perfmon_nmi_enter(void)
 {
-    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
-
-    nmi->nest++;
-
-    /* The section's accesses stay after the mark (same CPU: only the
-       compiler could move them). */
-    barrier();
+    /* A compiler barrier too: the section's accesses stay after it (on
+       the same CPU only the compiler could move them). */
+    cpu_nmi_nest_inc();
 }
 
 /*
@@ -83,13 +82,9 @@ perfmon_nmi_enter(void)
 static inline void
 perfmon_nmi_leave(void)
 {
-    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+    cpu_nmi_nest_dec();
 
-    barrier();
-    nmi->nest--;
-    barrier();
-
-    if (unlikely(READ_ONCE(nmi->deferred)) && nmi->nest == 0) {
+    if (unlikely(cpu_nmi_deferred()) && cpu_nmi_nest() == 0) {
         perfmon_nmi_run_deferred();
     }
 }
