@@ -185,8 +185,8 @@ def check_plan(args):
                             (8, "nmi"), (8, "irq")):
             words = "pmu_soft.width=%d pmu_soft.intr=%d" % (
                 width, 0 if mode == "poll" else 1)
-            if mode == "irq":
-                words += " perfmon.pmi=irq"
+            if mode != "poll":
+                words += " perfmon.pmi=%s" % mode
             boots.append(Boot("smp=%d,w%d,%s" % (smp, width, mode),
                               "test=%s %s%s" % (narrow, words, extra),
                               smp, timeout(smp)))
