@@ -582,6 +582,18 @@ perfmon_nmi_run_deferred(void)
 
     assert(!cpu_intr_enabled());
 
+    /*
+     * The handling may close sections of its own (an emit from a test's
+     * hook, from an NMI that landed with none open) and find work
+     * deferred again: the outer loop does it, the stack does not grow.
+     */
+    if (nmi->in_deferred) {
+        return;
+    }
+
+    nmi->in_deferred = 1;
+    barrier();
+
     do {
         cpu_nmi_set_nest(1);
 
@@ -593,6 +605,9 @@ perfmon_nmi_run_deferred(void)
 
         cpu_nmi_set_nest(0);
     } while (cpu_nmi_deferred());
+
+    barrier();
+    nmi->in_deferred = 0;
 }
 
 unsigned int

@@ -46,6 +46,9 @@
  */
 struct perfmon_nmi_cpu {
     uint8_t in_nmi;         /* perfmon's NMI handling runs */
+    uint8_t in_deferred;    /* perfmon_nmi_run_deferred runs: a section
+                               closed inside it leaves the deferred work
+                               to its loop (no recursion on the stack) */
     uint8_t throttle_arm;   /* the throttle timer is to be armed by the
                                maskable vector (an NMI cannot: the timer
                                module takes a lock) */
