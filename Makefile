@@ -100,7 +100,8 @@ help:
 	@echo "  RUNS=n        runs for make soak (default 10)"
 	@echo "  WORKLOAD='calltree 1000'  make profile's workload (spin MS,"
 	@echo "                pingpong N, calltree N); EVENT=emit, PERIOD=13 (events"
-	@echo "                per sample; empty: the event's default); SMP=2"
+	@echo "                per sample; empty: the event's default); FREQ=HZ"
+	@echo "                (samples a second instead of PERIOD); SMP=2"
 	@echo "  GDB_PORT=n    TCP port make debug's QEMU waits on (default 1234)"
 	@echo "  DEBUG=1       build the kernel at -Og instead of -O2, in build/debug/"
 	@echo "                (any target: make debug DEBUG=1, make run DEBUG=1)"
@@ -362,12 +363,13 @@ run: deps $(ISO)
 WORKLOAD ?= calltree 1000
 EVENT    ?= emit
 PERIOD   ?= 13
+FREQ     ?=
 PROFILE_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),2)
 profile: deps $(ISO)
 	@$(PYTHON) tools/perf_profile.py --iso $(ISO) --elf $(KERNEL_ELF) --nm $(NM) \
 	    --out $(BUILD)/profile --smp $(PROFILE_SMP) --accel $(ACCEL) \
 	    --mem $(MEM) --workload "$(WORKLOAD)" --event "$(EVENT)" \
-	    --period "$(PERIOD)"
+	    --period "$(PERIOD)" --freq "$(FREQ)"
 
 # gdb reads tools/gdbinit; $port and $elf tell it where when not the
 # defaults (1234, build/kernel.elf). $(info) prints the line verbatim.

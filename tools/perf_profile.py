@@ -65,6 +65,20 @@ def tool(name):
     return os.path.join(HERE, name)
 
 
+def sampling_opts(args):
+    """perf record's sampling option: -F FREQ when a frequency is asked,
+    else -c PERIOD (none when PERIOD is empty).
+
+    >>> sampling_opts(argparse.Namespace(period="13", freq=""))
+    ' -c 13'
+    >>> sampling_opts(argparse.Namespace(period="13", freq="500"))
+    ' -F 500'
+    """
+    if getattr(args, "freq", ""):
+        return " -F %s" % args.freq
+    return " -c %s" % args.period if args.period else ""
+
+
 def record(args, out, log):
     """Boot, record, capture. Return None, or why it failed."""
     accel, _ = choose_accel(args.accel)
@@ -73,9 +87,8 @@ def record(args, out, log):
         os.remove(capture)
     cmd = qemu_command(args.iso, args.smp, accel, args.mem, "")
     cmd += ["-debugcon", "file:" + capture]
-    rec = "perf record -e %s%s -- %s" % (
-        args.event, " -c %s" % args.period if args.period else "",
-        args.workload)
+    rec = "perf record -e %s%s -- %s" % (args.event, sampling_opts(args),
+                                          args.workload)
     qemu = Qemu(cmd)
     deadline = time.monotonic() + args.timeout
     problem = None
@@ -319,7 +332,7 @@ class ProfileBoot:
             iso=args.iso, elf=os.path.join(os.path.dirname(args.iso),
                                            "kernel.elf"),
             nm="nm", smp=self.smp, accel=accel, mem=args.mem,
-            workload="calltree 200", event="emit", period="7",
+            workload="calltree 200", event="emit", period="7", freq="",
             timeout=self.timeout)
         start = time.monotonic()
         self.log = log or os.path.join(out, "console.log")
@@ -351,6 +364,9 @@ def main(argv=None):
     parser.add_argument("--workload", default="calltree 1000")
     parser.add_argument("--event", default="emit")
     parser.add_argument("--period", default="13")
+    parser.add_argument("--freq", default="",
+                        help="samples a second (perf record -F): the "
+                             "period is estimated, --period ignored")
     parser.add_argument("--timeout", type=int, default=300)
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
@@ -367,8 +383,8 @@ def main(argv=None):
     with open(log) as f:
         totals = TOTALS.findall(f.read())
     print("profile: perf record -e %s%s -- %s: %s samples (%s lost)"
-          % (args.event, " -c " + args.period if args.period else "",
-             args.workload, totals[-1][0], totals[-1][1]))
+          % (args.event, sampling_opts(args), args.workload, totals[-1][0],
+             totals[-1][1]))
     for name in OUTPUTS:
         print("  %s" % os.path.join(args.out, name))
     print("Linux perf: perf report --stdio -i %s --kallsyms %s"
