@@ -38,7 +38,10 @@
 
 /*
  * A CPU event's read on its CPU, into event->final: the cross-CPU call of
- * a remote read, inline in a local one. A plain slot takes the fast path.
+ * a remote read, inline in a local one. A plain slot takes the fast path,
+ * unmarked: a plain slot's device has no overflow interrupt, so no NMI
+ * ever touches it (kern/perfmon_nmi.h); the other path is a marked
+ * section.
  */
 struct perfmon_cpu_pmc *
 perfmon_cpu_op_update(struct perfmon_event *event)
@@ -47,7 +50,9 @@ perfmon_cpu_op_update(struct perfmon_event *event)
     struct perfmon_cpu_pmc *cpmc = event->cpu_pmc;
 
     if (!perfmon_cpu_pmc_update_plain(cpu->banks[event->dev_index], cpmc)) {
+        perfmon_nmi_enter();
         cpmc = perfmon_cpu_pmc_update_slot(event->dev, cpmc);
+        perfmon_nmi_leave();
     }
 
     return cpmc;
@@ -343,7 +348,9 @@ perfmon_event_read_thread_slow(struct perfmon_event *event)
     }
 
     flags = cpu_intr_save();
+    perfmon_nmi_enter();
     perfmon_td_op_count(&op, true);
+    perfmon_nmi_leave();
     cpu_intr_restore(flags);
     return op.value;
 }
@@ -366,6 +373,7 @@ perfmon_event_read_thread(struct perfmon_event *event)
     uint64_t value;
 
     if (thread == thread_self()) {
+        /* A plain slot: no NMI touches it, no marked section needed. */
         flags = cpu_intr_save();
         cpu = cpu_local_ptr(perfmon_cpu);
         cpmc = &cpu->pmcs[d][index];

@@ -20,6 +20,7 @@
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_i.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
 #include <kern/printf.h>
@@ -32,6 +33,19 @@
 #include <machine/cpu_mp.h>
 
 struct perfmon_cpu perfmon_cpu __percpu;
+struct perfmon_nmi_cpu perfmon_nmi_cpu __percpu;
+
+void (*perfmon_nmi_test_hook)(const struct perfmon_intr_ctx *ctx);
+
+/* Boot option: how overflow interrupts come (perfmon_pmi_nmi). */
+ARG_DEFINE_STRING("perfmon.pmi");
+
+/*
+ * Where the device can deliver its overflow interrupt as an NMI, it does
+ * unless told otherwise: only an NMI samples code that runs with
+ * interrupts disabled.
+ */
+#define PERFMON_PMI_NMI_DEFAULT true
 
 /*
  * Add what the counter counted since the last update, given its raw value
@@ -392,12 +406,18 @@ perfmon_poll_local(struct perfmon_dev *dev)
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     const struct perfmon_bank *bank = perfmon_cpu_bank(cpu, dev);
     struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state->index];
-    uint32_t used = cpu->used[dev->state->index];
-    uint64_t pending = perfmon_dev_consume(cpu, dev, used);
+    uint32_t used;
+    uint64_t pending;
+
+    perfmon_nmi_enter();
+    used = cpu->used[dev->state->index];
+    pending = perfmon_dev_consume(cpu, dev, used);
 
     FOR_EACH_BIT(index, used) {
         perfmon_cpu_pmc_sync(dev, bank, &cpmcs[index], pending);
     }
+
+    perfmon_nmi_leave();
 }
 
 /*
@@ -423,7 +443,9 @@ perfmon_poll_timer(struct timer *timer)
 
 /*
  * Each kind of device interrupts on its own vector; every device of the
- * kind that interrupts looks for its overflows.
+ * kind that interrupts on a vector looks for its overflows (those in NMI
+ * mode are perfmon_nmi_handle's). A marked section: an NMI that lands in
+ * it waits for its end.
  */
 static void
 perfmon_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
@@ -431,13 +453,17 @@ perfmon_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
     unsigned int nr_devs = __atomic_load_n(&perfmon_nr_devs,
                                            __ATOMIC_ACQUIRE);
 
+    perfmon_nmi_enter();
+
     for (unsigned int d = 0; d < nr_devs; d++) {
         struct perfmon_dev *dev = perfmon_devs[d];
 
-        if (dev->sw == sw && dev->overflow_intr) {
+        if (dev->sw == sw && dev->overflow_intr && !dev->nmi) {
             dev->ops->handle_overflow_intr(ctx);
         }
     }
+
+    perfmon_nmi_leave();
 }
 
 void
@@ -446,10 +472,142 @@ perfmon_pmi_intr(const struct perfmon_intr_ctx *ctx)
     perfmon_overflow_intr(false, ctx);
 }
 
+/*
+ * The software PMU's vector is also where the NMI asks for what it cannot
+ * do itself: arming the throttle timer (the timer module takes a lock,
+ * which an NMI may have interrupted on this CPU).
+ */
 void
 perfmon_pmu_soft_intr(const struct perfmon_intr_ctx *ctx)
 {
+    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+
+    /* Cleared first: an NMI that sets it again sends another request. */
+    if (READ_ONCE(nmi->throttle_arm)) {
+        WRITE_ONCE(nmi->throttle_arm, 0);
+        barrier();
+        perfmon_sample_throttle_arm(cpu_local_ptr(perfmon_cpu));
+    }
+
     perfmon_overflow_intr(true, ctx);
+}
+
+bool
+perfmon_pmi_nmi(void)
+{
+    static int mode = -1;
+    uint64_t value;
+
+    if (mode < 0) {
+        if (arg_is_set("perfmon.pmi", "nmi")) {
+            mode = 1;
+        } else if (arg_is_set("perfmon.pmi", "irq")) {
+            mode = 0;
+        } else if (arg_get_u64("perfmon.pmi", &value) == ENOENT) {
+            mode = PERFMON_PMI_NMI_DEFAULT;
+        } else {
+            log_err("perfmon: perfmon.pmi must be nmi or irq, using %s",
+                    PERFMON_PMI_NMI_DEFAULT ? "nmi" : "irq");
+            mode = PERFMON_PMI_NMI_DEFAULT;
+        }
+    }
+
+    return mode == 1;
+}
+
+/*
+ * The overflow handling of the devices in NMI mode, and the test's hook,
+ * with no marked section open on this CPU: an NMI, or the end of the
+ * section an NMI landed in. Local, interrupts disabled.
+ */
+static void
+perfmon_nmi_handle(const struct perfmon_intr_ctx *ctx)
+{
+    unsigned int nr_devs = __atomic_load_n(&perfmon_nr_devs,
+                                           __ATOMIC_ACQUIRE);
+    void (*hook)(const struct perfmon_intr_ctx *ctx);
+
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        if (dev->nmi && dev->overflow_intr) {
+            dev->ops->handle_overflow_intr(ctx);
+        }
+    }
+
+    hook = READ_ONCE(perfmon_nmi_test_hook);
+
+    if (hook != NULL) {
+        hook(ctx);
+    }
+}
+
+void
+perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
+{
+    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+
+    /*
+     * A maskable section is under way here: leave the overflow pending
+     * (the device keeps it until handled), note where it came (only the
+     * first: the place is read by the section's end before it clears the
+     * flag), and let the section's end handle it.
+     */
+    if (cpu_nmi_nest() != 0) {
+        if (!cpu_nmi_deferred()) {
+            nmi->ctx = *ctx;
+        }
+
+        cpu_nmi_set_deferred(true);
+        return;
+    }
+
+    nmi->in_nmi = 1;
+    barrier();
+    perfmon_nmi_handle(ctx);
+    barrier();
+    nmi->in_nmi = 0;
+}
+
+/*
+ * With the count raised again, so that an NMI meanwhile defers anew; it
+ * is lowered only when no deferral is left, and the flag tested once
+ * more after that, as perfmon_nmi_leave does.
+ */
+void
+perfmon_nmi_run_deferred(void)
+{
+    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+    struct perfmon_intr_ctx ctx;
+
+    assert(!cpu_intr_enabled());
+
+    /*
+     * The handling may close sections of its own (an emit from a test's
+     * hook, from an NMI that landed with none open) and find work
+     * deferred again: the outer loop does it, the stack does not grow.
+     */
+    if (nmi->in_deferred) {
+        return;
+    }
+
+    nmi->in_deferred = 1;
+    barrier();
+
+    do {
+        cpu_nmi_set_nest(1);
+
+        while (cpu_nmi_deferred()) {
+            ctx = nmi->ctx;
+            cpu_nmi_set_deferred(false);
+            perfmon_nmi_handle(&ctx);
+        }
+
+        cpu_nmi_set_nest(0);
+    } while (cpu_nmi_deferred());
+
+    barrier();
+    nmi->in_deferred = 0;
 }
 
 unsigned int

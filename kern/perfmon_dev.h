@@ -138,6 +138,9 @@ struct perfmon_dev {
     unsigned int min_width;     /* narrowest counter, for the poll period */
     bool sw;                    /* serves PERFMON_EF_SW events */
     bool overflow_intr;         /* overflows interrupt; else perfmon polls */
+    bool nmi;                   /* with overflow_intr: the interrupt is an
+                                   NMI (perfmon_nmi_intr runs the handler),
+                                   not a vector of its own */
     uint64_t max_rate;          /* polled: most events a counter counts
                                    per clock tick */
     uint64_t max_period;        /* longest preset (ops->preset); 0: the

@@ -21,11 +21,16 @@
  *   without it.
  * - The per-CPU tier of a CPU is only touched on that CPU with interrupts
  *   disabled: by the context switch, the overflow interrupt, the poll
- *   timer, and cross-CPU calls for CPU events and running threads.
+ *   timer, and cross-CPU calls for CPU events and running threads. Each
+ *   such maskable path is a marked section (kern/perfmon_nmi.h): an
+ *   overflow NMI that lands in one leaves the tier alone and the
+ *   section's end does the NMI's work, so the tier has one writer at a
+ *   time on its CPU even in NMI mode.
  * - A frequency sampler's estimate (the event's freq_* fields, and its
  *   period) is written only where the sampler is live, with interrupts
- *   disabled, never by the overflow path, which reads the period alone,
- *   once per period (perfmon_sample.c, "Frequency mode").
+ *   disabled, in a marked section, never by the overflow path, which
+ *   reads the period alone, once per period (perfmon_sample.c,
+ *   "Frequency mode").
  * - A loaded thread's per-thread state is written only on its CPU with
  *   interrupts disabled (the switch, or a cross-CPU call that re-checks
  *   loaded_cpu under the td lock), so the switch updates prev without its
@@ -56,6 +61,7 @@
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/perfmon_td.h>
 #include <kern/perfmon_test.h>
 #include <kern/spinlock.h>
@@ -382,6 +388,7 @@ void perfmon_throttle_timer(struct timer *timer);
 void perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *cpmc);
 void perfmon_freq_unload(struct perfmon_cpu_pmc *cpmc);
 void perfmon_freq_timer(struct timer *timer);
+void perfmon_sample_throttle_arm(struct perfmon_cpu *cpu);
 bool perfmon_dev_can_sample(const struct perfmon_dev *dev);
 void perfmon_event_sampling_attach(struct perfmon_event *event);
 

@@ -434,8 +434,10 @@ perfmon_mux_follow(void *arg)
     struct perfmon_dev *dev = arg;
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
+    perfmon_nmi_enter();
     perfmon_cpu_sched_check(cpu, dev, perfmon_cpu_loaded_td());
     perfmon_cpu_users_trim(cpu, dev);
+    perfmon_nmi_leave();
 }
 
 /*

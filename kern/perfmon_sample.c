@@ -162,8 +162,22 @@ perfmon_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
         throttle->active = true;
         throttle->time_start = now;
         syscnt_inc(&cpu->sc_throttles);
-        timer_schedule(&throttle->timer, clock_get_time() + 1);
+
+        /* An NMI asks the maskable vector to arm the timer. */
+        if (unlikely(perfmon_nmi_active())) {
+            WRITE_ONCE(cpu_local_ptr(perfmon_nmi_cpu)->throttle_arm, 1);
+            cpu_send_self_pmu_soft_from_nmi();
+        } else {
+            perfmon_sample_throttle_arm(cpu);
+        }
     }
+}
+
+/* Arm the throttle timer for the next tick. Local, interrupts disabled. */
+void
+perfmon_sample_throttle_arm(struct perfmon_cpu *cpu)
+{
+    timer_schedule(&cpu->throttle.timer, clock_get_time() + 1);
 }
 
 /*
@@ -310,6 +324,7 @@ perfmon_throttle_timer(struct timer *timer)
     unsigned int nr_devs = perfmon_nr_devs;
 
     (void)timer;
+    perfmon_nmi_enter();
     cpu->throttle.nr_samples = 0;
     cpu->throttle.window_end = cpu_get_tsc() + perfmon_tsc_per_tick;
 
@@ -345,6 +360,8 @@ perfmon_throttle_timer(struct timer *timer)
             }
         }
     }
+
+    perfmon_nmi_leave();
 }
 
 /*
@@ -525,6 +542,8 @@ perfmon_freq_timer(struct timer *timer)
     unsigned int nr_devs = perfmon_nr_devs;
     bool live = false;
 
+    perfmon_nmi_enter();
+
     for (unsigned int d = 0; d < nr_devs; d++) {
         struct perfmon_dev *dev = perfmon_devs[d];
 
@@ -540,6 +559,8 @@ perfmon_freq_timer(struct timer *timer)
             perfmon_freq_adjust(cpmc->sampler, cpmc->value, cpu_get_tsc());
         }
     }
+
+    perfmon_nmi_leave();
 
     if (live) {
         timer_schedule(timer, clock_get_time() + 1);
@@ -684,8 +705,10 @@ perfmon_cpu_op_refresh(void *arg)
 {
     struct perfmon_td_op *op = arg;
 
+    perfmon_nmi_enter();
     perfmon_cpu_pmc_refresh(cpu_local_ptr(perfmon_cpu), op->dev, op->index,
                             op->event, op->value);
+    perfmon_nmi_leave();
 }
 
 int

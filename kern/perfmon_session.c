@@ -39,6 +39,7 @@
 #include <kern/errno.h>
 #include <kern/kmem.h>
 #include <kern/macros.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
 #include <kern/thread.h>
@@ -230,22 +231,42 @@ perfmon_session_reserve_slow(struct perfmon_session_ring *ring, size_t size)
     return ring->buf + (pos & ring->mask);
 }
 
+/*
+ * A reservation is a marked section until its commit (kern/perfmon_nmi.h):
+ * the producer's fields (head, the reservation, the loss counts) are read,
+ * modified and written here, and an overflow NMI produces samples into the
+ * same ring. An NMI that lands between the two leaves its samples to the
+ * commit, which takes them after publishing the record, in order; so each
+ * ring keeps one producer at a time, and its loss accounting stays exact.
+ * perfmon's own sample path runs in a marked section or in the NMI with
+ * none open, and uses the ring directly.
+ */
 void *
 perfmon_session_reserve(struct perfmon_session *session, size_t size)
 {
+    void *record;
+
     if (unlikely((size == 0) || (size > PERFMON_SESSION_RECORD_MAX)
                  || ((size & 7) != 0))) {
         return NULL;
     }
 
-    return perfmon_session_ring_reserve(perfmon_session_ring_local(session),
-                                        size);
+    perfmon_nmi_enter();
+    record = perfmon_session_ring_reserve(perfmon_session_ring_local(session),
+                                          size);
+
+    if (record == NULL) {
+        perfmon_nmi_leave();
+    }
+
+    return record;
 }
 
 void
 perfmon_session_commit(struct perfmon_session *session, void *record)
 {
     perfmon_session_ring_commit(perfmon_session_ring_local(session), record);
+    perfmon_nmi_leave();
 }
 
 /* ---- consumer ------------------------------------------------------ */

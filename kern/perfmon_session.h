@@ -96,7 +96,11 @@ unsigned int perfmon_session_nr_refs(const struct perfmon_session *session);
  * record it carries would go unread). Commit stores the reserved size
  * in the header (the ring's framing relies on it). Local, interrupts
  * disabled, no lock, no allocation: callable from the overflow interrupt
- * and from the context switch. A ring should hold several of the largest
+ * and from the context switch. In NMI mode (kern/perfmon_nmi.h) a
+ * reservation holds back perfmon's NMI work on the CPU until its commit,
+ * so that the NMI's samples never land inside it. The inline pair below
+ * has no such guard: it is for code that already runs in a marked
+ * section or in perfmon's NMI. A ring should hold several of the largest
  * records written to it (a 256-byte ring never holds a 264-byte record,
  * nor one above 240 bytes with a LOST record before it). The maximum is
  * a sample with the deepest call chain (kern/perfmon_record.h).
@@ -109,7 +113,8 @@ void perfmon_session_commit(struct perfmon_session *session, void *record);
  * The same inline, for the sampling overflow path: the ring of this CPU,
  * looked up once for both calls, and a reservation that needs no pad, no
  * LOST record and no drop made with no call. size must be valid (the
- * caller ensures it; it is not checked). Same context and rules as above;
+ * caller ensures it; it is not checked). Same context and rules as above,
+ * from a marked section or perfmon's NMI only;
  * the structures below are public for these only.
  *
  *   ring = perfmon_session_ring_local(session);

@@ -505,7 +505,9 @@ perfmon_register(struct perfmon_dev *dev)
     } else {
         log_info("perfmon: %s: %u counters of %u bits, %s", dev->name,
                  dev->nr_pmcs, dev->min_width,
-                 dev->overflow_intr ? "overflow interrupt" : "never wrap");
+                 !dev->overflow_intr ? "never wrap"
+                 : dev->nmi ? "overflow interrupt (NMI)"
+                 : "overflow interrupt");
     }
 
     return 0;

@@ -113,7 +113,7 @@ perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
 }
 
 static void
-perfmon_cpu_op_snap(void *arg)
+perfmon_cpu_snap(void *arg)
 {
     struct perfmon_snap *snap = arg;
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
@@ -150,6 +150,15 @@ perfmon_cpu_op_snap(void *arg)
     perfmon_snap_end(snap);
 }
 
+/* A CPU's snapshot, a marked section (kern/perfmon_nmi.h). */
+static void
+perfmon_cpu_op_snap(void *arg)
+{
+    perfmon_nmi_enter();
+    perfmon_cpu_snap(arg);
+    perfmon_nmi_leave();
+}
+
 /*
  * Take a snapshot of events attached (or being attached) to one thread or
  * CPU, the first one's: through the thread's operation, or on the CPU,
@@ -182,7 +191,9 @@ perfmon_snap_take(struct perfmon_snap *snap,
         /* One's own thread: read in place, as perfmon_event_read. */
         if (action == PERFMON_SNAP_READ && leader->thread == thread_self()) {
             flags = cpu_intr_save();
+            perfmon_nmi_enter();
             perfmon_td_op_snap(&snap->op, true);
+            perfmon_nmi_leave();
             cpu_intr_restore(flags);
         } else {
             perfmon_td_run(&snap->op);

@@ -196,6 +196,7 @@ perfmon_td_load(struct perfmon_td *td)
     assert(!cpu_intr_enabled());
     spinlock_lock(&td->lock);
     assert(td->loaded_cpu == PERFMON_CPU_NONE);
+    perfmon_nmi_enter();
 
     for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
         perfmon_cpu_sched_check(cpu, perfmon_devs[d], NULL);
@@ -210,6 +211,7 @@ perfmon_td_load(struct perfmon_td *td)
         }
     }
 
+    perfmon_nmi_leave();
     spinlock_unlock(&td->lock);
 }
 
@@ -354,6 +356,7 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
     assert(prev->loaded_cpu == cpu_id());
     spinlock_lock(&next->lock);
     assert(next->loaded_cpu == PERFMON_CPU_NONE);
+    perfmon_nmi_enter();
     next->loaded_cpu = cpu_id();
 
     /* Most switches are between threads that count nothing. */
@@ -389,6 +392,7 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
     }
 
 out:
+    perfmon_nmi_leave();
     spinlock_unlock(&next->lock);
     __atomic_store_n(&prev->loaded_cpu, PERFMON_CPU_NONE, __ATOMIC_RELEASE);
 }
@@ -420,7 +424,9 @@ perfmon_td_op_remote(void *arg)
 
     /* The thread may have left this CPU since the call was sent. */
     if (loaded_cpu == cpu_id() || loaded_cpu == PERFMON_CPU_NONE) {
+        perfmon_nmi_enter();
         op->fn(op, loaded_cpu != PERFMON_CPU_NONE);
+        perfmon_nmi_leave();
         op->done = true;
     }
 
@@ -439,7 +445,9 @@ perfmon_td_run(struct perfmon_td_op *op)
 
         /* Loaded on this CPU means the thread is the caller. */
         if (loaded_cpu == PERFMON_CPU_NONE || loaded_cpu == cpu_id()) {
+            perfmon_nmi_enter();
             op->fn(op, loaded_cpu != PERFMON_CPU_NONE);
+            perfmon_nmi_leave();
             spinlock_unlock_intr_restore(&op->td->lock, flags);
             return;
         }

@@ -17,6 +17,7 @@
 #include <kern/log.h>
 #include <kern/macros.h>
 #include <kern/percpu.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/syscnt.h>
@@ -36,6 +37,9 @@ struct pmu_soft_cpu {
     uint32_t counting[PMU_SOFT_NR_EVENTS];  /* counters per event */
     uint32_t overflowed;                    /* waiting for the interrupt */
     uint32_t sync;                          /* wraps reported at once */
+
+    /* NMI mode: where each pending overflow happened (the first wrap). */
+    struct perfmon_intr_ctx where[PMU_SOFT_NR_PMCS];
     struct syscnt sc_intrs;
     struct syscnt sc_lost;
 };
@@ -45,6 +49,7 @@ struct perfmon_bank pmu_soft_bank __percpu;
 static uint64_t pmu_soft_mask = ~0ULL;
 static unsigned int pmu_soft_nr_bits = 64;
 static bool pmu_soft_intr;
+static bool pmu_soft_nmi;
 static pmu_soft_report_fn_t pmu_soft_report_fn;
 
 static const char *const pmu_soft_names[PMU_SOFT_EV_EMIT] = {
@@ -86,6 +91,12 @@ bool
 pmu_soft_intr_mode(void)
 {
     return pmu_soft_intr;
+}
+
+bool
+pmu_soft_nmi_mode(void)
+{
+    return pmu_soft_nmi;
 }
 
 uint64_t
@@ -172,16 +183,26 @@ pmu_soft_where(unsigned int event, uintptr_t caller_ip, uintptr_t caller_fp,
     ctx->fp = caller_fp;
 }
 
-/* Not inlined: a sample's instruction pointer is this call's return. */
+/*
+ * Not inlined: a sample's instruction pointer is this call's return.
+ *
+ * A marked section (kern/perfmon_nmi.h): the bank's values and the
+ * pending mask are read, modified and written here, and the overflow NMI
+ * presets the first and takes from the second. An NMI that lands here
+ * leaves them to the section's end; this count's own NMI is sent after
+ * it, so that it normally finds no section open and does its work at
+ * once, as a hardware PMI would.
+ */
 __attribute__((noinline)) void
 pmu_soft_count(unsigned int event, uint64_t n)
 {
     struct perfmon_bank *bank;
     struct pmu_soft_cpu *cpu;
-    uint32_t wrapped = 0, sync;
+    uint32_t wrapped = 0, sync, raised = 0;
     unsigned long flags;
 
     flags = cpu_intr_save();
+    perfmon_nmi_enter();
     cpu = cpu_local_ptr(pmu_soft_cpu);
     bank = cpu_local_ptr(pmu_soft_bank);
 
@@ -212,7 +233,23 @@ pmu_soft_count(unsigned int event, uint64_t n)
     sync = wrapped & cpu->sync;
     wrapped &= ~sync;
 
-    if (wrapped != 0 && pmu_soft_intr) {
+    if (wrapped != 0 && pmu_soft_nmi) {
+        raised = wrapped & ~cpu->overflowed;
+
+        if (raised != 0) {
+            struct perfmon_intr_ctx ctx;
+
+            pmu_soft_where(event, (uintptr_t)__builtin_return_address(0),
+                           *(const uintptr_t *)__builtin_frame_address(0),
+                           &ctx);
+
+            FOR_EACH_BIT(id, raised) {
+                cpu->where[id] = ctx;
+            }
+        }
+
+        cpu->overflowed |= wrapped;
+    } else if (wrapped != 0 && pmu_soft_intr) {
         cpu->overflowed |= wrapped;
         cpu_send_self_pmu_soft();
     }
@@ -228,6 +265,14 @@ pmu_soft_count(unsigned int event, uint64_t n)
         }
     }
 
+    perfmon_nmi_leave();
+
+    /* One NMI per newly pending overflow set: a later wrap of a pending
+       counter is that NMI's to find. */
+    if (raised != 0) {
+        cpu_send_nmi(cpu_id());
+    }
+
     cpu_intr_restore(flags);
 }
 
@@ -235,11 +280,14 @@ pmu_soft_count(unsigned int event, uint64_t n)
  * A tick counter counts the clock's ticks as this CPU accounts them: bring
  * the accounting up to date before it starts or is read, so that ticks
  * that passed while the tick interrupt was late land on the right side.
+ * Not from an NMI, which may have landed inside the accounting (the
+ * interrupted code would count the same ticks again): the NMI reads the
+ * counter as it stands, and the ticks are counted when accounted.
  */
 static void
 pmu_soft_sync_ticks(unsigned int event)
 {
-    if (event == PMU_SOFT_EV_TICK) {
+    if (event == PMU_SOFT_EV_TICK && !perfmon_nmi_active()) {
         clock_account_local();
     }
 }
@@ -274,7 +322,12 @@ pmu_soft_counter_preset(unsigned int id, uint64_t n)
 
     /* perfmon has just read the counter: its ticks are accounted. */
     bank->values[id] = (0 - n) & pmu_soft_mask;
-    cpu->sync |= 1U << id;
+
+    /* In NMI mode every wrap is the NMI's to report, as in hardware. */
+    if (!pmu_soft_nmi) {
+        cpu->sync |= 1U << id;
+    }
+
     cpu->overflowed &= ~(1U << id);
     cpu->unread[id] = 0;
     return bank->values[id];
@@ -308,6 +361,12 @@ pmu_soft_take_overflows(uint32_t mask)
 
     cpu->overflowed &= ~pending;
     return pending;
+}
+
+const struct perfmon_intr_ctx *
+pmu_soft_intr_where(unsigned int id)
+{
+    return &cpu_local_ptr(pmu_soft_cpu)->where[id];
 }
 
 uint32_t
@@ -348,6 +407,7 @@ pmu_soft_setup(void)
     pmu_soft_nr_bits = (unsigned int)width;
     pmu_soft_mask = bitops_width_mask((unsigned int)width);
     pmu_soft_intr = (intr == 1);
+    pmu_soft_nmi = pmu_soft_intr && perfmon_pmi_nmi();
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         snprintf(name, sizeof(name), "pmu_soft_intrs/%u", cpu);

@@ -169,9 +169,24 @@ void pmu_soft_set_report_fn(pmu_soft_report_fn_t fn);
 uint32_t pmu_soft_take_overflows(uint32_t mask);
 uint32_t pmu_soft_intr_take(void);
 
-/* The configured counter width and overflow mode. Any context. */
+/*
+ * NMI mode: where the pending overflow of counter id happened (the call of
+ * pmu_soft_count, or the tick's interrupted code). Local, interrupts
+ * disabled.
+ */
+const struct perfmon_intr_ctx *pmu_soft_intr_where(unsigned int id);
+
+/*
+ * The configured counter width and overflow mode: with pmu_soft.intr=1,
+ * the emulated interrupt is an NMI to the CPU's own APIC ID unless
+ * perfmon.pmi=irq (pmu_soft_nmi_mode), and every wrap, a preset
+ * counter's too, is reported by it; else a self-IPI on the software
+ * PMU's vector, and a preset counter's wrap is reported at once. Any
+ * context.
+ */
 unsigned int pmu_soft_width(void);
 bool pmu_soft_intr_mode(void);
+bool pmu_soft_nmi_mode(void);
 
 /*
  * Units per counter per tick that polling counts exactly: 2^(width-2) when

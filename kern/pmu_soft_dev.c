@@ -77,11 +77,18 @@ pmu_soft_overflow_consume(uint64_t ids)
     return pmu_soft_take_overflows((uint32_t)ids);
 }
 
+/*
+ * The emulated overflow interrupt. In NMI mode the bank knows where each
+ * overflow happened (the software PMU is precise), which is also right
+ * when the NMI was deferred to the end of a marked section.
+ */
 static void
 pmu_soft_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
     FOR_EACH_BIT(id, pmu_soft_intr_take()) {
-        perfmon_report_overflow(&pmu_soft_dev, id, ctx);
+        perfmon_report_overflow(&pmu_soft_dev, id,
+                                pmu_soft_dev.nmi ? pmu_soft_intr_where(id)
+                                                 : ctx);
     }
 }
 
@@ -119,6 +126,7 @@ pmu_soft_dev_setup(void)
     pmu_soft_dev.name = "pmu_soft";
     pmu_soft_dev.ops = &pmu_soft_ops;
     pmu_soft_dev.overflow_intr = pmu_soft_intr_mode();
+    pmu_soft_dev.nmi = pmu_soft_nmi_mode();
     pmu_soft_dev.nr_pmcs = PMU_SOFT_NR_PMCS;
     pmu_soft_dev.min_width = pmu_soft_width();
     pmu_soft_dev.max_rate = pmu_soft_max_rate();

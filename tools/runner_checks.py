@@ -17,7 +17,7 @@ from runner_ktap import Boot, Result, parse_ktap
 
 
 NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample",
-                 "perfmon_group", "perfmon_mux")
+                 "perfmon_group", "perfmon_mux", "perfmon_nmi")
 
 
 # The boots of make check at more CPUs than counters: these suites, and
@@ -38,7 +38,7 @@ def narrow_selection(tests):
     >>> narrow_selection("kmem,timer")
     ''
     >>> narrow_selection("all")
-    'perfmon,pmu_soft,perfmon_torture,perfmon_sample,perfmon_group,perfmon_mux'
+    'perfmon,pmu_soft,perfmon_torture,perfmon_sample,perfmon_group,perfmon_mux,perfmon_nmi'
     """
     if tests in ("", "all"):
         return ",".join(NARROW_SUITES)
@@ -236,14 +236,19 @@ def check_plan(args):
                           smp, timeout(smp)))
     # perfmon with narrow software counters, polled and with the emulated
     # overflow interrupt (test=all above runs them at width 64); width 8
-    # makes nearly every operation race a wrap.
+    # makes nearly every operation race a wrap. The interrupt is an NMI
+    # (the default) at widths 12 and 8, and the maskable vector
+    # (perfmon.pmi=irq) at width 8.
     narrow = narrow_selection(tests)
     for smp in args.smp if narrow else ():
-        for width, intr in ((16, 0), (12, 1), (8, 0), (8, 1)):
-            boots.append(Boot("smp=%d,w%d,%s" % (smp, width,
-                                                 "intr" if intr else "poll"),
-                              "test=%s pmu_soft.width=%d pmu_soft.intr=%d%s"
-                              % (narrow, width, intr, extra),
+        for width, mode in ((16, "poll"), (12, "nmi"), (8, "poll"),
+                            (8, "nmi"), (8, "irq")):
+            words = "pmu_soft.width=%d pmu_soft.intr=%d" % (
+                width, 0 if mode == "poll" else 1)
+            if mode != "poll":
+                words += " perfmon.pmi=%s" % mode
+            boots.append(Boot("smp=%d,w%d,%s" % (smp, width, mode),
+                              "test=%s %s%s" % (narrow, words, extra),
                               smp, timeout(smp)))
     if tests:
         return boots

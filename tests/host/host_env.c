@@ -19,6 +19,7 @@
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/perfmon_td.h>
 #include <kern/pmu_soft.h>
 #include <kern/spinlock.h>
@@ -185,6 +186,15 @@ cpu_intr_restore(unsigned long flags)
     if (flags & CPU_RFLAGS_IF) {
         host_env_intr = true;
     }
+}
+
+uint8_t host_env_nmi_nest;
+uint8_t host_env_nmi_deferred;
+
+void
+cpu_send_self_pmu_soft_from_nmi(void)
+{
+    panic("host_env: no NMI on the host");
 }
 
 unsigned int
@@ -484,11 +494,29 @@ trap_register(unsigned int vector, trap_handler_fn_t handler)
     host_env_traps[vector] = handler;
 }
 
+/* Without a PMU model, the PMI is never an NMI. */
+__attribute__((weak)) bool
+host_env_pmi_nmi(void)
+{
+    return false;
+}
+
 void
 host_env_raise_trap(unsigned int vector)
 {
     struct trap_frame frame = { .vector = vector };
     unsigned long flags;
+
+    /*
+     * The PMI as an NMI, when the PMU model's LVT entry says so: the arch's
+     * NMI handler (machine/ipi.c) calls perfmon's, with no EOI.
+     */
+    if (vector == TRAP_PMI && host_env_pmi_nmi()) {
+        flags = cpu_intr_save();
+        perfmon_nmi_intr(&host_env_intr_ctx);
+        cpu_intr_restore(flags);
+        return;
+    }
 
     /* The PMI vector is the arch's (machine/ipi.c): do what it does. */
     if (vector == TRAP_PMI && host_env_traps[vector] == NULL) {

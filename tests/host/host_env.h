@@ -44,6 +44,13 @@ uint64_t host_env_next_expiry(void);
  */
 void host_env_raise_trap(unsigned int vector);
 
+/*
+ * Whether the PMI is an NMI (the PMU model's LVT entry in NMI delivery
+ * mode): TRAP_PMI then goes to perfmon_nmi_intr, with no EOI. A weak
+ * default says no; the PMU models define their own.
+ */
+bool host_env_pmi_nmi(void);
+
 /* The interrupted context the next raised PMI reports (default 0, 0). */
 void host_env_set_intr_ctx(uintptr_t ip, uintptr_t fp);
 

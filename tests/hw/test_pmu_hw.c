@@ -380,6 +380,8 @@ TEST_DEFINE(pmu_hw, cpu_events_count_every_cpu_loop)
 
 struct hw_sample_run {
     bool cpu_event;             /* else the calling thread's event */
+    bool intr_off;              /* the loop runs with interrupts disabled */
+    uint64_t nr_inside;         /* samples taken before they came back */
     uint64_t count;             /* the sampling event's count */
     uint64_t nr_samples;        /* as the event tells */
     uint64_t ticks;             /* clock ticks the run took */
@@ -464,9 +466,19 @@ hw_sample_once(struct hw_sample_run *run)
         TEST_ASSERT_EQ(perfmon_event_attach(&event, thread_self()), 0);
     }
 
-    thread_preempt_disable();
-    hw_loop(HW_SAMPLE_ITERS);
-    thread_preempt_enable();
+    if (run->intr_off) {
+        unsigned long flags = cpu_intr_save();
+
+        hw_loop(HW_SAMPLE_ITERS);
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &run->nr_inside),
+                       0);
+        cpu_intr_restore(flags);
+    } else {
+        thread_preempt_disable();
+        hw_loop(HW_SAMPLE_ITERS);
+        thread_preempt_enable();
+    }
+
     TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
     run->ticks = clock_get_time() - t0;
     run->count = perfmon_event_read(&event);
@@ -554,6 +566,28 @@ TEST_DEFINE(pmu_hw, sampling_thread_event_lands_in_known_loop)
                     hw_range_of(HW_BOUND_INSNS, HW_SAMPLE_ITERS, 0));
     hw_sample_once(&run);
     hw_sample_check(&run);
+}
+
+/*
+ * The PMI as an NMI (perfmon.pmi=nmi, the default): the same run with
+ * interrupts disabled around the loop. Every period's sample but the
+ * last's (skid) is taken before interrupts come back on, and lies in
+ * hw_loop: a maskable PMI would have been held back to the loop's end.
+ */
+TEST_DEFINE(pmu_hw, nmi_samples_land_in_interrupts_disabled_loop)
+{
+    struct hw_sample_run run = { .intr_off = true };
+
+    hw_sample_require();
+
+    if (!perfmon_get_dev(false)->nmi) {
+        test_skip("the PMI is a maskable vector (perfmon.pmi=irq)");
+    }
+
+    hw_sample_once(&run);
+    hw_sample_check(&run);
+    TEST_ASSERT_GE(run.nr_inside + 1, run.count / HW_SAMPLE_PERIOD);
+    TEST_ASSERT_GE(run.nr_in_loop + 2, run.nr_inside);
 }
 
 static void

@@ -541,6 +541,32 @@ bench_sampling_rows(unsigned int depth)
               bench_sampling(BENCH_LOOP_PERIOD, 8, true), false);
 }
 
+/*
+ * The sample's cost as the overflow comes (pmu_soft.intr=1; `make bench`
+ * boots it with perfmon.pmi=irq, then nmi): with the maskable mode a
+ * preset counter's wrap is reported at once, in the emit; with NMI mode
+ * every wrap is an NMI to the CPU's own APIC ID, taken in the emit (the
+ * loop runs with interrupts disabled).
+ */
+TEST_DEFINE_MANUAL(bench, perfmon_pmi)
+{
+    const char *group = pmu_soft_nmi_mode() ? "sampling, pmi=nmi"
+                                            : "sampling, pmi=irq";
+    uint64_t base, sample;
+
+    if (!pmu_soft_intr_mode()) {
+        test_skip("needs pmu_soft.intr=1");
+    }
+
+    thread_set_affinity(thread_self(), 1ULL << 0);
+    base = bench_sampling(0, 0, false);
+    sample = bench_sampling(1, 0, false);
+    bench_row(group, "emit, counting event", base, true);
+    bench_row(group, "emit + sample", sample, false);
+    bench_row(group, "sample, no call chain", sample - base, false);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
 TEST_DEFINE_MANUAL(bench, perfmon)
 {
     static const unsigned int switch_events[] = { 0, 1, 4, 8 };

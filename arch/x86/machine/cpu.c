@@ -184,7 +184,7 @@ cpu_load_tables(unsigned int cpu)
      * percpu_ptr gives a pointer to the whole array: index what it points
      * to (indexing the pointer itself strode 3 stacks at a time, and put
      * the NMI and machine-check stacks in whatever followed the per-CPU
-     * area, which an NMI handler then overwrote).
+     * area, which NMI-delivered overflows then overwrote).
      */
     for (unsigned int i = 0; i < 3; i++) {
         tss->ist[i + 1] = (uintptr_t)(*percpu_ptr(cpu_ist_stacks, cpu))[i]

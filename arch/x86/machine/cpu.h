@@ -254,6 +254,21 @@ void cpu_send_resched(unsigned int cpu);        /* reschedule there */
 void cpu_send_self_pmu_soft(void);              /* perfmon_pmu_soft_intr */
 
 /*
+ * The same request from an NMI: the NMI may have landed between another
+ * sender's two ICR writes, so it writes only the low half (the self
+ * shorthand), which leaves the interrupted sender's destination intact.
+ * NMI context, local.
+ */
+void cpu_send_self_pmu_soft_from_nmi(void);
+
+/*
+ * An NMI to a CPU (perfmon_nmi_intr there), this one included (the self
+ * shorthand is not valid with NMI delivery, SDM Vol. 3A 11.6.1, so the
+ * CPU's own APIC ID is the destination). Any context, an NMI included.
+ */
+void cpu_send_nmi(unsigned int cpu);
+
+/*
  * Stop every other CPU (for panic); nothing before the interrupt
  * controller is set up. Any context.
  */
@@ -275,11 +290,76 @@ struct cpu_head {
     unsigned int intr_depth;    /* nesting of interrupt handlers */
     struct thread *thread;      /* current thread */
     const void *intr_frame;     /* innermost interrupt's saved registers */
+    uint8_t nmi_nest;           /* perfmon's marked sections open */
+    uint8_t nmi_deferred;       /* an NMI found one open */
 };
 
 #define CPU_HEAD_OFFSET_ID      8
 #define CPU_HEAD_OFFSET_INTR    12
 #define CPU_HEAD_OFFSET_THREAD  16
+#define CPU_HEAD_OFFSET_NMI_NEST        32
+#define CPU_HEAD_OFFSET_NMI_DEFERRED    33
+
+_Static_assert(__builtin_offsetof(struct cpu_head, nmi_nest)
+               == CPU_HEAD_OFFSET_NMI_NEST, "cpu_head layout");
+_Static_assert(__builtin_offsetof(struct cpu_head, nmi_deferred)
+               == CPU_HEAD_OFFSET_NMI_DEFERRED, "cpu_head layout");
+
+/*
+ * perfmon's NMI section count and deferred flag (kern/perfmon_nmi.h): a
+ * byte each in the CPU's head, each access one instruction, so that
+ * marking a section costs an increment and a decrement. The increment and
+ * decrement are compiler barriers: the section's accesses stay between
+ * them (an NMI on the same CPU sees the instruction stream in order).
+ * Local.
+ */
+static inline void
+cpu_nmi_nest_inc(void)
+{
+    __asm__ volatile("incb %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_NEST)
+                     : : : "memory", "cc");
+}
+
+static inline void
+cpu_nmi_nest_dec(void)
+{
+    __asm__ volatile("decb %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_NEST)
+                     : : : "memory", "cc");
+}
+
+static inline unsigned int
+cpu_nmi_nest(void)
+{
+    uint8_t nest;
+
+    __asm__ volatile("movb %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_NEST) ", %0"
+                     : "=q"(nest) : : "memory");
+    return nest;
+}
+
+static inline void
+cpu_nmi_set_nest(uint8_t nest)
+{
+    __asm__ volatile("movb %0, %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_NEST)
+                     : : "q"(nest) : "memory");
+}
+
+static inline bool
+cpu_nmi_deferred(void)
+{
+    uint8_t deferred;
+
+    __asm__ volatile("movb %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_DEFERRED)
+                     ", %0" : "=q"(deferred) : : "memory");
+    return deferred != 0;
+}
+
+static inline void
+cpu_nmi_set_deferred(bool deferred)
+{
+    __asm__ volatile("movb %0, %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_DEFERRED)
+                     : : "q"((uint8_t)deferred) : "memory");
+}
 
 /* Return the calling CPU's index, 0 to cpu_count() - 1. Any context. */
 static inline unsigned int

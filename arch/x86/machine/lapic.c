@@ -125,6 +125,35 @@ lapic_send_self_ipi(unsigned int vector)
 }
 
 void
+lapic_send_self_ipi_from_nmi(unsigned int vector)
+{
+    /* The interrupted sender waits for idle again after its low write. */
+    lapic_icr_wait();
+    lapic_write(LAPIC_REG_ICR_LOW, LAPIC_ICR_FIXED | LAPIC_ICR_ASSERT
+                                   | LAPIC_ICR_SELF | vector);
+    lapic_icr_wait();
+}
+
+/*
+ * Callable from an NMI too: one that landed between another sender's two
+ * ICR writes finds that sender's destination in the high half and puts it
+ * back, so the interrupted send goes where it was meant to.
+ */
+void
+lapic_send_nmi(unsigned int apic_id)
+{
+    unsigned long flags = cpu_intr_save();
+    uint32_t high = lapic_read(LAPIC_REG_ICR_HIGH);
+
+    lapic_icr_wait();
+    lapic_write(LAPIC_REG_ICR_HIGH, apic_id << 24);
+    lapic_write(LAPIC_REG_ICR_LOW, LAPIC_ICR_NMI | LAPIC_ICR_ASSERT);
+    lapic_icr_wait();
+    lapic_write(LAPIC_REG_ICR_HIGH, high);
+    cpu_intr_restore(flags);
+}
+
+void
 lapic_stop_others(void)
 {
     if (lapic_base == NULL) {
@@ -154,6 +183,12 @@ void
 lapic_pmc_setup(unsigned int vector)
 {
     lapic_write(LAPIC_REG_LVT_PMC, vector);
+}
+
+void
+lapic_pmc_setup_nmi(void)
+{
+    lapic_write(LAPIC_REG_LVT_PMC, LAPIC_LVT_DELIVERY_NMI);
 }
 
 void

@@ -19,6 +19,15 @@ void lapic_send_ipi(unsigned int cpu, unsigned int vector);
 /* Send a fixed-vector IPI to the calling CPU. Any context. */
 void lapic_send_self_ipi(unsigned int vector);
 
+/* The same, from an NMI: the ICR's low half only (see cpu.h). */
+void lapic_send_self_ipi_from_nmi(unsigned int vector);
+
+/*
+ * Send an NMI to the CPU of APIC ID apic_id (this one included). Any
+ * context, an NMI included.
+ */
+void lapic_send_nmi(unsigned int apic_id);
+
 /*
  * Stop every other CPU with an NMI, for panic. Does nothing before the
  * local APIC is set up. Any context.
@@ -34,6 +43,23 @@ void lapic_send_startup(unsigned int apic_id, uint32_t phys_page);
  * interrupt, unmasked. Processor-local, interrupts disabled.
  */
 void lapic_pmc_setup(unsigned int vector);
+
+/*
+ * The delivery mode field (bits 10:8) of an LVT entry set to NMI (100b):
+ * the entry's vector is then ignored (SDM vol. 3A, 11.5.1, "Delivery
+ * Mode"). An NMI takes no EOI (SDM vol. 3A, 11.8.5).
+ */
+#define LAPIC_LVT_DELIVERY_NMI  (4U << 8)
+
+/*
+ * Program the performance counter LVT entry to deliver an NMI, unmasked:
+ * the PMI reaches perfmon through the NMI handler (perfmon.pmi=nmi).
+ * Intel sets the entry's mask bit on each PMI whatever its delivery mode
+ * (SDM vol. 3A, 11.5.1), so the handler unmasks it as before; AMD does
+ * not, and the unmask is harmless there. Processor-local, interrupts
+ * disabled.
+ */
+void lapic_pmc_setup_nmi(void);
 
 /* Clear the mask bit of the performance counter LVT entry, which the CPU
  * sets on every PMI. Processor-local, interrupts disabled. */

@@ -32,6 +32,7 @@
 #include <kern/macros.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
@@ -722,7 +723,7 @@ pmu_amd_setup_local(void *arg)
     }
 
     if (pmu_amd_has_pmi()) {
-        lapic_pmc_setup(TRAP_PMI);
+        pmu_x86_lvt_setup();
     }
 }
 
@@ -845,6 +846,7 @@ pmu_amd_setup(void)
     pmu_amd_dev.name = "pmu_amd";
     pmu_amd_dev.ops = &pmu_amd_ops;
     pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
+    pmu_amd_dev.nmi = pmu_amd_dev.overflow_intr && perfmon_pmi_nmi();
     pmu_amd_dev.nr_pmcs = info->nr_counters - bitops_popcount(pmu_amd_fw);
     pmu_amd_dev.fw_pmcs = pmu_amd_fw;
     pmu_amd_dev.min_width = pmu_amd_width();

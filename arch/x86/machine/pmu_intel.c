@@ -30,6 +30,7 @@
 #include <kern/macros.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
@@ -1027,7 +1028,7 @@ pmu_intel_setup_local(void *arg)
         /* Stale overflows, and counters a firmware PMI left frozen. */
         cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF,
                     pmu_intel_own_bits() | pmu_intel_status_other());
-        lapic_pmc_setup(TRAP_PMI);
+        pmu_x86_lvt_setup();
     }
 }
 
@@ -1152,6 +1153,7 @@ pmu_intel_setup(void)
     pmu_intel_dev.name = "pmu_intel";
     pmu_intel_dev.ops = &pmu_intel_ops;
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
+    pmu_intel_dev.nmi = pmu_intel_dev.overflow_intr && perfmon_pmi_nmi();
     pmu_intel_dev.nr_pmcs = nr_general
                             + bitops_popcount(info->fixed_mask
                                               & ~pmu_intel_fw_fixed);

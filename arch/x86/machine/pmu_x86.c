@@ -18,12 +18,14 @@
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/printf.h>
 #include <kern/syscnt.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
 #include <machine/pmu_x86.h>
+#include <machine/trap.h>
 
 /*
  * A bound on the events one counter counts per cycle, for the poll period
@@ -166,6 +168,16 @@ pmu_x86_global_intr(const struct perfmon_intr_ctx *ctx)
     lapic_pmc_unmask();
     cpu->pmi = false;
     cpu_set_msr(vendor->msr_global_ctrl, cpu->global_ctrl);
+}
+
+void
+pmu_x86_lvt_setup(void)
+{
+    if (perfmon_pmi_nmi()) {
+        lapic_pmc_setup_nmi();
+    } else {
+        lapic_pmc_setup(TRAP_PMI);
+    }
 }
 
 uint64_t

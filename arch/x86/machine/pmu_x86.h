@@ -222,6 +222,13 @@ void pmu_x86_pmi_spurious(void);
 void pmu_x86_global_intr(const struct perfmon_intr_ctx *ctx);
 
 /*
+ * Point this CPU's LVT performance counter entry at the PMI as perfmon
+ * takes it: an NMI (perfmon_pmi_nmi, the default) or the PMI vector.
+ * Processor-local, interrupts disabled.
+ */
+void pmu_x86_lvt_setup(void);
+
+/*
  * On a CPU: PMIs taken, PMIs that found no overflowed counter, and PMIs
  * whose handler gave up on a status that would not clear (syscnts
  * <name>_pmis/<cpu>, <name>_spurious/<cpu>, <name>_pmi_giveup/<cpu>, with

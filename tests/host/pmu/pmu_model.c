@@ -1071,6 +1071,19 @@ lapic_pmc_setup(unsigned int vector)
 }
 
 void
+lapic_pmc_setup_nmi(void)
+{
+    /* NMI delivery mode (100b), unmasked, vector ignored. */
+    model.regs.lvt_pmc = MODEL_LVT_NMI;
+}
+
+bool
+host_env_pmi_nmi(void)
+{
+    return (model.regs.lvt_pmc & MODEL_LVT_MODE) == MODEL_LVT_NMI;
+}
+
+void
 lapic_pmc_unmask(void)
 {
     model.regs.lvt_pmc &= ~(uint64_t)MODEL_LVT_MASKED;

@@ -138,6 +138,8 @@
 #define MODEL_CPUID1_ECX_PDCM   (1U << 15)
 
 #define MODEL_LVT_MASKED        (1U << 16)
+#define MODEL_LVT_MODE          (7U << 8)   /* delivery mode */
+#define MODEL_LVT_NMI           (4U << 8)
 
 /* CPUID.0AH:EAX and EDX from their fields. */
 #define MODEL_CPUID_A_EAX(version, nr_gp, width, ebx_length)           \

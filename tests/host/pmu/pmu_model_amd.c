@@ -773,6 +773,18 @@ lapic_pmc_setup(unsigned int vector)
 }
 
 void
+lapic_pmc_setup_nmi(void)
+{
+    m.regs.lvt_pmc = MODEL_AMD_LVT_NMI;
+}
+
+bool
+host_env_pmi_nmi(void)
+{
+    return (m.regs.lvt_pmc & MODEL_AMD_LVT_MODE) == MODEL_AMD_LVT_NMI;
+}
+
+void
 lapic_pmc_unmask(void)
 {
     m.regs.lvt_pmc &= ~(uint64_t)MODEL_AMD_LVT_MASKED;

@@ -75,6 +75,8 @@
 #define MODEL_AMD_EVTSEL_HOST       (1ULL << 41)
 
 #define MODEL_AMD_LVT_MASKED        (1U << 16)
+#define MODEL_AMD_LVT_MODE          (7U << 8)   /* delivery mode */
+#define MODEL_AMD_LVT_NMI           (4U << 8)
 
 /* An event select (12 bits) and unit mask as PerfEvtSel bits. */
 #define MODEL_AMD_CODE(event, umask)                                    \

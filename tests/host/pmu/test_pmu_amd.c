@@ -27,6 +27,7 @@
 #include <kern/init.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/perfmon_td.h>
 #include <kern/perfmon_test.h>
 #include <kern/syscnt.h>
@@ -444,7 +445,8 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     }
 
     if (PMU_TEST_HAS_PMI) {
-        HOST_ASSERT_EQ(model_amd_lvt_pmc(), TRAP_PMI);
+        HOST_ASSERT_EQ(model_amd_lvt_pmc(),
+                       perfmon_pmi_nmi() ? MODEL_AMD_LVT_NMI : TRAP_PMI);
     } else {
         HOST_ASSERT(model_amd_lvt_pmc() & MODEL_AMD_LVT_MASKED);
     }

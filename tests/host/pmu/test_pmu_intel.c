@@ -28,6 +28,7 @@
 #include <kern/errno.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/perfmon_session.h>
 #include <kern/perfmon_td.h>
 #include <kern/perfmon_test.h>
@@ -116,6 +117,14 @@ static const struct model_config pmu_test_config = {
 #endif
 
 #define PMU_TEST_HAS_PMI        (PMU_TEST_VERSION >= 2)
+
+/*
+ * The LVT entry as the driver programs it: NMI delivery (perfmon.pmi=nmi,
+ * the default, as here with an empty command line) or the PMI vector;
+ * and the EOIs a PMI takes (an NMI none).
+ */
+#define PMU_TEST_LVT    (perfmon_pmi_nmi() ? MODEL_LVT_NMI : TRAP_PMI)
+#define PMU_TEST_EOIS   (perfmon_pmi_nmi() ? 0UL : 1UL)
 /* The narrowest counter, the width perfmon's device reports. */
 #define PMU_TEST_MIN_WIDTH      ((PMU_TEST_FIXED_MASK == 0)               \
                                  ? PMU_TEST_GP_WIDTH                    \
@@ -580,7 +589,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
         expected.fixed_ctrl = 0;
         expected.global_ctrl = 0;
         expected.global_status = 0;
-        expected.lvt_pmc = TRAP_PMI;
+        expected.lvt_pmc = PMU_TEST_LVT;
         expected.debugctl &= ~MODEL_DEBUGCTL_FREEZE_PERFMON;
     }
 
@@ -1631,7 +1640,7 @@ HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
     model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), bits);
     HOST_ASSERT(model_pmi_pending());
-    HOST_ASSERT_EQ(model_lvt_pmc(), TRAP_PMI | MODEL_LVT_MASKED);
+    HOST_ASSERT_EQ(model_lvt_pmc(), PMU_TEST_LVT | MODEL_LVT_MASKED);
     ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
     HOST_ASSERT_EQ(ctrl, bits);
 
@@ -1647,13 +1656,13 @@ HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
 
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
-    HOST_ASSERT_EQ(model_lvt_pmc(), TRAP_PMI);
+    HOST_ASSERT_EQ(model_lvt_pmc(), PMU_TEST_LVT);
 
     for (unsigned int bit = 0; bit < 64; bit++) {
         HOST_ASSERT_EQ(model_nr_acks(bit) - acks[bit], (bits >> bit) & 1);
     }
 
-    HOST_ASSERT_EQ(model_nr_eois() - eois, 1);
+    HOST_ASSERT_EQ(model_nr_eois() - eois, PMU_TEST_EOIS);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 0);
     HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
@@ -1664,6 +1673,57 @@ HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
     model_retire(MODEL_EV_INSTRUCTIONS, 5, MODEL_RING_KERN);
     model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(insns), 20);
+    HOST_ASSERT_EQ(pmu_test_read(branches), 17);
+    pmu_test_detach_all();
+    pmu_test_end();
+}
+
+/*
+ * The PMI as an NMI (the LVT entry in NMI delivery mode) landing while a
+ * perfmon section is open on the CPU (perfmon_nmi_enter, as the context
+ * switch or a read): the handler touches nothing: the status bit stays
+ * set (unacknowledged), the LVT entry masked as the PMI left it, no PMI
+ * counted, nothing reported. The section's end runs the handler: status
+ * acknowledged, the entry unmasked (still NMI delivery), the wrap counted
+ * once, the count exact.
+ */
+HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
+{
+    struct perfmon_event *branches;
+    uint64_t pmis, overflows;
+    unsigned long flags, eois;
+
+    HOST_ASSERT(perfmon_pmi_nmi());
+    pmu_test_begin();
+    HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
+    branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI);
+
+    model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1);
+    HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI | MODEL_LVT_MASKED);
+    pmis = pmu_intel_nr_pmis(0);
+    overflows = perfmon_nr_overflows(0);
+    eois = model_nr_eois();
+
+    flags = cpu_intr_save();
+    perfmon_nmi_enter();
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1);
+    HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI | MODEL_LVT_MASKED);
+    HOST_ASSERT_EQ(pmu_intel_nr_pmis(0), pmis);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    perfmon_nmi_leave();
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
+    HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI);
+    HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    cpu_intr_restore(flags);
+
+    HOST_ASSERT_EQ(model_nr_eois(), eois);
+    HOST_ASSERT_EQ(pmu_test_read(branches), 12);
+    model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(branches), 17);
     pmu_test_detach_all();
     pmu_test_end();
@@ -1691,7 +1751,7 @@ HOST_TEST(pmi_without_status_is_spurious)
     pmu_test_assert_regs_eq(&before, &after);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
-    HOST_ASSERT_EQ(model_nr_eois() - eois, 1);
+    HOST_ASSERT_EQ(model_nr_eois() - eois, PMU_TEST_EOIS);
     HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_OVF), acks);
 
     /* A real one: counted, not spurious. */
@@ -1943,7 +2003,7 @@ HOST_TEST(pmi_with_stuck_status_bit_returns)
     HOST_ASSERT_EQ(model_nr_acks(62) - acks62, 1);
     HOST_ASSERT_EQ(model_nr_acks(63) - acks63, 1);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
-    HOST_ASSERT_EQ(model_lvt_pmc(), TRAP_PMI);
+    HOST_ASSERT_EQ(model_lvt_pmc(), PMU_TEST_LVT);
     HOST_ASSERT_EQ(pmu_test_nr_giveups() - giveups, 1);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
 

@@ -50,6 +50,49 @@ cpu_id(void)
 }
 
 unsigned int cpu_count(void);
+
+/* perfmon's NMI section count and deferred flag, as the kernel's. */
+extern uint8_t host_env_nmi_nest;
+extern uint8_t host_env_nmi_deferred;
+
+static inline void
+cpu_nmi_nest_inc(void)
+{
+    host_env_nmi_nest++;
+}
+
+static inline void
+cpu_nmi_nest_dec(void)
+{
+    host_env_nmi_nest--;
+}
+
+static inline unsigned int
+cpu_nmi_nest(void)
+{
+    return host_env_nmi_nest;
+}
+
+static inline void
+cpu_nmi_set_nest(uint8_t nest)
+{
+    host_env_nmi_nest = nest;
+}
+
+static inline bool
+cpu_nmi_deferred(void)
+{
+    return host_env_nmi_deferred != 0;
+}
+
+static inline void
+cpu_nmi_set_deferred(bool deferred)
+{
+    host_env_nmi_deferred = deferred;
+}
+
+/* perfmon's request from an NMI: never made on the host (no NMI mode). */
+void cpu_send_self_pmu_soft_from_nmi(void);
 bool cpu_online(unsigned int cpu);
 
 /*

@@ -1,0 +1,127 @@
+/*
+ * perfmon's overflow interrupt as an NMI (perfmon.pmi=nmi): the sections
+ * of code that update perfmon's per-CPU state with interrupts disabled,
+ * and what the NMI does when it lands inside one.
+ *
+ * An NMI is not held back by disabled interrupts, so it may land between
+ * any two instructions of a maskable update of the per-CPU tier (the
+ * 64-bit sum and last raw value of a slot, the sampling state, a ring
+ * reservation). Rather than making every such update safe against a
+ * second writer on its own CPU, each of those sections is marked: a
+ * per-CPU nesting count, raised at its start and lowered at its end
+ * (perfmon_nmi_enter, perfmon_nmi_leave). An NMI that finds the count
+ * raised touches no perfmon state: it leaves the overflow pending in the
+ * device (hardware: the status bits unacknowledged; software PMU: its
+ * pending mask), notes where it landed and sets the CPU's deferred flag.
+ * The outermost section's end, still with interrupts disabled, sees the
+ * flag and runs the overflow handling itself, with the count raised
+ * again, and the samples carry where the NMI landed. With the count at 0
+ * no maskable section is under way on the CPU, so the NMI does the whole
+ * handling itself; one that lands after a section's end lowered the count
+ * but before it tested the flag finds the count at 0 and the flag set: the
+ * section's updates are over, so it runs the deferred handling too, and
+ * the section's end then finds the flag clear. The cost on the hot paths:
+ * a byte increment, a byte decrement and a test.
+ *
+ * The NMI itself only reads the count and writes the deferred flag and
+ * the place it landed, which no maskable code writes while the count is
+ * raised, except perfmon_nmi_run_deferred, which reads the place before
+ * it clears the flag (an NMI that then lands writes both anew and is
+ * seen by the next test of the flag).
+ */
+#ifndef KERN_PERFMON_NMI_H
+#define KERN_PERFMON_NMI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/macros.h>
+#include <kern/percpu.h>
+#include <kern/perfmon_types.h>
+
+/*
+ * The count and the flag are bytes of the CPU's head (machine/cpu.h:
+ * cpu_nmi_nest_inc, ...), each reached in one instruction; the rest is
+ * here.
+ */
+struct perfmon_nmi_cpu {
+    uint8_t in_nmi;         /* perfmon's NMI handling runs */
+    uint8_t in_deferred;    /* perfmon_nmi_run_deferred runs: a section
+                               closed inside it leaves the deferred work
+                               to its loop (no recursion on the stack) */
+    uint8_t throttle_arm;   /* the throttle timer is to be armed by the
+                               maskable vector (an NMI cannot: the timer
+                               module takes a lock) */
+    struct perfmon_intr_ctx ctx;    /* where the first deferred NMI landed */
+};
+
+extern struct perfmon_nmi_cpu perfmon_nmi_cpu;
+
+/*
+ * Run the overflow handling that NMIs deferred while the section that
+ * just ended was open. Local, interrupts disabled.
+ */
+void perfmon_nmi_run_deferred(void);
+
+/*
+ * Open a marked section: until the matching perfmon_nmi_leave, an NMI on
+ * this CPU leaves perfmon's state alone. Sections nest. Local, interrupts
+ * disabled.
+ */
+static inline void
+perfmon_nmi_enter(void)
+{
+    /* A compiler barrier too: the section's accesses stay after it (on
+       the same CPU only the compiler could move them). */
+    cpu_nmi_nest_inc();
+}
+
+/*
+ * Close a marked section; the outermost one runs the handling NMIs
+ * deferred. The count is lowered before the flag is tested: an NMI
+ * before the decrement has set the flag, one after it does its own work.
+ * Local, interrupts disabled.
+ */
+static inline void
+perfmon_nmi_leave(void)
+{
+    cpu_nmi_nest_dec();
+
+    if (unlikely(cpu_nmi_deferred()) && cpu_nmi_nest() == 0) {
+        perfmon_nmi_run_deferred();
+    }
+}
+
+/*
+ * Whether perfmon's NMI handling runs on this CPU: code it calls that
+ * must not run in an NMI (it takes a lock, or updates state that the
+ * interrupted code may be updating) leaves its work to later. Local.
+ */
+static inline bool
+perfmon_nmi_active(void)
+{
+    return READ_ONCE(cpu_local_ptr(perfmon_nmi_cpu)->in_nmi) != 0;
+}
+
+/*
+ * Whether overflow interrupts are delivered as NMIs (perfmon.pmi, read
+ * once). Devices that can deliver them either way ask at setup. Any
+ * context.
+ */
+bool perfmon_pmi_nmi(void);
+
+/*
+ * The NMI: the arch calls it from its NMI handler, with where the NMI
+ * landed, in NMI mode only. NMI context: takes no lock, waits for no
+ * other CPU.
+ */
+void perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx);
+
+/*
+ * A test's hook run by perfmon_nmi_intr on every NMI, under the same rule
+ * as the overflow handling (deferred while a section is open), or NULL.
+ * Set by in-kernel tests only.
+ */
+extern void (*perfmon_nmi_test_hook)(const struct perfmon_intr_ctx *ctx);
+
+#endif /* KERN_PERFMON_NMI_H */
