@@ -202,6 +202,7 @@ perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_bank *bank,
     /* A counter in memory preset before: its reload is a store, inline. */
     if (bank != NULL) {
         bank->values[cpmc->pmc_id] = (0 - left) & cpmc->mask;
+        bank->pending &= ~(1U << cpmc->pmc_id);
         cpmc->prev = bank->values[cpmc->pmc_id];
     } else {
         cpmc->prev = dev->ops->preset(cpmc->pmc_id, left) & cpmc->mask;

@@ -81,11 +81,17 @@ struct perfmon_td {
  * the counters whose bit is set in hooked: their read needs the driver
  * (more than a load). values[nr_pmcs] always reads 0: perfmon points a
  * slot that holds no counter at it, so that it reads as a counter that
- * never moves. The software PMU (kern/pmu_soft.h) is such a device.
+ * never moves. pending holds the counters whose overflow the device's
+ * interrupt has yet to report; a reload by store clears the counter's
+ * bit, as a driver's preset discards a pending overflow: perfmon reloads
+ * only a counter it has just brought up to date, so that overflow is
+ * already counted, and reported against the reloaded value it would add
+ * a whole 2^width. The software PMU (kern/pmu_soft.h) is such a device.
  */
 struct perfmon_bank {
     uint64_t values[PERFMON_MAX_PMCS + 1];
     uint32_t hooked;
+    uint32_t pending;
 };
 
 /*

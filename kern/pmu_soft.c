@@ -35,7 +35,6 @@ struct pmu_soft_cpu {
                                                last start or read */
     unsigned int events[PMU_SOFT_NR_PMCS];
     uint32_t counting[PMU_SOFT_NR_EVENTS];  /* counters per event */
-    uint32_t overflowed;                    /* waiting for the interrupt */
     uint32_t sync;                          /* wraps reported at once */
 
     /* NMI mode: where each pending overflow happened (the first wrap). */
@@ -145,7 +144,8 @@ pmu_soft_account_lost(struct pmu_soft_cpu *cpu, unsigned int id,
         lost = (wraps == 0) ? 0 : wraps - 1;
     } else if (pmu_soft_intr) {
         lost = (wraps == 0) ? 0
-               : wraps - !(cpu->overflowed & (1U << id));
+               : wraps - !(cpu_local_ptr(pmu_soft_bank)->pending
+                           & (1U << id));
     } else {
         uint64_t unread = cpu->unread[id];
 
@@ -234,7 +234,7 @@ pmu_soft_count(unsigned int event, uint64_t n)
     wrapped &= ~sync;
 
     if (wrapped != 0 && pmu_soft_nmi) {
-        raised = wrapped & ~cpu->overflowed;
+        raised = wrapped & ~bank->pending;
 
         if (raised != 0) {
             struct perfmon_intr_ctx ctx;
@@ -248,9 +248,9 @@ pmu_soft_count(unsigned int event, uint64_t n)
             }
         }
 
-        cpu->overflowed |= wrapped;
+        bank->pending |= wrapped;
     } else if (wrapped != 0 && pmu_soft_intr) {
-        cpu->overflowed |= wrapped;
+        bank->pending |= wrapped;
         cpu_send_self_pmu_soft();
     }
 
@@ -308,7 +308,7 @@ pmu_soft_counter_start(unsigned int id, unsigned int event)
     bank->hooked = (bank->hooked & ~bit) | (hooked ? bit : 0);
     cpu->events[id] = event;
     cpu->counting[event] |= bit;
-    cpu->overflowed &= ~bit;
+    bank->pending &= ~bit;
     cpu->sync &= ~bit;
     cpu->unread[id] = 0;
     return bank->values[id];
@@ -328,7 +328,7 @@ pmu_soft_counter_preset(unsigned int id, uint64_t n)
         cpu->sync |= 1U << id;
     }
 
-    cpu->overflowed &= ~(1U << id);
+    bank->pending &= ~(1U << id);
     cpu->unread[id] = 0;
     return bank->values[id];
 }
@@ -339,7 +339,7 @@ pmu_soft_counter_stop(unsigned int id)
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
 
     cpu->counting[cpu->events[id]] &= ~(1U << id);
-    cpu->overflowed &= ~(1U << id);
+    cpu_local_ptr(pmu_soft_bank)->pending &= ~(1U << id);
     cpu->sync &= ~(1U << id);
 }
 
@@ -356,10 +356,10 @@ pmu_soft_read_hooked(unsigned int id)
 uint32_t
 pmu_soft_take_overflows(uint32_t mask)
 {
-    struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
-    uint32_t pending = cpu->overflowed & mask;
+    struct perfmon_bank *bank = cpu_local_ptr(pmu_soft_bank);
+    uint32_t pending = bank->pending & mask;
 
-    cpu->overflowed &= ~pending;
+    bank->pending &= ~pending;
     return pending;
 }
 

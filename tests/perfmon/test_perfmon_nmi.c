@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/clock.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
@@ -157,6 +158,87 @@ TEST_DEFINE(perfmon_nmi, samples_land_inside_interrupts_disabled_code)
     }
 
     test_nmi_hammer_stop(&hammer);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* ------------------------------------------------------------------ */
+/* A reload discards the overflow its update already counted          */
+/* ------------------------------------------------------------------ */
+
+#define TEST_NMI_RELOAD_ROUNDS  20
+
+/*
+ * A tick counter's read accounts the ticks that passed while interrupts
+ * were off, inside perfmon's update (a marked section): with period 1
+ * the counter wraps there, its NMI is deferred to the section's end, and
+ * the update counts the wrap, takes the samples and reloads the counter
+ * with a store. The deferred NMI must then find no overflow pending:
+ * reported against the reloaded value, it would add a whole 2^width
+ * (4096 ticks at width 12, found by the sampling torture). The count is
+ * the ticks the CPU accounted while the event counted; a tick accounted
+ * during the attach or the detach makes the window unknown by one, and
+ * the round is tried again.
+ */
+TEST_DEFINE(perfmon_nmi, reload_discards_the_overflow_its_update_counted)
+{
+    unsigned int cpu = cpu_id();
+    uint64_t wait = 2 * clock_tsc_per_tick();
+    bool exact = false;
+
+    test_nmi_require();
+    test_ps_pin(cpu);
+
+    for (unsigned int attempt = 0; attempt < 10 && !exact; attempt++) {
+        struct perfmon_session *session = test_ps_session(TEST_PS_RING);
+        struct test_ps_drain d = { 0 };
+        struct perfmon_event event;
+        uint64_t t0, t1, t2, t3, count, nr;
+
+        /* A tick first: a throttle left by an earlier test is over. */
+        thread_delay(1);
+        test_ps_init(&event, PMU_SOFT_EV_TICK, session, 1, 0);
+        t0 = clock_nr_ticks(cpu);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, cpu), 0);
+        t1 = clock_nr_ticks(cpu);
+
+        for (unsigned int i = 0; i < TEST_NMI_RELOAD_ROUNDS; i++) {
+            unsigned long flags = cpu_intr_save();
+            uint64_t start = cpu_get_tsc();
+
+            /* The tick interrupt waits: the read accounts its ticks. */
+            while (cpu_get_tsc() - start < wait) {
+                cpu_pause();
+            }
+
+            perfmon_event_read(&event);
+            cpu_intr_restore(flags);
+        }
+
+        t2 = clock_nr_ticks(cpu);
+        TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+        t3 = clock_nr_ticks(cpu);
+        TEST_ASSERT_EQ(perfmon_event_get(&event, &count), 0);
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&event, &nr), 0);
+        test_ps_drain(session, cpu, 0xc0de0000 + PMU_SOFT_EV_TICK, ~0U, NULL,
+                      &d);
+
+        /* At least 2 ticks a round, each a period: no phantom wrap. */
+        TEST_ASSERT_GE(count, t2 - t1);
+        TEST_ASSERT_LE(count, t3 - t0);
+        TEST_ASSERT_GE(count, 2 * TEST_NMI_RELOAD_ROUNDS);
+        TEST_ASSERT_EQ(nr + d.throttled_periods, count);
+        TEST_ASSERT_EQ(d.nr_samples, nr);
+        TEST_ASSERT_EQ(d.nr_lost, 0);
+        exact = (t0 == t1) && (t2 == t3);
+
+        if (exact) {
+            TEST_ASSERT_EQ(count, t3 - t0);
+        }
+
+        TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    }
+
+    TEST_ASSERT(exact);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
