@@ -547,18 +547,9 @@ perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
 
-    /*
-     * A maskable section is under way here: leave the overflow pending
-     * (the device keeps it until handled), note where it came (only the
-     * first: the place is read by the section's end before it clears the
-     * flag), and let the section's end handle it.
-     */
+    /* A maskable section is under way here: its end handles it. */
     if (cpu_nmi_nest() != 0) {
-        if (!cpu_nmi_deferred()) {
-            nmi->ctx = *ctx;
-        }
-
-        cpu_nmi_set_deferred(true);
+        perfmon_nmi_defer(ctx);
         return;
     }
 

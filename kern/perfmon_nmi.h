@@ -93,6 +93,23 @@ perfmon_nmi_leave(void)
 }
 
 /*
+ * Leave an overflow's handling to the end of the outermost marked section
+ * under way, as an NMI that lands in it does: the device keeps the
+ * overflow pending, ctx is where it came (only the first deferral's is
+ * kept: the section's end reads it before it clears the flag). Local,
+ * interrupts disabled, in a marked section.
+ */
+static inline void
+perfmon_nmi_defer(const struct perfmon_intr_ctx *ctx)
+{
+    if (!cpu_nmi_deferred()) {
+        cpu_local_ptr(perfmon_nmi_cpu)->ctx = *ctx;
+    }
+
+    cpu_nmi_set_deferred(true);
+}
+
+/*
  * Whether perfmon's NMI handling runs on this CPU: code it calls that
  * must not run in an NMI (it takes a lock, or updates state that the
  * interrupted code may be updating) leaves its work to later. Local.

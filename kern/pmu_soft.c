@@ -29,6 +29,7 @@
 /* Boot options: counter width, the emulated overflow interrupt. */
 ARG_DEFINE_U64("pmu_soft.width", PMU_SOFT_WIDTH_MIN, 64);
 ARG_DEFINE_U64("pmu_soft.intr", 0, 1);
+ARG_DEFINE_STRING("pmu_soft.nmi");
 
 struct pmu_soft_cpu {
     uint64_t unread[PMU_SOFT_NR_PMCS];      /* polling: counted since the
@@ -49,6 +50,7 @@ static uint64_t pmu_soft_mask = ~0ULL;
 static unsigned int pmu_soft_nr_bits = 64;
 static bool pmu_soft_intr;
 static bool pmu_soft_nmi;
+static bool pmu_soft_nmi_ipi;
 static pmu_soft_report_fn_t pmu_soft_report_fn;
 
 static const char *const pmu_soft_names[PMU_SOFT_EV_EMIT] = {
@@ -98,6 +100,12 @@ pmu_soft_nmi_mode(void)
     return pmu_soft_nmi;
 }
 
+bool
+pmu_soft_nmi_ipi_mode(void)
+{
+    return pmu_soft_nmi_ipi;
+}
+
 uint64_t
 pmu_soft_max_rate(void)
 {
@@ -129,6 +137,18 @@ pmu_soft_wraps(uint64_t value, uint64_t n)
 }
 
 /*
+ * NMI mode: whether a preset counter's wrap in the count under way waits,
+ * as an NMI landing there would, for the end of a marked section open
+ * around the count (the count's own is the innermost). Local, interrupts
+ * disabled, in pmu_soft_count.
+ */
+static inline bool
+pmu_soft_defers(void)
+{
+    return pmu_soft_nmi && cpu_nmi_nest() != 1;
+}
+
+/*
  * Count the wraps perfmon cannot see (see pmu_soft.h): polling, every
  * 2^width units unread; with the interrupt, every wrap beyond one pending;
  * a preset counter's, every wrap beyond the first of one count.
@@ -139,7 +159,7 @@ pmu_soft_account_lost(struct pmu_soft_cpu *cpu, unsigned int id,
 {
     uint64_t lost;
 
-    if (cpu->sync & (1U << id)) {
+    if ((cpu->sync & (1U << id)) && !pmu_soft_defers()) {
         /* Reported at once: only a second wrap in one count is lost. */
         lost = (wraps == 0) ? 0 : wraps - 1;
     } else if (pmu_soft_intr) {
@@ -199,6 +219,7 @@ pmu_soft_count(unsigned int event, uint64_t n)
     struct perfmon_bank *bank;
     struct pmu_soft_cpu *cpu;
     uint32_t wrapped = 0, sync, raised = 0;
+    bool defer = false;
     unsigned long flags;
 
     flags = cpu_intr_save();
@@ -233,6 +254,19 @@ pmu_soft_count(unsigned int event, uint64_t n)
     sync = wrapped & cpu->sync;
     wrapped &= ~sync;
 
+    /*
+     * NMI mode: a preset counter's wrap is reported at once below, as an
+     * NMI taken at the counting instruction would be, unless a marked
+     * section is open around this count (a tick counter's read inside
+     * perfmon's update): there the NMI would wait for that section's end,
+     * and so does the wrap, pending, with the CPU's deferred flag set.
+     */
+    if (sync != 0 && pmu_soft_defers()) {
+        wrapped |= sync;
+        sync = 0;
+        defer = true;
+    }
+
     if (wrapped != 0 && pmu_soft_nmi) {
         raised = wrapped & ~bank->pending;
 
@@ -245,6 +279,11 @@ pmu_soft_count(unsigned int event, uint64_t n)
 
             FOR_EACH_BIT(id, raised) {
                 cpu->where[id] = ctx;
+            }
+
+            if (defer) {
+                perfmon_nmi_defer(&ctx);
+                raised = 0;
             }
         }
 
@@ -323,8 +362,8 @@ pmu_soft_counter_preset(unsigned int id, uint64_t n)
     /* perfmon has just read the counter: its ticks are accounted. */
     bank->values[id] = (0 - n) & pmu_soft_mask;
 
-    /* In NMI mode every wrap is the NMI's to report, as in hardware. */
-    if (!pmu_soft_nmi) {
+    /* With pmu_soft.nmi=ipi every wrap is an NMI's to report. */
+    if (!pmu_soft_nmi_ipi) {
         cpu->sync |= 1U << id;
     }
 
@@ -408,6 +447,14 @@ pmu_soft_setup(void)
     pmu_soft_mask = bitops_width_mask((unsigned int)width);
     pmu_soft_intr = (intr == 1);
     pmu_soft_nmi = pmu_soft_intr && perfmon_pmi_nmi();
+
+    if (arg_is_set("pmu_soft.nmi", "ipi")) {
+        pmu_soft_nmi_ipi = pmu_soft_nmi;
+    } else if (arg_get("pmu_soft.nmi") != NULL
+               && !arg_is_set("pmu_soft.nmi", "precise")) {
+        log_err("pmu_soft: pmu_soft.nmi must be precise or ipi, "
+                "using precise");
+    }
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         snprintf(name, sizeof(name), "pmu_soft_intrs/%u", cpu);

@@ -177,16 +177,23 @@ uint32_t pmu_soft_intr_take(void);
 const struct perfmon_intr_ctx *pmu_soft_intr_where(unsigned int id);
 
 /*
- * The configured counter width and overflow mode: with pmu_soft.intr=1,
+ * The configured counter width and overflow mode. With pmu_soft.intr=1
  * the emulated interrupt is an NMI to the CPU's own APIC ID unless
- * perfmon.pmi=irq (pmu_soft_nmi_mode), and every wrap, a preset
- * counter's too, is reported by it; else a self-IPI on the software
- * PMU's vector, and a preset counter's wrap is reported at once. Any
- * context.
+ * perfmon.pmi=irq (pmu_soft_nmi_mode), else a self-IPI on the software
+ * PMU's vector. A counting counter's wrap is reported by that interrupt.
+ * A preset (sampling) counter's wrap is reported at once, in the count,
+ * as an interrupt taken at the counting instruction would be: the
+ * software PMU is precise. In NMI mode, a count made inside one of
+ * perfmon's marked sections (kern/perfmon_nmi.h) leaves it to that
+ * section's end, as an NMI landing there does; and with pmu_soft.nmi=ipi
+ * (pmu_soft_nmi_ipi_mode; the default is pmu_soft.nmi=precise) every
+ * wrap is an NMI taken when delivery brings it, as with a PMU whose
+ * interrupt comes some instructions after the overflow. Any context.
  */
 unsigned int pmu_soft_width(void);
 bool pmu_soft_intr_mode(void);
 bool pmu_soft_nmi_mode(void);
+bool pmu_soft_nmi_ipi_mode(void);
 
 /*
  * Units per counter per tick that polling counts exactly: 2^(width-2) when

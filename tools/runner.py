@@ -436,9 +436,9 @@ def cmd_bench(args):
         print("\n".join(text.splitlines()[-30:]))
         print("bench: failed (QEMU status %s)" % rc)
         return 1
-    # The sample's cost with the overflow as a maskable report, then as an
-    # NMI (the software PMU's emulated interrupt; a boot-time choice).
-    for pmi in ("irq", "nmi"):
+    # The sample's cost with the overflow as a maskable report, then in
+    # NMI mode (a boot-time choice), then with every wrap a real self-NMI.
+    for pmi in ("irq", "nmi", "nmi pmu_soft.nmi=ipi"):
         cmd = qemu_command(args.iso, args.smp[0], accel, args.mem,
                            "test=bench.perfmon_pmi pmu_soft.intr=1 "
                            "perfmon.pmi=%s %s" % (pmi, args.cmdline),

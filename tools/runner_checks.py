@@ -237,16 +237,19 @@ def check_plan(args):
     # perfmon with narrow software counters, polled and with the emulated
     # overflow interrupt (test=all above runs them at width 64); width 8
     # makes nearly every operation race a wrap. The interrupt is an NMI
-    # (the default) at widths 12 and 8, and the maskable vector
-    # (perfmon.pmi=irq) at width 8.
+    # (the default) at widths 12 and 8, at 8 with every wrap a real
+    # self-NMI (pmu_soft.nmi=ipi), and the maskable vector (perfmon.pmi=irq)
+    # at width 8.
     narrow = narrow_selection(tests)
     for smp in args.smp if narrow else ():
         for width, mode in ((16, "poll"), (12, "nmi"), (8, "poll"),
-                            (8, "nmi"), (8, "irq")):
+                            (8, "nmi-ipi"), (8, "irq")):
             words = "pmu_soft.width=%d pmu_soft.intr=%d" % (
                 width, 0 if mode == "poll" else 1)
             if mode != "poll":
-                words += " perfmon.pmi=%s" % mode
+                words += " perfmon.pmi=%s" % mode[:3]
+            if mode == "nmi-ipi":
+                words += " pmu_soft.nmi=ipi"
             boots.append(Boot("smp=%d,w%d,%s" % (smp, width, mode),
                               "test=%s %s%s" % (narrow, words, extra),
                               smp, timeout(smp)))

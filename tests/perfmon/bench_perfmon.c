@@ -543,15 +543,18 @@ bench_sampling_rows(unsigned int depth)
 
 /*
  * The sample's cost as the overflow comes (pmu_soft.intr=1; `make bench`
- * boots it with perfmon.pmi=irq, then nmi): with the maskable mode a
- * preset counter's wrap is reported at once, in the emit; with NMI mode
+ * boots it with perfmon.pmi=irq, then nmi, then nmi with
+ * pmu_soft.nmi=ipi): in both modes a preset counter's wrap is reported
+ * at once, in the emit, as an interrupt taken at the counting
+ * instruction (NMI mode adds its marked sections); with pmu_soft.nmi=ipi
  * every wrap is an NMI to the CPU's own APIC ID, taken in the emit (the
- * loop runs with interrupts disabled).
+ * loop runs with interrupts disabled): the delivery's own cost.
  */
 TEST_DEFINE_MANUAL(bench, perfmon_pmi)
 {
-    const char *group = pmu_soft_nmi_mode() ? "sampling, pmi=nmi"
-                                            : "sampling, pmi=irq";
+    const char *group = pmu_soft_nmi_ipi_mode() ? "sampling, pmi=nmi ipi"
+                        : pmu_soft_nmi_mode() ? "sampling, pmi=nmi"
+                        : "sampling, pmi=irq";
     uint64_t base, sample;
 
     if (!pmu_soft_intr_mode()) {
