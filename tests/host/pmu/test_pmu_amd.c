@@ -28,6 +28,8 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_nmi.h>
+#include <kern/perfmon_record.h>
+#include <kern/perfmon_session.h>
 #include <kern/perfmon_td.h>
 #include <kern/perfmon_test.h>
 #include <kern/syscnt.h>
@@ -251,6 +253,18 @@ pmu_test_begin(void)
 {
     pmu_test_boot();
     host_env_recover();
+
+    /*
+     * A failed test may leave a marked section open, which would defer
+     * every later NMI: close it, running what it deferred.
+     */
+    if (cpu_nmi_nest() != 0) {
+        unsigned long flags = cpu_intr_save();
+
+        cpu_nmi_set_nest(1);
+        perfmon_nmi_leave();
+        cpu_intr_restore(flags);
+    }
     model_amd_set_drift(0);
     model_amd_set_stuck_status(0);
     model_amd_set_rdmsr_hook(NULL);
@@ -1273,6 +1287,160 @@ HOST_TEST(sampling_period_below_two_is_einval)
 {
     pmu_test_begin();
     pmu_sample_check_least_period(&pmu_test_sample_env, PERFMON_EV_BRANCH);
+    pmu_test_end();
+}
+
+/* The LVT entry once the PMI was requested: KVM's bug masks it. */
+#define PMU_TEST_LVT_REQUESTED  (MODEL_AMD_LVT_NMI                      \
+                                 | (pmu_test_config.lvt_masks           \
+                                    ? MODEL_AMD_LVT_MASKED : 0))
+
+/* CPU 0's sample records: each is the event's (cookie, period, idle). */
+static unsigned int
+pmu_test_collect_ips(struct perfmon_session *session, uint64_t cookie,
+                     uint64_t period, uint64_t *ips, unsigned int max)
+{
+    union {
+        struct perfmon_record_header header;
+        struct perfmon_record_sample sample;
+        uint8_t bytes[PERFMON_SESSION_RECORD_MAX];
+    } buf;
+    unsigned int nr = 0;
+    size_t size;
+    int error;
+
+    while ((error = perfmon_session_read(session, 0, &buf, sizeof(buf),
+                                         &size)) == 0) {
+        HOST_ASSERT_EQ(buf.header.type, PERFMON_RECORD_SAMPLE);
+        HOST_ASSERT_EQ(size, sizeof(buf.sample));
+        HOST_ASSERT_EQ(buf.header.cpu, 0);
+        HOST_ASSERT_EQ(buf.sample.cookie, cookie);
+        HOST_ASSERT_EQ(buf.sample.period, period);
+        HOST_ASSERT_EQ(buf.sample.tid, 0);
+        HOST_ASSERT(nr < max);
+        ips[nr++] = buf.sample.ip;
+    }
+
+    HOST_ASSERT_EQ(error, EAGAIN);
+    return nr;
+}
+
+/*
+ * The PMI as an NMI (the LVT entry in NMI delivery mode, perfmon.pmi=nmi,
+ * the default) of a sampling counter, landing while a marked section is
+ * open on the CPU (perfmon_nmi_enter, as a read or the context switch):
+ * it touches no MSR and no perfmon state. The overflow stays pending
+ * (PerfMonV2: the status bit; top-bit mode: bit 47 clear), the counter
+ * as it wrapped, the LVT entry as delivery left it, no PMI counted, no
+ * sample. The section's end runs the handler: one sample, carrying where
+ * the NMI landed, the overflow acknowledged, the counter reloaded to the
+ * period's rest (2^48 - (period - skid)), the entry unmasked, no EOI, the
+ * count exact. The next overflow, no section open, is its NMI's.
+ */
+HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
+{
+    const uint64_t period = 1000, skid = 3, skid2 = 2, cookie = 0x4e4d49;
+    const uintptr_t ip = 0xffffffff80123450, ip2 = 0xffffffff80123460;
+    struct perfmon_session_stats stats;
+    struct perfmon_session *session;
+    struct perfmon_sample_attr attr;
+    struct perfmon_event *event;
+    uint64_t bit, nr, pmis, overflows, ips[4];
+    unsigned long flags, eois, reads, writes;
+    unsigned int n;
+
+    HOST_ASSERT(perfmon_pmi_nmi());
+    pmu_test_begin();
+    HOST_ASSERT_EQ(model_amd_lvt_pmc(), MODEL_AMD_LVT_NMI);
+
+    /* A new tick: earlier tests' samples take none of its budget. */
+    host_env_advance(1);
+    HOST_ASSERT_EQ(perfmon_session_create(&session, 4096), 0);
+    attr = (struct perfmon_sample_attr){
+        .session = session, .period = period, .cookie = cookie,
+    };
+    event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
+    n = pmu_test_counter(event);
+    bit = 1ULL << n;
+    HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)),
+                   -period & PMU_TEST_CTR_MASK);
+    model_amd_retire(MODEL_AMD_EV_BRANCHES, period - 1, MODEL_AMD_RING_KERN);
+    HOST_ASSERT(!model_amd_pmi_pending());
+    pmis = pmu_amd_nr_pmis(0);
+    overflows = perfmon_nr_overflows(0);
+    eois = model_amd_nr_eois();
+
+    /* The period ends, and its NMI lands, inside the section. */
+    flags = cpu_intr_save();
+    perfmon_nmi_enter();
+    model_amd_retire(MODEL_AMD_EV_BRANCHES, 1 + skid, MODEL_AMD_RING_KERN);
+    HOST_ASSERT(model_amd_pmi_pending());
+    HOST_ASSERT_EQ(model_amd_lvt_pmc(), PMU_TEST_LVT_REQUESTED);
+    reads = model_amd_nr_all_reads();
+    writes = model_amd_nr_all_writes();
+    host_env_set_intr_ctx(ip, 0);
+    pmu_test_deliver_pmi();
+    host_env_set_intr_ctx(0, 0);
+
+    HOST_ASSERT_EQ(model_amd_nr_all_reads(), reads);
+    HOST_ASSERT_EQ(model_amd_nr_all_writes(), writes);
+    HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)), skid);
+
+    if (PMU_TEST_V2) {
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS), bit);
+    }
+
+    HOST_ASSERT_EQ(model_amd_lvt_pmc(), PMU_TEST_LVT_REQUESTED);
+    HOST_ASSERT_EQ(pmu_amd_nr_pmis(0), pmis);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_event_get_samples(event, &nr), 0);
+    HOST_ASSERT_EQ(nr, 0);
+    HOST_ASSERT_EQ(perfmon_session_stats(session, 0, &stats), 0);
+    HOST_ASSERT_EQ(stats.produced, 0);
+
+    /* Its end handles the overflow, once. */
+    perfmon_nmi_leave();
+    HOST_ASSERT_EQ(pmu_amd_nr_pmis(0) - pmis, 1);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_event_get_samples(event, &nr), 0);
+    HOST_ASSERT_EQ(nr, 1);
+    HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)),
+                   -(period - skid) & PMU_TEST_CTR_MASK);
+    HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS), 0);
+    pmu_test_assert_programmed(n, MODEL_AMD_EV_BRANCHES, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(model_amd_lvt_pmc(), MODEL_AMD_LVT_NMI);
+    HOST_ASSERT(!model_amd_pmi_pending());
+    cpu_intr_restore(flags);
+    HOST_ASSERT_EQ(pmu_test_read(event), period + skid);
+
+    /* The next period's overflow, no section open: its NMI handles it. */
+    model_amd_retire(MODEL_AMD_EV_BRANCHES, period - skid - 1,
+                     MODEL_AMD_RING_KERN);
+    HOST_ASSERT(!model_amd_pmi_pending());
+    model_amd_retire(MODEL_AMD_EV_BRANCHES, 1 + skid2, MODEL_AMD_RING_KERN);
+    HOST_ASSERT(model_amd_pmi_pending());
+    host_env_set_intr_ctx(ip2, 0);
+    pmu_test_deliver_pmi();
+    host_env_set_intr_ctx(0, 0);
+    HOST_ASSERT_EQ(pmu_amd_nr_pmis(0) - pmis, 2);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(perfmon_event_get_samples(event, &nr), 0);
+    HOST_ASSERT_EQ(nr, 2);
+    HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)),
+                   -(period - skid2) & PMU_TEST_CTR_MASK);
+    HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS), 0);
+    HOST_ASSERT_EQ(model_amd_lvt_pmc(), MODEL_AMD_LVT_NMI);
+    HOST_ASSERT_EQ(model_amd_nr_eois(), eois);
+    HOST_ASSERT_EQ(pmu_test_read(event), 2 * period + skid2);
+
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    HOST_ASSERT_EQ(pmu_test_collect_ips(session, cookie, period, ips,
+                                        ARRAY_SIZE(ips)), 2);
+    HOST_ASSERT_EQ(ips[0], ip);
+    HOST_ASSERT_EQ(ips[1], ip2);
+    HOST_ASSERT_EQ(perfmon_session_destroy(session), 0);
     pmu_test_end();
 }
 
