@@ -414,7 +414,7 @@ static void
 perf_record_keep(struct perf_record_last *last,
                  const union perf_record_rec *rec, size_t size)
 {
-    if (last->full || size > PERF_RECORD_BUF_SIZE - last->used) {
+    if (last->full || size > last->buf_size - last->used) {
         last->full = true;
         last->dropped += (rec->header.type == PERFMON_RECORD_SAMPLE);
         return;
@@ -524,15 +524,25 @@ perf_record_attach(const struct perf_record_req *req,
     return 0;
 }
 
+/* The size of the last recording's buffer (see perf_record.h). */
+static size_t
+perf_record_buf_size(void)
+{
+    size_t size = (size_t)PERF_RECORD_BUF_PER_CPU * cpu_count();
+
+    return MIN(MAX(size, PERF_RECORD_BUF_MIN), PERF_RECORD_BUF_MAX);
+}
+
 /* Start a new last recording for req (its buffer is reused). */
 static int
 perf_record_reset(struct perf_record_last *last,
                   const struct perf_record_req *req)
 {
     unsigned char *buf = last->buf;
+    size_t size = perf_record_buf_size();
 
     if (buf == NULL) {
-        buf = kmem_alloc(PERF_RECORD_BUF_SIZE);
+        buf = kmem_alloc(size);
 
         if (buf == NULL) {
             return ENOMEM;
@@ -541,6 +551,7 @@ perf_record_reset(struct perf_record_last *last,
 
     memset(last, 0, sizeof(*last));
     last->buf = buf;
+    last->buf_size = size;
     last->nr_events = req->nr_events;
 
     for (unsigned int i = 0; i < req->nr_events; i++) {
@@ -607,7 +618,7 @@ perf_record_print_totals(const struct perf_record_last *last)
     if (last->dropped != 0) {
         printf("perf record: %llu samples did not fit the %u KiB buffer "
                "(kept the first %llu)\n", (unsigned long long)last->dropped,
-               PERF_RECORD_BUF_SIZE >> 10,
+               (unsigned int)(last->buf_size >> 10),
                (unsigned long long)(last->received - last->dropped));
     }
 }

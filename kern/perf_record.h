@@ -12,15 +12,23 @@
  * PERF_RECORD_NR_FRAMES frames. Without a target it samples the
  * workload's own threads; -a is every online CPU, -C one CPU, -c the
  * period (Linux perf record's spellings). It drains the rings into the
- * kernel's buffer of the last recording (PERF_RECORD_BUF_SIZE bytes;
- * what does not fit is counted) and prints the samples received, lost
+ * kernel's buffer of the last recording (PERF_RECORD_BUF_PER_CPU bytes
+ * per online CPU, PERF_RECORD_BUF_MIN at least, PERF_RECORD_BUF_MAX at
+ * most; what does not fit is counted) and prints the samples received, lost
  * and throttled. perf report, perf annotate and perf script read the
  * last recording (kern/perf_report.h).
  */
 #ifndef KERN_PERF_RECORD_H
 #define KERN_PERF_RECORD_H
 
-#define PERF_RECORD_BUF_SIZE    (256U << 10)
+/*
+ * A recording's buffer grows with the CPUs that may all sample: 32 KiB
+ * is about 250 samples with full call chains, a tick sampler's 2.5
+ * seconds on each CPU. The maximum is the largest block kmem gives.
+ */
+#define PERF_RECORD_BUF_PER_CPU (32U << 10)
+#define PERF_RECORD_BUF_MIN     (256U << 10)
+#define PERF_RECORD_BUF_MAX     (4U << 20)
 #define PERF_RECORD_NR_FRAMES   8U
 
 /*

@@ -49,7 +49,8 @@ struct perf_record_last {
     uint64_t ms;
     uint64_t tsc_hz;
     unsigned int nr_cpus;
-    unsigned char *buf;                 /* PERF_RECORD_BUF_SIZE bytes */
+    unsigned char *buf;                 /* buf_size bytes */
+    size_t buf_size;                    /* perf_record_buf_size() */
     size_t used;
     bool full;                          /* a record did not fit */
     uint64_t received;                  /* SAMPLE records read */

@@ -85,17 +85,26 @@ def perf_totals_check(text):
     return problems or None
 
 
+PERF_KEPT = re.compile(r"^perf record: \d+ samples did not fit the \d+ KiB "
+                       r"buffer \(kept the first (\d+)\)$", re.M)
+
+
 def perf_convert_check(text):
     """Run tools/perf-convert on a console log holding a `perf script`
     dump of a period-1 recording (every dumped sample kept): None when
     both outputs are there, with as many samples as the totals line
-    received, symbolized kernel frames, and folded weights summing to
+    received (as the buffer kept, when it filled), symbolized kernel frames, and folded weights summing to
     that count; else why not."""
     tool = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         "perf-convert")
-    # The recording dumped is the last one before the dump.
-    found = PERF_TOTALS.findall(text[:text.rfind("perfmon-dump 2 begin")])
+    # The recording dumped is the last one before the dump; of a buffer
+    # that filled, the dump holds the samples it kept.
+    before = text[:text.rfind("perfmon-dump 2 begin")]
+    found = PERF_TOTALS.findall(before)
     received = int(found[-1][0]) if found else -1
+    kept = PERF_KEPT.findall(before[before.rfind("perf record: "):])
+    if kept:
+        received = int(kept[-1])
     out = {}
     for fmt in ("script", "folded"):
         proc = subprocess.run([sys.executable, tool, "-f", fmt], input=text,
