@@ -546,11 +546,25 @@ void
 perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+    struct perfmon_intr_ctx deferred;
+    struct perfmon_chain chain;
 
     /* A maskable section is under way here: its end handles it. */
     if (cpu_nmi_nest() != 0) {
         perfmon_nmi_defer(ctx);
         return;
+    }
+
+    /*
+     * Landed after a section's end lowered the count, before it tested
+     * the flag: the deferred work is this NMI's now, at the place the
+     * first deferral noted; the flag cleared, the section's end finds
+     * nothing to do (else it would run the handling again, spuriously).
+     */
+    if (unlikely(cpu_nmi_deferred())) {
+        perfmon_chain_copy(&chain, &nmi->ctx, &deferred);
+        cpu_nmi_set_deferred(false);
+        ctx = &deferred;
     }
 
     nmi->in_nmi = 1;
@@ -570,6 +584,7 @@ perfmon_nmi_run_deferred(void)
 {
     struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
     struct perfmon_intr_ctx ctx;
+    struct perfmon_chain chain;
 
     assert(!cpu_intr_enabled());
 
@@ -582,23 +597,33 @@ perfmon_nmi_run_deferred(void)
         return;
     }
 
-    nmi->in_deferred = 1;
-    barrier();
-
+    /*
+     * An NMI that lands with the count at 0 but in_deferred still set may
+     * defer work of its own whose section's end returns at once (above):
+     * once in_deferred is clear, the flag is tested again.
+     */
     do {
-        cpu_nmi_set_nest(1);
+        nmi->in_deferred = 1;
+        barrier();
 
-        while (cpu_nmi_deferred()) {
-            ctx = nmi->ctx;
-            cpu_nmi_set_deferred(false);
-            perfmon_nmi_handle(&ctx);
-        }
+        do {
+            cpu_nmi_set_nest(1);
 
-        cpu_nmi_set_nest(0);
-    } while (cpu_nmi_deferred());
+            /* The place is copied, then the flag cleared: an NMI after
+               the clear captures anew, the samples use the copy. */
+            while (cpu_nmi_deferred()) {
+                perfmon_chain_copy(&chain, &nmi->ctx, &ctx);
+                cpu_nmi_set_deferred(false);
+                perfmon_nmi_handle(&ctx);
+            }
 
-    barrier();
-    nmi->in_deferred = 0;
+            cpu_nmi_set_nest(0);
+        } while (cpu_nmi_deferred());
+
+        barrier();
+        nmi->in_deferred = 0;
+        barrier();
+    } while (unlikely(cpu_nmi_deferred()) && cpu_nmi_nest() == 0);
 }
 
 unsigned int

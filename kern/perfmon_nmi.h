@@ -52,7 +52,9 @@ struct perfmon_nmi_cpu {
     uint8_t throttle_arm;   /* the throttle timer is to be armed by the
                                maskable vector (an NMI cannot: the timer
                                module takes a lock) */
-    struct perfmon_intr_ctx ctx;    /* where the first deferred NMI landed */
+    struct perfmon_intr_ctx ctx;    /* where the first deferred NMI landed,
+                                       its fp naming chain */
+    struct perfmon_chain chain;     /* the call chain there */
 };
 
 extern struct perfmon_nmi_cpu perfmon_nmi_cpu;
@@ -93,17 +95,40 @@ perfmon_nmi_leave(void)
 }
 
 /*
+ * Capture the call chain at ctx into chain, and make *capturedp a
+ * context that names it (PERFMON_CTX_CHAIN): a sample taken later, when
+ * the frames may be gone, copies the chain. ctx may name a captured
+ * chain itself. Local, interrupts disabled; NMI-safe (reads the stack).
+ */
+void perfmon_chain_capture(struct perfmon_chain *chain,
+                           const struct perfmon_intr_ctx *ctx,
+                           struct perfmon_intr_ctx *capturedp);
+
+/*
+ * Copy ctx into *copyp and, when it names a captured chain, that chain
+ * into chain, *copyp naming the copy: the original may be captured anew
+ * (the next deferral) while samples use the copy. Local, interrupts
+ * disabled.
+ */
+void perfmon_chain_copy(struct perfmon_chain *chain,
+                        const struct perfmon_intr_ctx *ctx,
+                        struct perfmon_intr_ctx *copyp);
+
+/*
  * Leave an overflow's handling to the end of the outermost marked section
  * under way, as an NMI that lands in it does: the device keeps the
- * overflow pending, ctx is where it came (only the first deferral's is
- * kept: the section's end reads it before it clears the flag). Local,
- * interrupts disabled, in a marked section.
+ * overflow pending, ctx is where it came. Only the first deferral's place
+ * is kept (the section's end reads it before it clears the flag), with
+ * its call chain captured now: by the section's end the frames may be
+ * gone. Local, interrupts disabled, in a marked section.
  */
 static inline void
 perfmon_nmi_defer(const struct perfmon_intr_ctx *ctx)
 {
+    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+
     if (!cpu_nmi_deferred()) {
-        cpu_local_ptr(perfmon_nmi_cpu)->ctx = *ctx;
+        perfmon_chain_capture(&nmi->chain, ctx, &nmi->ctx);
     }
 
     cpu_nmi_set_deferred(true);

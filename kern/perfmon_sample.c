@@ -26,6 +26,7 @@
 #include <kern/perfmon_session.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
+#include <kern/string.h>
 #include <kern/syscnt.h>
 #include <kern/thread.h>
 #include <kern/timer.h>
@@ -48,16 +49,58 @@ static unsigned int perfmon_max_samples_per_tick
     = PERFMON_MAX_SAMPLES_PER_TICK;
 static uint64_t perfmon_tsc_per_tick;
 
+_Static_assert(PERFMON_CHAIN_MAX == PERFMON_MAX_FRAMES,
+               "a captured chain holds the deepest a sample asks");
+
 /*
  * The return addresses of the callers of the function whose frame is at
  * fp, innermost first. Only frames on the current thread's stack are
- * followed, so a corrupt or foreign frame pointer ends the chain.
+ * followed, so a corrupt or foreign frame pointer ends the chain. An fp
+ * tagged PERFMON_CTX_CHAIN names a chain captured earlier: it is copied.
  */
 static unsigned int
 perfmon_sample_frames(uintptr_t fp, uint64_t *frames, unsigned int max)
 {
+    const struct perfmon_chain *chain;
+    unsigned int nr;
+
+    if (unlikely(fp & PERFMON_CTX_CHAIN)) {
+        chain = (const struct perfmon_chain *)(fp & ~PERFMON_CTX_CHAIN);
+        nr = MIN(chain->nr, max);
+        memcpy(frames, chain->frames, nr * sizeof(frames[0]));
+        return nr;
+    }
+
     return stack_walk(fp, (uintptr_t)thread_stack(thread_self()),
                       THREAD_STACK_SIZE, frames, max);
+}
+
+void
+perfmon_chain_capture(struct perfmon_chain *chain,
+                      const struct perfmon_intr_ctx *ctx,
+                      struct perfmon_intr_ctx *capturedp)
+{
+    chain->nr = perfmon_sample_frames(ctx->fp, chain->frames,
+                                      PERFMON_CHAIN_MAX);
+    capturedp->ip = ctx->ip;
+    capturedp->fp = (uintptr_t)chain | PERFMON_CTX_CHAIN;
+}
+
+void
+perfmon_chain_copy(struct perfmon_chain *chain,
+                   const struct perfmon_intr_ctx *ctx,
+                   struct perfmon_intr_ctx *copyp)
+{
+    const struct perfmon_chain *src;
+
+    *copyp = *ctx;
+
+    if (ctx->fp & PERFMON_CTX_CHAIN) {
+        src = (const struct perfmon_chain *)(ctx->fp & ~PERFMON_CTX_CHAIN);
+        chain->nr = src->nr;
+        memcpy(chain->frames, src->frames, src->nr * sizeof(src->frames[0]));
+        copyp->fp = (uintptr_t)chain | PERFMON_CTX_CHAIN;
+    }
 }
 
 _Static_assert(sizeof(struct perfmon_record_sample)

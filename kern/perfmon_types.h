@@ -105,4 +105,20 @@ struct perfmon_intr_ctx {
     uintptr_t fp;
 };
 
+/*
+ * A call chain captured where an overflow happened, for a sample taken
+ * later, once the frames it was walked from may be gone (an NMI deferred
+ * to a marked section's end, a software PMU wrap reported by its NMI).
+ * A context's fp with bit 0 set (PERFMON_CTX_CHAIN; frame pointers are
+ * 8-aligned) is the address of one: the sample copies it rather than
+ * walk the stack.
+ */
+#define PERFMON_CHAIN_MAX       26      /* PERFMON_MAX_FRAMES */
+#define PERFMON_CTX_CHAIN       1UL
+
+struct perfmon_chain {
+    unsigned int nr;
+    uint64_t frames[PERFMON_CHAIN_MAX];
+};
+
 #endif /* KERN_PERFMON_TYPES_H */

@@ -38,8 +38,10 @@ struct pmu_soft_cpu {
     uint32_t counting[PMU_SOFT_NR_EVENTS];  /* counters per event */
     uint32_t sync;                          /* wraps reported at once */
 
-    /* NMI mode: where each pending overflow happened (the first wrap). */
+    /* NMI mode: where each pending overflow happened (the first wrap),
+       naming the call chain captured there. */
     struct perfmon_intr_ctx where[PMU_SOFT_NR_PMCS];
+    struct perfmon_chain chains[PMU_SOFT_NR_PMCS];
     struct syscnt sc_intrs;
     struct syscnt sc_lost;
 };
@@ -277,8 +279,10 @@ pmu_soft_count(unsigned int event, uint64_t n)
                            *(const uintptr_t *)__builtin_frame_address(0),
                            &ctx);
 
+            /* Reported later, when the frames may be gone: the chain now. */
             FOR_EACH_BIT(id, raised) {
-                cpu->where[id] = ctx;
+                perfmon_chain_capture(&cpu->chains[id], &ctx,
+                                      &cpu->where[id]);
             }
 
             if (defer) {

@@ -9,6 +9,7 @@
 #include <kern/init.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_nmi.h>
 #include <kern/pmu_soft.h>
 
 static struct perfmon_dev pmu_soft_dev;
@@ -79,16 +80,24 @@ pmu_soft_overflow_consume(uint64_t ids)
 
 /*
  * The emulated overflow interrupt. In NMI mode the bank knows where each
- * overflow happened (the software PMU is precise), which is also right
- * when the NMI was deferred to the end of a marked section.
+ * overflow happened (the software PMU is precise), with its call chain,
+ * which is also right when the NMI was deferred to the end of a marked
+ * section. They are copied first: a count that the report makes (a hook,
+ * a tick counter's read) may record a new place for the same counter.
  */
 static void
 pmu_soft_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
+    struct perfmon_intr_ctx where;
+    struct perfmon_chain chain;
+
     FOR_EACH_BIT(id, pmu_soft_intr_take()) {
-        perfmon_report_overflow(&pmu_soft_dev, id,
-                                pmu_soft_dev.nmi ? pmu_soft_intr_where(id)
-                                                 : ctx);
+        if (pmu_soft_dev.nmi) {
+            perfmon_chain_copy(&chain, pmu_soft_intr_where(id), &where);
+            perfmon_report_overflow(&pmu_soft_dev, id, &where);
+        } else {
+            perfmon_report_overflow(&pmu_soft_dev, id, ctx);
+        }
     }
 }
 

@@ -243,6 +243,112 @@ TEST_DEFINE(perfmon_nmi, reload_discards_the_overflow_its_update_counted)
 }
 
 /* ------------------------------------------------------------------ */
+/* A deferred sample's call chain                                      */
+/* ------------------------------------------------------------------ */
+
+static __attribute__((noinline)) void
+test_nmi_chain3(void)
+{
+    test_ps_emit(1);
+    __asm__ volatile("" : : : "memory");
+}
+
+static __attribute__((noinline)) void
+test_nmi_chain2(void)
+{
+    test_nmi_chain3();
+    __asm__ volatile("" : : : "memory");
+}
+
+static __attribute__((noinline)) void
+test_nmi_chain1(void)
+{
+    test_nmi_chain2();
+    __asm__ volatile("" : : : "memory");
+}
+
+/* Overwrite the stack below the caller's frame, where the chain was. */
+static __attribute__((noinline)) void
+test_nmi_scribble(void)
+{
+    volatile uint64_t junk[64];
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(junk); i++) {
+        junk[i] = 0xdead0000 + i;
+    }
+}
+
+/*
+ * A period ends inside a session reservation (a marked section), so its
+ * overflow is handled at the commit, after the emitting functions have
+ * returned and their frames were overwritten: the sample still carries
+ * the call chain of where the period ended, captured then (walked at the
+ * commit, it was garbage: a stack address and nothing more).
+ */
+TEST_DEFINE(perfmon_nmi, deferred_sample_keeps_its_call_chain)
+{
+    static const char *const want[] = {
+        "test_nmi_chain3", "test_nmi_chain2", "test_nmi_chain1",
+        "test_fn_perfmon_nmi_deferred_sample_keeps_its_call_chain",
+    };
+    unsigned int c = cpu_id();
+    struct perfmon_session *session;
+    const struct perfmon_record_callchain *chain;
+    struct perfmon_event event;
+    struct perfmon_record_test *record;
+    unsigned long flags;
+    size_t size;
+
+    test_nmi_require();
+    test_ps_pin(c);
+    c = cpu_id();
+    session = test_ps_session(TEST_PS_RING);
+    test_ps_init(&event, PMU_SOFT_EV_EMIT, session, 1, 8);
+
+    /* A tick first: a throttle left by an earlier test is over. */
+    thread_delay(1);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
+
+    flags = cpu_intr_save();
+    record = perfmon_session_reserve(session, sizeof(*record));
+    TEST_ASSERT(record != NULL);
+    test_nmi_chain1();
+    test_nmi_scribble();
+    record->header.type = PERFMON_RECORD_TEST;
+    record->header.size = sizeof(*record);
+    record->header.cpu = c;
+    record->seq = 1;
+    perfmon_session_commit(session, record);
+    cpu_intr_restore(flags);
+
+    TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
+
+    /* The reservation first, then the sample its commit took. */
+    TEST_ASSERT_EQ(perfmon_session_read(session, c, &test_ps_buf,
+                                        sizeof(test_ps_buf), &size), 0);
+    TEST_ASSERT_EQ(test_ps_buf.header.type, PERFMON_RECORD_TEST);
+    TEST_ASSERT_EQ(perfmon_session_read(session, c, &test_ps_buf,
+                                        sizeof(test_ps_buf), &size), 0);
+    TEST_ASSERT_EQ(test_ps_buf.header.type, PERFMON_RECORD_SAMPLE);
+    TEST_ASSERT(test_ps_in(test_ps_buf.sample.ip, "test_ps_emit"));
+    chain = perfmon_record_sample_callchain(&test_ps_buf.sample, size);
+    TEST_ASSERT(chain != NULL);
+    TEST_ASSERT_EQ(chain->chunk.nr, 8);
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(want); i++) {
+        if (!test_ps_in(chain->frames[i], want[i])) {
+            test_fail_at(__FILE__, __LINE__, "frame %u at %lx, not in %s",
+                         i, (unsigned long)chain->frames[i], want[i]);
+        }
+    }
+
+    TEST_ASSERT_EQ(perfmon_session_read(session, c, &test_ps_buf,
+                                        sizeof(test_ps_buf), &size), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/* ------------------------------------------------------------------ */
 /* Exact counts while the CPU switches, reads and polls                */
 /* ------------------------------------------------------------------ */
 

@@ -13,7 +13,8 @@
 #include <machine/cpu.h>
 #include <machine/trap.h>
 
-#define CPU_IST_STACK_SIZE  4096
+#define CPU_IST_STACK_SIZE  8192    /* perfmon's NMI work copies a call
+                                       chain or two */
 
 struct cpu_tss {
     uint32_t reserved0;
