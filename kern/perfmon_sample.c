@@ -52,23 +52,31 @@ static uint64_t perfmon_tsc_per_tick;
 _Static_assert(PERFMON_CHAIN_MAX == PERFMON_MAX_FRAMES,
                "a captured chain holds the deepest a sample asks");
 
+/* A chain captured earlier (fp tagged PERFMON_CTX_CHAIN), copied. */
+static __attribute__((noinline)) unsigned int
+perfmon_sample_frames_captured(uintptr_t fp, uint64_t *frames,
+                               unsigned int max)
+{
+    const struct perfmon_chain *chain;
+    unsigned int nr;
+
+    chain = (const struct perfmon_chain *)(fp & ~PERFMON_CTX_CHAIN);
+    nr = MIN(chain->nr, max);
+    memcpy(frames, chain->frames, nr * sizeof(frames[0]));
+    return nr;
+}
+
 /*
  * The return addresses of the callers of the function whose frame is at
  * fp, innermost first. Only frames on the current thread's stack are
  * followed, so a corrupt or foreign frame pointer ends the chain. An fp
  * tagged PERFMON_CTX_CHAIN names a chain captured earlier: it is copied.
  */
-static unsigned int
+static inline unsigned int
 perfmon_sample_frames(uintptr_t fp, uint64_t *frames, unsigned int max)
 {
-    const struct perfmon_chain *chain;
-    unsigned int nr;
-
     if (unlikely(fp & PERFMON_CTX_CHAIN)) {
-        chain = (const struct perfmon_chain *)(fp & ~PERFMON_CTX_CHAIN);
-        nr = MIN(chain->nr, max);
-        memcpy(frames, chain->frames, nr * sizeof(frames[0]));
-        return nr;
+        return perfmon_sample_frames_captured(fp, frames, max);
     }
 
     return stack_walk(fp, (uintptr_t)thread_stack(thread_self()),

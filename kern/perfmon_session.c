@@ -251,9 +251,6 @@ perfmon_session_reserve(struct perfmon_session *session, size_t size)
         return NULL;
     }
 
-    /* A reservation migrated to another CPU would leave this one's
-       marked section open for good. */
-    assert(!cpu_intr_enabled());
     perfmon_nmi_enter();
     record = perfmon_session_ring_reserve(perfmon_session_ring_local(session),
                                           size);

@@ -97,7 +97,9 @@ unsigned int perfmon_session_nr_refs(const struct perfmon_session *session);
  * in the header (the ring's framing relies on it). Local, interrupts
  * disabled, no lock, no allocation: callable from the overflow interrupt
  * and from the context switch. In NMI mode (kern/perfmon_nmi.h) a
- * reservation holds back perfmon's NMI work on the CPU until its commit,
+ * reservation holds back perfmon's NMI work on the CPU until its commit
+ * (interrupts must stay disabled in between: a reservation that migrated
+ * would hold it back on its first CPU for good),
  * so that the NMI's samples never land inside it. The inline pair below
  * has no such guard: it is for code that already runs in a marked
  * section or in perfmon's NMI. A ring should hold several of the largest

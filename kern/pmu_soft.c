@@ -37,6 +37,7 @@ struct pmu_soft_cpu {
     unsigned int events[PMU_SOFT_NR_PMCS];
     uint32_t counting[PMU_SOFT_NR_EVENTS];  /* counters per event */
     uint32_t sync;                          /* wraps reported at once */
+    uint32_t preset;                        /* preset since started */
 
     /* NMI mode: where each pending overflow happened (the first wrap),
        naming the call chain captured there. */
@@ -279,10 +280,18 @@ pmu_soft_count(unsigned int event, uint64_t n)
                            *(const uintptr_t *)__builtin_frame_address(0),
                            &ctx);
 
-            /* Reported later, when the frames may be gone: the chain now. */
+            /*
+             * Reported later, when the frames may be gone: a sampling
+             * counter's chain is captured now (a counting counter takes
+             * no sample).
+             */
             FOR_EACH_BIT(id, raised) {
-                perfmon_chain_capture(&cpu->chains[id], &ctx,
-                                      &cpu->where[id]);
+                if (cpu->preset & (1U << id)) {
+                    perfmon_chain_capture(&cpu->chains[id], &ctx,
+                                          &cpu->where[id]);
+                } else {
+                    cpu->where[id] = ctx;
+                }
             }
 
             if (defer) {
@@ -353,6 +362,7 @@ pmu_soft_counter_start(unsigned int id, unsigned int event)
     cpu->counting[event] |= bit;
     bank->pending &= ~bit;
     cpu->sync &= ~bit;
+    cpu->preset &= ~bit;
     cpu->unread[id] = 0;
     return bank->values[id];
 }
@@ -370,6 +380,8 @@ pmu_soft_counter_preset(unsigned int id, uint64_t n)
     if (!pmu_soft_nmi_ipi) {
         cpu->sync |= 1U << id;
     }
+
+    cpu->preset |= 1U << id;
 
     bank->pending &= ~(1U << id);
     cpu->unread[id] = 0;
