@@ -40,6 +40,7 @@
 #include <kern/macros.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
+#include <kern/perfmon_session.h>
 #include <kern/perfmon_test.h>
 #include <kern/pmu_soft.h>
 #include <kern/test.h>
@@ -122,6 +123,70 @@ TEST_DEFINE(perfmon_mux, pinned_event_never_loses_time)
     /* Elapsed: since the first attach, the last event's. */
     test_px_assert_sum(set, nr_slots,
                        set->values[set->nr_events - 1].time_enabled);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * A recording shaped like perf record all (a tick sampler on every CPU)
+ * holds one counter whatever the number of CPUs; 2(S-1) counting events
+ * take turns on the S-1 left, each counting exactly what was emitted in
+ * its turns, about half of the time; each sampler takes one sample per
+ * tick its CPU accounted.
+ */
+TEST_DEFINE(perfmon_mux, turns_stay_exact_while_a_recording_holds_a_counter)
+{
+    static struct perfmon_event samplers[CPU_MAX];
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_pmcs - 1;
+    unsigned int cpu = cpu_count() - 1;
+    struct perfmon_session *session;
+    uint64_t count, nr;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, 2 * nr_slots, 0);
+    TEST_ASSERT_EQ(perfmon_session_create(&session, 1U << 16), 0);
+
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        struct perfmon_sample_attr attr = {
+            .session = session, .period = 1, .cookie = c,
+        };
+
+        TEST_ASSERT_EQ(perfmon_event_init(&samplers[c], PMU_SOFT_EV_TICK,
+                                          PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(perfmon_event_set_sampling(&samplers[c], &attr), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&samplers[c], c), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1 + 2 * nr_slots);
+    test_px_run_rotations(set, false);
+    test_px_finish(set);
+    test_px_assert_exact(set);
+
+    for (unsigned int i = 0; i < set->nr_events; i++) {
+        test_px_assert_half_share(set, i);
+    }
+
+    test_px_report(set);
+    test_px_assert_sum(set, nr_slots, set->values[0].time_enabled);
+
+    /* A tick a period: never throttled, every period a sample. */
+    for (unsigned int c = 0; c < cpu_count(); c++) {
+        TEST_ASSERT_EQ(perfmon_event_detach(&samplers[c]), 0);
+        TEST_ASSERT_EQ(perfmon_event_get(&samplers[c], &count), 0);
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&samplers[c], &nr), 0);
+        TEST_ASSERT_EQ(nr, count);
+        TEST_ASSERT_GT(count, 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
