@@ -127,11 +127,18 @@ perfmon_nmi_defer(const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
 
-    if (!cpu_nmi_deferred()) {
-        perfmon_chain_capture(&nmi->chain, ctx, &nmi->ctx);
+    if (cpu_nmi_deferred()) {
+        return;
     }
 
+    /*
+     * The flag first: an NMI that lands in the capture (from a maskable
+     * deferral) then finds it set and leaves the place alone; nothing
+     * reads the place before this section's end.
+     */
     cpu_nmi_set_deferred(true);
+    barrier();
+    perfmon_chain_capture(&nmi->chain, ctx, &nmi->ctx);
 }
 
 /*
