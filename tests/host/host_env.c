@@ -627,6 +627,20 @@ host_env_switch_out(struct thread *thread)
     host_env_switch(thread, &host_env_idle);
 }
 
+void
+host_env_switch_to(struct thread *next)
+{
+    if (host_env_current == NULL || host_env_current == &host_env_idle) {
+        panic("host_env: switch to a thread while no test thread runs");
+    }
+
+    if (next == host_env_current) {
+        panic("host_env: switch to the thread that runs");
+    }
+
+    host_env_switch(host_env_current, next);
+}
+
 /* ------------------------------------------------------------------ */
 /* Log and panic                                                       */
 /* ------------------------------------------------------------------ */

@@ -66,6 +66,13 @@ void host_env_thread_init(struct thread *thread);
 void host_env_switch_in(struct thread *thread);
 void host_env_switch_out(struct thread *thread);
 
+/*
+ * A context switch from the test thread running to another (next, off
+ * the CPU), as between two threads of the scheduler. Panics when no test
+ * thread runs, or next is the one running.
+ */
+void host_env_switch_to(struct thread *next);
+
 /* Lines logged (log_msg) since the start. */
 unsigned int host_env_nr_log_lines(void);
 

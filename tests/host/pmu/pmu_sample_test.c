@@ -3,6 +3,8 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include <kern/errno.h>
 #include <kern/macros.h>
@@ -21,6 +23,8 @@
 #define PMU_SAMPLE_RING         8192
 #define PMU_SAMPLE_MAX          64
 #define PMU_SAMPLE_TID          7
+#define PMU_SAMPLE_TID_B        8
+#define PMU_SAMPLE_MAX_MSRS     64
 
 /* The interrupted ip the k-th PMI of a check reports. */
 #define PMU_SAMPLE_IP(k)        (0xffffffff80100000ULL + 0x10 * (k))
@@ -352,6 +356,163 @@ pmu_sample_check_thread_event(const struct pmu_sample_env *env,
     HOST_ASSERT(pmu_samples[2].ip != 0);
     pmu_sample_assert(2, cookie, PMU_SAMPLE_TID, pmu_samples[2].ip, period);
     HOST_ASSERT(pmu_samples[2].ip != PMU_SAMPLE_IP(3));
+    pmu_sample_end(session);
+}
+
+/* MSR accesses so far: in all, and of each of the PMU's registers. */
+struct pmu_sample_accesses {
+    unsigned long all;
+    unsigned long reads[PMU_SAMPLE_MAX_MSRS];
+    unsigned long writes[PMU_SAMPLE_MAX_MSRS];
+};
+
+static void
+pmu_sample_accesses_take(const struct pmu_sample_env *env,
+                         struct pmu_sample_accesses *accesses)
+{
+    HOST_ASSERT(env->nr_msrs <= PMU_SAMPLE_MAX_MSRS);
+    accesses->all = env->nr_accesses();
+
+    for (unsigned int i = 0; i < env->nr_msrs; i++) {
+        accesses->reads[i] = env->nr_msr_reads(env->msrs[i]);
+        accesses->writes[i] = env->nr_msr_writes(env->msrs[i]);
+    }
+}
+
+/* Append " op 0xmsr xn" to list (of size PMU_SAMPLE_LIST) when n != 0. */
+#define PMU_SAMPLE_LIST         512
+
+static void
+pmu_sample_list_add(char *list, const char *op, uint32_t msr,
+                    unsigned long n)
+{
+    size_t len = strlen(list);
+
+    if (n != 0 && len < PMU_SAMPLE_LIST) {
+        snprintf(list + len, PMU_SAMPLE_LIST - len, " %s 0x%x x%lu", op,
+                 (unsigned int)msr, n);
+    }
+}
+
+/*
+ * Since before, exactly one read and one write of counter pmc_id and no
+ * other access; else fail, naming every access (what: the switch).
+ */
+static void
+pmu_sample_assert_read_write_once(const struct pmu_sample_env *env,
+                                  const struct pmu_sample_accesses *before,
+                                  unsigned int pmc_id, const char *what)
+{
+    struct pmu_sample_accesses after;
+    unsigned long all, named = 0, reads = 0, writes = 0;
+    char list[PMU_SAMPLE_LIST] = "";
+
+    pmu_sample_accesses_take(env, &after);
+    all = after.all - before->all;
+
+    for (unsigned int i = 0; i < env->nr_msrs; i++) {
+        unsigned long r = after.reads[i] - before->reads[i];
+        unsigned long w = after.writes[i] - before->writes[i];
+
+        if (env->counter_of_msr(env->msrs[i]) == (int)pmc_id) {
+            reads += r;
+            writes += w;
+        }
+
+        named += r + w;
+        pmu_sample_list_add(list, "rdmsr", env->msrs[i], r);
+        pmu_sample_list_add(list, "wrmsr", env->msrs[i], w);
+    }
+
+    if (reads != 1 || writes != 1 || all != 2) {
+        HOST_FAIL("%s: %lu MSR accesses, %lu read(s) and %lu write(s) of "
+                  "counter %u, not one of each alone:%s (%lu elsewhere)",
+                  what, all, reads, writes, pmc_id, list, all - named);
+    }
+}
+
+/*
+ * Switch from the thread running to next, whose sampler of the same slot
+ * has left events of its period to go: one read and one write of the
+ * counter, which then holds exactly 2^width - left.
+ */
+static void
+pmu_sample_switch_samplers(const struct pmu_sample_env *env,
+                           struct thread *next, unsigned int pmc_id,
+                           uint64_t left, const char *what)
+{
+    unsigned int width = env->counter_width(pmc_id);
+    uint64_t mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
+    struct pmu_sample_accesses before;
+
+    pmu_sample_accesses_take(env, &before);
+    host_env_switch_to(next);
+    pmu_sample_assert_read_write_once(env, &before, pmc_id, what);
+    HOST_ASSERT_EQ(env->counter(pmc_id), -left & mask);
+    HOST_ASSERT(!env->pmi_pending());
+}
+
+void
+pmu_sample_check_switch_samplers(const struct pmu_sample_env *env,
+                                 unsigned int id)
+{
+    const uint64_t period_a = 1000, period_b = 600, ran_a = 300, ran_b = 200;
+    const uint64_t skid = 3, cookie_a = 0x5a, cookie_b = 0x5b;
+    struct perfmon_session *session = pmu_sample_begin();
+    unsigned int used = perfmon_dev_nr_used_pmcs(pmu_sample_dev());
+    struct perfmon_event *ea, *eb;
+    struct thread *a, *b;
+    unsigned int pmc_id;
+    uint64_t mask;
+
+    a = env->thread();
+    b = env->thread();
+    a->id = PMU_SAMPLE_TID;
+    b->id = PMU_SAMPLE_TID_B;
+    ea = pmu_sample_event(env, session, id, period_a, cookie_a);
+    eb = pmu_sample_event(env, session, id, period_b, cookie_b);
+    HOST_ASSERT_EQ(perfmon_event_attach(ea, a), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach(eb, b), 0);
+
+    /* One slot for both samplers, hence one counter. */
+    HOST_ASSERT_EQ(perfmon_event_pmc_index(eb), perfmon_event_pmc_index(ea));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_sample_dev()), used + 1);
+
+    host_env_switch_in(a);
+    pmc_id = pmu_sample_pmc(ea, &mask);
+    HOST_ASSERT_EQ(pmu_sample_pmc(eb, &mask), pmc_id);
+    pmu_sample_assert_left(env, ea, period_a);
+    env->retire(id, ran_a);
+
+    /* b has not run: its whole period is left. */
+    pmu_sample_switch_samplers(env, b, pmc_id, period_b, "switch a -> b");
+    env->retire(id, ran_b);
+    HOST_ASSERT_EQ(pmu_sample_read(eb), ran_b);
+
+    /* a goes on where it left its period. */
+    pmu_sample_switch_samplers(env, a, pmc_id, period_a - ran_a,
+                               "switch b -> a");
+    HOST_ASSERT_EQ(pmu_sample_read(ea), ran_a);
+
+    /* a's period ends, skid events before its PMI: one sample, a's. */
+    env->retire(id, period_a - ran_a - 1);
+    HOST_ASSERT(!env->pmi_pending());
+    env->retire(id, 1 + skid);
+    HOST_ASSERT(env->pmi_pending());
+    pmu_sample_deliver(env, PMU_SAMPLE_IP(1));
+    HOST_ASSERT_EQ(pmu_sample_nr(ea), 1);
+    HOST_ASSERT_EQ(pmu_sample_nr(eb), 0);
+    pmu_sample_assert_left(env, ea, period_a - skid);
+    HOST_ASSERT_EQ(pmu_sample_read(ea), period_a + skid);
+    HOST_ASSERT_EQ(pmu_sample_read(eb), ran_b);
+
+    host_env_switch_out(a);
+    HOST_ASSERT_EQ(perfmon_event_detach(ea), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(eb), 0);
+    pmu_sample_collect(session);
+    HOST_ASSERT_EQ(pmu_nr_samples, 1);
+    pmu_sample_assert(0, cookie_a, PMU_SAMPLE_TID, PMU_SAMPLE_IP(1),
+                      period_a);
     pmu_sample_end(session);
 }
 

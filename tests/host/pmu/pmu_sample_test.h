@@ -48,6 +48,17 @@ struct pmu_sample_env {
     /* An initialized event, a fresh thread, from the binary's pools. */
     struct perfmon_event *(*event)(uint64_t id, unsigned int flags);
     struct thread *(*thread)(void);
+
+    /*
+     * MSR accesses since reset: of every address, and reads and writes of
+     * one. msrs: the PMU's registers, by which a check names the accesses
+     * it did not expect.
+     */
+    unsigned long (*nr_accesses)(void);
+    unsigned long (*nr_msr_reads)(uint32_t msr);
+    unsigned long (*nr_msr_writes)(uint32_t msr);
+    const uint32_t *msrs;
+    unsigned int nr_msrs;
 };
 
 /*
@@ -74,6 +85,18 @@ void pmu_sample_check_cpu_event(const struct pmu_sample_env *env,
  */
 void pmu_sample_check_thread_event(const struct pmu_sample_env *env,
                                    unsigned int id);
+
+/*
+ * Two threads sampling generic event id, with different periods, share
+ * one slot, hence one counter. A switch from one to the other passes the
+ * counter on running: exactly one read of it (the samples due, the rest
+ * of the period kept) and one write (the preset to 2^width minus what is
+ * left of the next thread's period), and no other MSR access. The
+ * thread back resumes its period where it left it, whose end takes one
+ * sample, the thread's, with exact counts.
+ */
+void pmu_sample_check_switch_samplers(const struct pmu_sample_env *env,
+                                      unsigned int id);
 
 /*
  * Three sampling events (ids[0..2], distinct counters) overflowing before

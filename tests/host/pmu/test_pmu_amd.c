@@ -1164,6 +1164,26 @@ pmu_test_sample_event(uint64_t id, unsigned int flags)
     return pmu_test_event(id, flags);
 }
 
+static unsigned long
+pmu_test_sample_nr_accesses(void)
+{
+    return model_amd_nr_all_reads() + model_amd_nr_all_writes();
+}
+
+#define PMU_TEST_MSRS_EXT(msr) \
+    msr(0), msr(1), msr(2), msr(3), msr(4), msr(5)
+
+/* Every PMU register of the model. */
+static const uint32_t pmu_test_msrs[] = {
+    MODEL_AMD_MSR_LEGACY_CTL(0), MODEL_AMD_MSR_LEGACY_CTL(1),
+    MODEL_AMD_MSR_LEGACY_CTL(2), MODEL_AMD_MSR_LEGACY_CTL(3),
+    MODEL_AMD_MSR_LEGACY_CTR(0), MODEL_AMD_MSR_LEGACY_CTR(1),
+    MODEL_AMD_MSR_LEGACY_CTR(2), MODEL_AMD_MSR_LEGACY_CTR(3),
+    PMU_TEST_MSRS_EXT(MODEL_AMD_MSR_CTL), PMU_TEST_MSRS_EXT(MODEL_AMD_MSR_CTR),
+    MODEL_AMD_MSR_GLOBAL_STATUS, MODEL_AMD_MSR_GLOBAL_CTL,
+    MODEL_AMD_MSR_GLOBAL_CLR, MODEL_AMD_MSR_GLOBAL_SET,
+};
+
 /* In top-bit mode overflow_consume reads the counter before perfmon. */
 static const struct pmu_sample_env pmu_test_sample_env = {
     .retire = pmu_test_sample_retire,
@@ -1176,6 +1196,11 @@ static const struct pmu_sample_env pmu_test_sample_env = {
     .set_rdmsr_hook = model_amd_set_rdmsr_hook,
     .event = pmu_test_sample_event,
     .thread = pmu_test_thread,
+    .nr_accesses = pmu_test_sample_nr_accesses,
+    .nr_msr_reads = model_amd_nr_reads,
+    .nr_msr_writes = model_amd_nr_writes,
+    .msrs = pmu_test_msrs,
+    .nr_msrs = ARRAY_SIZE(pmu_test_msrs),
 };
 
 /* PMU_TEST_HAS_PMI for the preprocessor, which sees no enum. */
@@ -1193,6 +1218,17 @@ HOST_TEST(sampling_thread_event_only_while_it_runs)
 {
     pmu_test_begin();
     pmu_sample_check_thread_event(&pmu_test_sample_env, PERFMON_EV_BRANCH);
+    pmu_test_end();
+}
+
+/*
+ * Two threads' samplers of one event on one counter: a switch between
+ * them reads the counter once and presets it once, nothing else.
+ */
+HOST_TEST(switch_between_samplers_of_one_event_reads_once_presets_once)
+{
+    pmu_test_begin();
+    pmu_sample_check_switch_samplers(&pmu_test_sample_env, PERFMON_EV_BRANCH);
     pmu_test_end();
 }
 

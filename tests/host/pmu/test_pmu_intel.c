@@ -133,7 +133,7 @@ static const struct model_config pmu_test_config = {
 #define PMU_TEST_GP_PERIOD      (1ULL << PMU_TEST_GP_WIDTH)
 
 #define PMU_TEST_MAX_EVENTS     16
-#define PMU_TEST_MAX_THREADS    2
+#define PMU_TEST_MAX_THREADS    4
 
 /* The architectural event each fixed counter counts (SDM vol. 3B 21.2.2). */
 static const struct model_event pmu_test_fixed_events[] = {
@@ -2850,6 +2850,18 @@ pmu_test_sample_event(uint64_t id, unsigned int flags)
     return pmu_test_event(id, flags);
 }
 
+#define PMU_TEST_MSRS_GP(msr) \
+    msr(0), msr(1), msr(2), msr(3), msr(4), msr(5), msr(6), msr(7)
+
+/* Every PMU register of the model. */
+static const uint32_t pmu_test_msrs[] = {
+    PMU_TEST_MSRS_GP(MODEL_MSR_PMC), PMU_TEST_MSRS_GP(MODEL_MSR_A_PMC),
+    PMU_TEST_MSRS_GP(MODEL_MSR_EVTSEL), MODEL_MSR_FIXED_CTR(0),
+    MODEL_MSR_FIXED_CTR(1), MODEL_MSR_FIXED_CTR(2), MODEL_MSR_FIXED_CTRL,
+    MODEL_MSR_GLOBAL_STATUS, MODEL_MSR_GLOBAL_CTRL, MODEL_MSR_GLOBAL_OVF,
+    MODEL_MSR_DEBUGCTL, MODEL_MSR_PERF_CAP,
+};
+
 static const struct pmu_sample_env pmu_test_sample_env = {
     .retire = pmu_test_sample_retire,
     .pmi_pending = model_pmi_pending,
@@ -2861,6 +2873,11 @@ static const struct pmu_sample_env pmu_test_sample_env = {
     .set_rdmsr_hook = model_set_rdmsr_hook,
     .event = pmu_test_sample_event,
     .thread = pmu_test_thread,
+    .nr_accesses = model_nr_accesses,
+    .nr_msr_reads = model_nr_reads,
+    .nr_msr_writes = model_nr_writes,
+    .msrs = pmu_test_msrs,
+    .nr_msrs = ARRAY_SIZE(pmu_test_msrs),
 };
 
 #if PMU_TEST_HAS_PMI
@@ -2883,6 +2900,20 @@ HOST_TEST(sampling_thread_event_only_while_it_runs)
     pmu_sample_check_thread_event(&pmu_test_sample_env, PERFMON_EV_BRANCH);
     pmu_sample_check_thread_event(&pmu_test_sample_env,
                                   PERFMON_EV_INSTRUCTION);
+    pmu_test_end();
+}
+
+/*
+ * Two threads' samplers of one event on one counter, a general one
+ * (branches) and fixed counter 0 (instructions): a switch between them
+ * reads the counter once and presets it once, nothing else.
+ */
+HOST_TEST(switch_between_samplers_of_one_event_reads_once_presets_once)
+{
+    pmu_test_begin();
+    pmu_sample_check_switch_samplers(&pmu_test_sample_env, PERFMON_EV_BRANCH);
+    pmu_sample_check_switch_samplers(&pmu_test_sample_env,
+                                     PERFMON_EV_INSTRUCTION);
     pmu_test_end();
 }
 
