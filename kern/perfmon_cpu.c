@@ -189,6 +189,11 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         cpmc->armed = false;
         cpmc->throttled_periods = 0;
         cpu->used[dev->state->index] |= 1U << index;
+
+        if (sampler != NULL && dev->preset_ends_overflows) {
+            cpu->handoffs[dev->state->index] |= 1U << index;
+        }
+
         perfmon_poll_arm(cpu, dev);
     }
 
@@ -217,6 +222,7 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         }
 
         cpu->used[dev->state->index] &= ~(1U << index);
+        cpu->handoffs[dev->state->index] &= ~(1U << index);
         cpu->users_left[dev->state->index] |= 1U << index;
         cpmc->sampler = NULL;
         cpmc->plain = false;

@@ -145,6 +145,12 @@ struct perfmon_dev {
                                    per clock tick */
     uint64_t max_period;        /* longest preset (ops->preset); 0: the
                                    device cannot sample */
+    bool preset_ends_overflows; /* ops->preset also discards an overflow
+                                   from before perfmon's last read whose
+                                   interrupt is still to come: a switch
+                                   passing a counter from one thread's
+                                   sampler to another's then reads and
+                                   presets it without consuming first */
     uint64_t fw_pmcs;           /* counter ids (bit n: id n) that
                                    firmware held at boot: the driver
                                    never allocates them (perf list shows

@@ -229,6 +229,11 @@ struct perfmon_cpu {
     struct perfmon_cpu_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
     uint32_t used[PERFMON_MAX_DEVS];        /* slots with nr_refs > 0 */
     uint32_t unsched[PERFMON_MAX_DEVS];     /* slots without a counter */
+    uint32_t handoffs[PERFMON_MAX_DEVS];    /* sampling slots of a device
+                                               whose preset ends earlier
+                                               overflows: a switch from
+                                               sampler to sampler does
+                                               not consume them */
     uint32_t users_left[PERFMON_MAX_DEVS];  /* slots let go whose users
                                                bit this CPU left set */
     uint64_t sched_seq[PERFMON_MAX_DEVS];   /* schedule followed */
@@ -379,9 +384,15 @@ void perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
                                    struct perfmon_cpu_pmc *cpmc);
 void perfmon_cpu_pmc_arm(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
                          uint64_t left, uint64_t period);
+void perfmon_cpu_pmc_discard(struct perfmon_dev *dev,
+                             struct perfmon_cpu_pmc *cpmc);
 void perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                             struct perfmon_cpu_pmc *cpmc,
                             const struct perfmon_intr_ctx *ctx, bool reload);
+void perfmon_cpu_pmc_sample_leave(struct perfmon_cpu *cpu,
+                                  struct perfmon_dev *dev,
+                                  struct perfmon_cpu_pmc *cpmc,
+                                  const struct perfmon_intr_ctx *ctx);
 void perfmon_cpu_pmc_sample_due(struct perfmon_dev *dev,
                                 struct perfmon_cpu_pmc *cpmc, bool reload);
 void perfmon_throttle_timer(struct timer *timer);

@@ -290,18 +290,32 @@ perfmon_cpu_pmc_arm(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
 }
 
 /*
+ * Preset an unarmed slot's counter to what is left of its period although
+ * its event takes no more samples, to discard the overflows pending on
+ * it (a switch that passed it on without consuming them). Its wrap is
+ * then counted as any unarmed sampler's.
+ */
+void
+perfmon_cpu_pmc_discard(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc)
+{
+    perfmon_cpu_pmc_preset(dev, NULL, cpmc);
+}
+
+/*
  * Take the samples due on an up-to-date sampling slot: one per period
  * that ended, all at ctx (a count that ends several periods at once
  * stands for each of them). While the CPU is throttled, periods that end
- * are counted instead. Then preset the counter for the next sample when
- * it may have moved off its preset (reload: it overflowed, or a sample
- * was taken).
+ * are counted instead. Then, unless the CPU lets the counter go (leaving:
+ * a switch stops it or presets it for the next thread), preset it for
+ * the next sample when it may have moved off its preset (reload: it
+ * overflowed, or a sample was taken).
  */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_pmc_sample_inline(struct perfmon_cpu *cpu,
                               struct perfmon_dev *dev,
                               struct perfmon_cpu_pmc *cpmc,
-                              const struct perfmon_intr_ctx *ctx, bool reload)
+                              const struct perfmon_intr_ctx *ctx, bool reload,
+                              bool leaving)
 {
     struct perfmon_event *event = cpmc->sampler;
     uint64_t now;
@@ -335,7 +349,7 @@ perfmon_cpu_pmc_sample_inline(struct perfmon_cpu *cpu,
         cpmc->sample_next += cpmc->sample_period;
     }
 
-    if (reload && !cpu->throttle.active) {
+    if (reload && !leaving && !cpu->throttle.active) {
         perfmon_cpu_pmc_preset(dev, perfmon_cpu_bank(cpu, dev), cpmc);
     }
 }
@@ -346,7 +360,19 @@ perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                        struct perfmon_cpu_pmc *cpmc,
                        const struct perfmon_intr_ctx *ctx, bool reload)
 {
-    perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, reload);
+    perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, reload, false);
+}
+
+/*
+ * The same for a thread leaving the slot: the counter is stopped or
+ * preset for the next thread, so a sample taken here reloads nothing.
+ */
+__attribute__((noinline)) void
+perfmon_cpu_pmc_sample_leave(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                             struct perfmon_cpu_pmc *cpmc,
+                             const struct perfmon_intr_ctx *ctx)
+{
+    perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, false, true);
 }
 
 /*
@@ -438,7 +464,7 @@ perfmon_cpu_pmc_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     }
 
     if (cpmc->sampler != NULL) {
-        perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, true);
+        perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, true, false);
     }
 }
 

@@ -109,7 +109,7 @@ perfmon_td_pmc_save_period(struct perfmon_td *td, unsigned int d,
 {
     struct perfmon_td_pmc *tpmc = &td->pmcs[d][index];
 
-    perfmon_cpu_pmc_sample(cpu, dev, cpmc, ctx, false);
+    perfmon_cpu_pmc_sample_leave(cpu, dev, cpmc, ctx);
 
     if (cpmc->sampler->freq != 0) {
         perfmon_freq_unload(cpmc);
@@ -285,11 +285,20 @@ perfmon_td_switch_sampler(struct perfmon_td *prev, struct perfmon_td *next,
     next_tpmc->cpu_start = cpmc->value;
     perfmon_cpu_pmc_arm(dev, cpmc, next_tpmc->sample_left,
                         next->sample_periods[d][index]);
+
+    /* Not consumed: the preset discards what is pending, even unarmed. */
+    if (!cpmc->armed && (cpu->handoffs[d] & (1U << index))) {
+        perfmon_cpu_pmc_discard(dev, cpmc);
+    }
 }
 
 /*
  * Switch one device's slots from prev to next. The pending overflows of
- * every slot prev used are consumed in one call. Then the slots both
+ * every slot prev used are consumed in one call, but for the sampling
+ * slots passed on to next on a device whose preset ends every earlier
+ * overflow (handoffs): their switch is one read and one preset; a wrap
+ * before the read shows as a decrease, and the preset discards its
+ * overflow. Then the slots both
  * use, the switch's fast path: each is brought up to date once (a plain
  * one with no call), prev takes what it counted and next starts from
  * there; the counter keeps running (no stop, no start, no write to the
@@ -308,7 +317,8 @@ perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
     struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[d];
     uint32_t prev_used = prev->used[d];
     uint32_t next_used = next->used[d];
-    uint64_t pending = perfmon_dev_consume(cpu, dev, prev_used);
+    uint64_t pending = perfmon_dev_consume(cpu, dev, prev_used
+                                           & ~(next_used & cpu->handoffs[d]));
 
     FOR_EACH_BIT(index, prev_used & next_used) {
         struct perfmon_cpu_pmc *cpmc = &cpmcs[index];

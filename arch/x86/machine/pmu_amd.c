@@ -337,6 +337,7 @@ pmu_amd_stop(unsigned int pmc_id)
     uint64_t bit = 1ULL << pmc_id;
 
     cpu->global_ctrl &= ~bit;
+    cpu->unguarded &= ~bit;     /* its status bit is cleared below */
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
         cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl);
@@ -377,15 +378,15 @@ pmu_amd_max_period(void)
  * the count stays exact): 2^48 - n, which has bit 47 set (the top-bit
  * mode's flag). Return the value written.
  *
- * An overflow pending on the counter is discarded: it happened after
- * perfmon's last read, and reported later against the preset value it
- * would add a whole 2^width. In top-bit mode the write does it (the flag
- * is set again, so neither the PMI nor overflow_consume sees a wrap).
- * With PerfMonV2 the status bit must be cleared: in the PMI, counting is
- * off and the handler cleared it before reporting; elsewhere the counter
- * is stopped in the global control around the write and the clear, so
- * that no overflow comes between them (before the write) or is cleared
- * with them (the first events of a short period after it).
+ * An overflow pending on the counter is discarded: it happened before
+ * the write, and reported later against the preset value it would add a
+ * whole 2^width. In top-bit mode the write does it (the flag is set
+ * again, so neither the PMI nor overflow_consume sees a wrap). With
+ * PerfMonV2 the write leaves the status bit: in the PMI, counting is off
+ * and the handler cleared it before reporting; a stopped counter's bit
+ * was cleared by its stop; a counter that counts is left unguarded
+ * (pmu_x86.h): its status bit counts only once the counter wrapped since
+ * its preset.
  */
 static uint64_t
 pmu_amd_preset(unsigned int pmc_id, uint64_t n)
@@ -398,16 +399,12 @@ pmu_amd_preset(unsigned int pmc_id, uint64_t n)
     n = MIN(n, pmu_amd_max_period());
     value = -n & PMU_AMD_COUNTER_MASK;
 
-    if (pmu_amd_ovf != PMU_AMD_OVF_GLOBAL || cpu->pmi
-        || !(cpu->global_ctrl & bit)) {
-        cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
-        return value;
+    if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL && !cpu->pmi
+        && (cpu->global_ctrl & bit)) {
+        cpu->unguarded |= bit;
     }
 
-    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl & ~bit);
     cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
-    cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
-    cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl);
     return value;
 }
 
@@ -791,6 +788,7 @@ static struct pmu_x86_vendor pmu_amd_vendor = {
     .msr_global_status = PMU_AMD_MSR_GLOBAL_STATUS,
     .msr_global_clear = PMU_AMD_MSR_GLOBAL_STATUS_CLR,
     .raw_insns = 0xc0,                  /* PMCx0C0, retired instructions */
+    .wrapped = pmu_amd_top_bit_cleared,
     .set_start_gap = pmu_amd_set_start_gap,
     .enabled = pmu_amd_test_enabled,
     .pending = pmu_amd_test_pending,
@@ -847,6 +845,7 @@ pmu_amd_setup(void)
     pmu_amd_dev.ops = &pmu_amd_ops;
     pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
     pmu_amd_dev.nmi = pmu_amd_dev.overflow_intr && perfmon_pmi_nmi();
+    pmu_amd_dev.preset_ends_overflows = pmu_amd_dev.overflow_intr;
     pmu_amd_dev.nr_pmcs = info->nr_counters - bitops_popcount(pmu_amd_fw);
     pmu_amd_dev.fw_pmcs = pmu_amd_fw;
     pmu_amd_dev.min_width = pmu_amd_width();

@@ -575,6 +575,7 @@ pmu_intel_stop(unsigned int pmc_id)
 
     cpu->global_ctrl &= ~bit;
     cpu->stopped |= bit;
+    cpu->unguarded &= ~bit;     /* the flush clears its status bit */
 
     if (!cpu->batch) {
         pmu_intel_global_flush(cpu);
@@ -600,39 +601,43 @@ pmu_intel_config_of(const struct pmu_x86_cpu *cpu, unsigned int pmc_id)
  * write never needs bits the register does not take (see
  * pmu_intel_write_count).
  *
- * An overflow pending on the counter is discarded: it happened after
- * perfmon's last read, and reported later against the preset value it
- * would add a whole 2^width. In the PMI counting is off and the handler
- * acknowledged the bit before reporting; in a switch a counter started
- * there counts only from batch_end, and its bit was cleared when it last
- * stopped: the write alone does. A counter that counts (attach, a
- * refresh, a read that consumed an overflow, the end of throttling) is
- * stopped around the write and the clear of its bit (the
- * IA32_PERF_GLOBAL_OVF_CTRL address, SDM vol. 3B, 21.2.2): cleared
- * before the write, an overflow could still come in between; after it
- * with counting on, the first events of a short period could overflow
- * and the clear would lose that sample.
+ * An overflow pending on the counter is discarded: it happened before
+ * the write, and reported later against the preset value it would add a
+ * whole 2^width. In the PMI counting is off and the handler acknowledged
+ * the bit before reporting; in a switch a counter started there counts
+ * only from batch_end, and its bit was cleared when it last stopped: the
+ * write alone does. A counter that counts (a switch from one thread's
+ * sampler to another's, attach, a refresh, the end of throttling) is
+ * written once and left unguarded (pmu_x86.h): its status bit, which
+ * the write does not clear (IA32_PERF_GLOBAL_OVF_CTRL does, SDM vol. 3B,
+ * 21.2.2), counts only once the counter wrapped since.
  */
 static uint64_t
 pmu_intel_preset(unsigned int pmc_id, uint64_t n)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = pmu_intel_global_bit(pmc_id);
-    uint64_t value;
 
     /* The remainder of a period may be shorter than the model allows. */
     n = MAX(n, pmu_intel_min_period(pmu_intel_config_of(cpu, pmc_id)));
     n = MIN(n, pmu_intel_dev.max_period);
 
-    if (cpu->pmi || !(cpu->global_hw & bit)) {
-        return pmu_intel_write_count(pmc_id, n);
+    if (!cpu->pmi && (cpu->global_hw & bit)) {
+        cpu->unguarded |= bit;
     }
 
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_hw & ~bit);
-    value = pmu_intel_write_count(pmc_id, n);
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_OVF, bit);
-    cpu_set_msr(PMU_INTEL_MSR_GLOBAL_CTRL, cpu->global_hw);
-    return value;
+    return pmu_intel_write_count(pmc_id, n);
+}
+
+/* The top bit of a preset counter reads 0 once it wrapped (pmu_x86.h). */
+static bool
+pmu_intel_wrapped(unsigned int pmc_id)
+{
+    unsigned int width = (pmc_id >= PMU_INTEL_FIXED_BASE)
+                         ? pmu_intel_info.fixed_width
+                         : pmu_intel_info.gp_width;
+
+    return !(pmu_intel_read(pmc_id) & (1ULL << (width - 1)));
 }
 
 /* Take back the overflows the PMI has not reported yet. */
@@ -1088,6 +1093,7 @@ static struct pmu_x86_vendor pmu_intel_vendor = {
     .msr_global_status = PMU_INTEL_MSR_GLOBAL_STATUS,
     .msr_global_clear = PMU_INTEL_MSR_GLOBAL_OVF,
     .raw_insns = 0xc0,                  /* table 21-1 */
+    .wrapped = pmu_intel_wrapped,
     .set_start_gap = pmu_intel_set_start_gap,
     .enabled = pmu_intel_test_enabled,
     .pending = pmu_intel_test_pending,
@@ -1154,6 +1160,7 @@ pmu_intel_setup(void)
     pmu_intel_dev.ops = &pmu_intel_ops;
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
     pmu_intel_dev.nmi = pmu_intel_dev.overflow_intr && perfmon_pmi_nmi();
+    pmu_intel_dev.preset_ends_overflows = pmu_intel_dev.overflow_intr;
     pmu_intel_dev.nr_pmcs = nr_general
                             + bitops_popcount(info->fixed_mask
                                               & ~pmu_intel_fw_fixed);

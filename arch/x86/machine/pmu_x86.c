@@ -97,6 +97,24 @@ pmu_x86_report(uint64_t mask, const struct perfmon_intr_ctx *ctx)
     }
 }
 
+uint64_t
+pmu_x86_stale_drop(struct pmu_x86_cpu *cpu, uint64_t status)
+{
+    uint64_t found = status & cpu->unguarded;
+
+    cpu->unguarded &= ~found;
+
+    for (; found != 0; found &= found - 1) {
+        unsigned int n = __builtin_ctzll(found);
+
+        if (!pmu_x86_registered->wrapped(n)) {
+            status &= ~(1ULL << n);
+        }
+    }
+
+    return status;
+}
+
 void
 pmu_x86_pmi_enter(struct pmu_x86_cpu *cpu)
 {
@@ -125,7 +143,9 @@ pmu_x86_pmi_spurious(void)
  * and reporting it again would add 2^width each pass. Each counter is
  * reported once per PMI; bits still there after the last pass are forced
  * clear and reported to no one, and the give-up is counted so that it
- * shows. Status bits outside ack_mask are neither reported nor cleared:
+ * shows. A stale bit of an unguarded counter (pmu_x86_stale_drop) is
+ * cleared and not reported: its overflow came before the counter's
+ * preset. A PMI that reports nothing is counted as spurious. Status bits outside ack_mask are neither reported nor cleared:
  * some hypervisors fault on clearing bits they do not know.
  *
  * The LVT entry is unmasked before counting resumes: Intel masks it on
@@ -142,15 +162,11 @@ pmu_x86_global_intr(const struct perfmon_intr_ctx *ctx)
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t counters = vendor->counters;
     uint64_t ack_mask = vendor->ack_mask;
-    uint64_t status, reported = 0;
+    uint64_t status, fresh, reported = 0, told = 0;
 
     pmu_x86_pmi_enter(cpu);
     cpu_set_msr(vendor->msr_global_ctrl, 0);
     status = cpu_get_msr(vendor->msr_global_status) & ack_mask;
-
-    if ((status & counters) == 0) {
-        pmu_x86_pmi_spurious();
-    }
 
     for (unsigned int loops = 0; status != 0; loops++) {
         if (loops == PMU_X86_PMI_MAX_LOOPS) {
@@ -160,9 +176,20 @@ pmu_x86_global_intr(const struct perfmon_intr_ctx *ctx)
         }
 
         cpu_set_msr(vendor->msr_global_clear, status);
-        pmu_x86_report(status & counters & ~reported, ctx);
+        fresh = status & counters & ~reported;
+
+        if (fresh & cpu->unguarded) {
+            fresh = pmu_x86_stale_drop(cpu, fresh);
+        }
+
+        pmu_x86_report(fresh, ctx);
+        told |= fresh;
         reported |= status & counters;
         status = cpu_get_msr(vendor->msr_global_status) & ack_mask;
+    }
+
+    if (told == 0) {
+        pmu_x86_pmi_spurious();
     }
 
     lapic_pmc_unmask();

@@ -62,6 +62,9 @@
  *   the flush clears once they no longer count (Intel);
  * - fixed_ctrl: IA32_FIXED_CTR_CTRL (Intel);
  * - evtsel: each general counter's event select;
+ * - unguarded: counters preset while counting (pmu_x86_preset_running),
+ *   whose status bit may be stale: it is believed only from a counter
+ *   that wrapped since (pmu_x86_stale_drop);
  * - batch: between batch_begin and batch_end;
  * - pmi: the PMI handler runs.
  * Local: start, stop, preset, overflow_consume, the batch and the PMI run
@@ -73,6 +76,7 @@ struct pmu_x86_cpu {
     uint64_t stopped;
     uint64_t fixed_ctrl;
     uint64_t evtsel[PMU_X86_MAX_EVTSEL];
+    uint64_t unguarded;
     bool batch;
     bool pmi;
 };
@@ -103,6 +107,14 @@ struct pmu_x86_vendor {
     unsigned int nr_general;
     unsigned int nr_generic_slots;
     unsigned int raw_insns;
+
+    /*
+     * Local, interrupts disabled, with a global status: whether counter
+     * id wrapped since its last preset, i.e. its top bit reads 0 (a
+     * preset leaves it set: 2^width - n with n <= 2^(width - 1)). One
+     * read of the counter.
+     */
+    bool (*wrapped)(unsigned int id);
 
     /* The driver's test hook: counters start gap events before a wrap. */
     int (*set_start_gap)(uint64_t gap);
@@ -168,18 +180,49 @@ pmu_x86_global_flush(struct pmu_x86_cpu *cpu, uint32_t msr_ctrl,
 }
 
 /*
+ * Unguarded counters. A driver presets a counter that is counting (a
+ * sampler's period, or on a switch the next thread's remainder of one)
+ * with one write, and the counter goes on counting; an overflow may come
+ * between perfmon's last read and the write, or be pending from before
+ * that read (a switch from one thread's sampler to another's does not
+ * consume the slot's overflows: it sees a wrap as a decrease of the
+ * counter), and its status bit outlives the write, which does not clear
+ * it. Reported, it would add 2^width to the new period. Stopping the
+ * counter around the write and clearing the bit would cost three more
+ * register writes; instead the driver sets the counter's bit in the
+ * shadow's unguarded, and a status bit of an unguarded counter counts
+ * only if the counter wrapped since its preset (its top bit clear), which
+ * a stale one cannot show: from the preset, 2^width - n with n <=
+ * 2^(width - 1), a wrap takes n events and leaves the top bit clear for
+ * the next 2^(width - 1).
+ *
+ * Of the status bits in status (all seen set, and cleared), drop the
+ * stale ones and return the others. The unguarded counters found leave
+ * unguarded: their bit no longer predates their preset. Local,
+ * interrupts disabled; out of line, called only when status has
+ * unguarded bits.
+ */
+uint64_t pmu_x86_stale_drop(struct pmu_x86_cpu *cpu, uint64_t status);
+
+/*
  * Take back the overflows of the counters in ids (bit n: counter n) that
  * the PMI has not reported yet: one read of the global status for them
- * all, and a clear of those found. Return them. The register numbers are
- * the caller's constants. Local, interrupts disabled.
+ * all, and a clear of those found. Return them, less the stale bits of
+ * unguarded counters. The register numbers are the caller's constants.
+ * Local, interrupts disabled.
  */
 static inline uint64_t
 pmu_x86_global_consume(uint64_t ids, uint32_t msr_status, uint32_t msr_clear)
 {
+    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t status = cpu_get_msr(msr_status) & ids;
 
     if (status != 0) {
         cpu_set_msr(msr_clear, status);
+
+        if (status & cpu->unguarded) {
+            status = pmu_x86_stale_drop(cpu, status);
+        }
     }
 
     return status;

@@ -696,13 +696,21 @@ pmu_sample_inject_hook(uint32_t msr)
     pmu_inject_done++;
 }
 
+/* Inject at the reads-th counter read from now. */
 static void
-pmu_sample_inject_arm(const struct pmu_sample_env *env, unsigned int id)
+pmu_sample_inject_begin(const struct pmu_sample_env *env, unsigned int id,
+                        unsigned int reads)
 {
     pmu_inject_env = env;
     pmu_inject_id = id;
-    pmu_inject_reads = env->update_counter_reads;
+    pmu_inject_reads = reads;
     env->set_rdmsr_hook(pmu_sample_inject_hook);
+}
+
+static void
+pmu_sample_inject_arm(const struct pmu_sample_env *env, unsigned int id)
+{
+    pmu_sample_inject_begin(env, id, env->update_counter_reads);
 }
 
 /* The overflow was injected, its PMI requested; taking it samples not. */
@@ -770,5 +778,132 @@ pmu_sample_check_overflow_before_preset(const struct pmu_sample_env *env,
         pmu_sample_assert(k, 0x30, 0, PMU_SAMPLE_IP(k + 1), period);
     }
 
+    pmu_sample_end(session);
+}
+
+/*
+ * Switch to next (running) with the counter wrapped before the switch's
+ * read when before_read, else wrapping between its read and its write:
+ * one read and one write; the PMI the wrap requested reports nothing (no
+ * sample, no count, no overflow).
+ */
+static void
+pmu_sample_switch_wrapped(const struct pmu_sample_env *env,
+                          struct thread *next, unsigned int id,
+                          unsigned int pmc_id, uint64_t left,
+                          bool before_read, const char *what)
+{
+    unsigned int width = env->counter_width(pmc_id);
+    uint64_t mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
+    uint64_t reports = perfmon_nr_overflows(0);
+    uint64_t done = pmu_inject_done;
+    struct pmu_sample_accesses before;
+
+    if (before_read) {
+        env->retire(id, (-env->counter(pmc_id) & mask) + 2);
+        HOST_ASSERT(env->pmi_pending());
+    } else {
+        pmu_sample_inject_begin(env, id, 1);
+    }
+
+    pmu_sample_accesses_take(env, &before);
+    host_env_switch_to(next);
+    pmu_sample_assert_read_write_once(env, &before, pmc_id, what);
+    env->set_rdmsr_hook(NULL);
+    HOST_ASSERT_EQ(pmu_inject_done, done + !before_read);
+    HOST_ASSERT_EQ(env->counter(pmc_id), -left & mask);
+
+    /* The switch saw the wrap before its read (a decrease), no other. */
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - reports, before_read);
+    reports = perfmon_nr_overflows(0);
+    pmu_sample_deliver(env, PMU_SAMPLE_IP(9));
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0), reports);
+    HOST_ASSERT_EQ(env->counter(pmc_id), -left & mask);
+}
+
+void
+pmu_sample_check_switch_samplers_wraps(const struct pmu_sample_env *env,
+                                       unsigned int id)
+{
+    const uint64_t period_a = 1000, period_b = 600;
+    const uint64_t cookie_a = 0x6a, cookie_b = 0x6b;
+    struct perfmon_session *session = pmu_sample_begin();
+    struct perfmon_event *ea, *eb;
+    struct thread *a, *b;
+    unsigned int pmc_id;
+    uint64_t mask;
+
+    a = env->thread();
+    b = env->thread();
+    a->id = PMU_SAMPLE_TID;
+    b->id = PMU_SAMPLE_TID_B;
+    ea = pmu_sample_event(env, session, id, period_a, cookie_a);
+    eb = pmu_sample_event(env, session, id, period_b, cookie_b);
+    HOST_ASSERT_EQ(perfmon_event_refresh(eb, 1), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach(ea, a), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach(eb, b), 0);
+    host_env_switch_in(a);
+    pmc_id = pmu_sample_pmc(ea, &mask);
+
+    /* a's period ends 2 events before the switch: sampled there. */
+    pmu_sample_switch_wrapped(env, b, id, pmc_id, period_b, true,
+                              "a -> b, wrapped before the read");
+    HOST_ASSERT_EQ(pmu_sample_nr(ea), 1);
+    HOST_ASSERT_EQ(pmu_sample_read(ea), period_a + 2);
+
+    /* b's counter wraps inside the switch: those events count nowhere. */
+    env->retire(id, 300);
+    pmu_sample_switch_wrapped(env, a, id, pmc_id, period_a - 2, false,
+                              "b -> a, wrapped between read and write");
+    HOST_ASSERT_EQ(pmu_sample_nr(eb), 0);
+    HOST_ASSERT_EQ(pmu_sample_read(eb), 300);
+
+    /* Each goes on with its period. */
+    env->retire(id, period_a - 2);
+    pmu_sample_deliver(env, PMU_SAMPLE_IP(1));
+    HOST_ASSERT_EQ(pmu_sample_nr(ea), 2);
+    HOST_ASSERT_EQ(pmu_sample_read(ea), 2 * period_a);
+    pmu_sample_switch_samplers(env, b, pmc_id, period_b - 300,
+                               "switch a -> b");
+    env->retire(id, period_b - 300);
+    pmu_sample_deliver(env, PMU_SAMPLE_IP(2));
+    HOST_ASSERT_EQ(pmu_sample_nr(eb), 1);
+
+    /* b took its last sample: counting on, its counter runs unpreset. */
+    env->retire(id, 10);
+    HOST_ASSERT(!env->pmi_pending());
+    pmu_sample_switch_samplers(env, a, pmc_id, period_a, "switch b -> a");
+
+    /* a's period ends before a switch to b, whose counter is preset. */
+    pmu_sample_switch_wrapped(env, b, id, pmc_id, period_b, true,
+                              "a -> b (no samples left), wrapped before");
+    HOST_ASSERT_EQ(pmu_sample_nr(ea), 3);
+    HOST_ASSERT_EQ(pmu_sample_read(ea), 3 * period_a + 2);
+
+    /* b's counter wraps after period_b: counted, not sampled. */
+    env->retire(id, period_b + 100);
+    HOST_ASSERT(env->pmi_pending());
+    pmu_sample_deliver(env, PMU_SAMPLE_IP(3));
+    HOST_ASSERT_EQ(pmu_sample_nr(eb), 1);
+    HOST_ASSERT_EQ(pmu_sample_read(eb), period_b + 10 + period_b + 100);
+    HOST_ASSERT_EQ(pmu_sample_read(ea), 3 * period_a + 2);
+
+    host_env_switch_out(b);
+    HOST_ASSERT_EQ(perfmon_event_detach(ea), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(eb), 0);
+    pmu_sample_collect(session);
+    HOST_ASSERT_EQ(pmu_nr_samples, 4);
+
+    /* The samples taken at a switch come with the switch's ip. */
+    HOST_ASSERT_EQ(pmu_samples[0].cookie, cookie_a);
+    HOST_ASSERT_EQ(pmu_samples[0].tid, PMU_SAMPLE_TID);
+    HOST_ASSERT_EQ(pmu_samples[0].period, period_a);
+    pmu_sample_assert(1, cookie_a, PMU_SAMPLE_TID, PMU_SAMPLE_IP(1),
+                      period_a);
+    pmu_sample_assert(2, cookie_b, PMU_SAMPLE_TID_B, PMU_SAMPLE_IP(2),
+                      period_b);
+    HOST_ASSERT_EQ(pmu_samples[3].cookie, cookie_a);
+    HOST_ASSERT_EQ(pmu_samples[3].tid, PMU_SAMPLE_TID);
+    HOST_ASSERT_EQ(pmu_samples[3].period, period_a);
     pmu_sample_end(session);
 }

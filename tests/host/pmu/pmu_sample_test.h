@@ -99,6 +99,20 @@ void pmu_sample_check_switch_samplers(const struct pmu_sample_env *env,
                                       unsigned int id);
 
 /*
+ * The same handoff when the counter wraps around it: before the switch's
+ * read with its PMI still to come (the wrap is the previous thread's
+ * period ending: its sample is taken at the switch), and between the
+ * read and the preset (the events in that window count for no one). The
+ * switch still makes one read and one write; the PMI the wrap requested
+ * reports nothing, counts stay exact, each period then ends where it
+ * should. Also when the next thread's sampler took its last sample (no
+ * more samples, refresh): its counter is preset all the same, and a wrap
+ * of it is counted, not sampled.
+ */
+void pmu_sample_check_switch_samplers_wraps(const struct pmu_sample_env *env,
+                                            unsigned int id);
+
+/*
  * Three sampling events (ids[0..2], distinct counters) overflowing before
  * one PMI: one sample each, with that PMI's context and its own period.
  */

@@ -1232,6 +1232,14 @@ HOST_TEST(switch_between_samplers_of_one_event_reads_once_presets_once)
     pmu_test_end();
 }
 
+HOST_TEST(switch_between_samplers_when_the_counter_wraps_around_it)
+{
+    pmu_test_begin();
+    pmu_sample_check_switch_samplers_wraps(&pmu_test_sample_env,
+                                           PERFMON_EV_BRANCH);
+    pmu_test_end();
+}
+
 HOST_TEST(sampling_several_counters_in_one_pmi_one_sample_each)
 {
     const unsigned int ids[3] = {
@@ -1268,17 +1276,18 @@ HOST_TEST(sampling_overflow_before_preset_is_discarded)
 
 /*
  * The driver's half of the preset contract: an overflow pending on the
- * counter is gone after a preset outside the PMI (PerfMonV2: its status
- * bit cleared with the counter stopped in the global control around the
- * write, then counting again; top-bit mode: the flag set again by the
- * write), so the PMI already requested reports nothing, and a period of
- * 1 preset that way still overflows and interrupts.
+ * counter is never reported after a preset outside the PMI, which is the
+ * counter write alone (PerfMonV2: the status bit stays, stale, and the
+ * PMI already requested, or a status read outside it, clears it and
+ * reports nothing, the counter's top bit being set; top-bit mode: the
+ * flag set again by the write), and a period of 2 preset that way still
+ * overflows and interrupts.
  */
 HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
 {
     struct perfmon_event *event;
     uint64_t bit, ctl, spurious, overflows;
-    unsigned long ctl_writes;
+    unsigned long ctl_writes, clr_writes, flags;
     unsigned int n;
 
     pmu_test_begin();
@@ -1291,14 +1300,16 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     HOST_ASSERT(model_amd_pmi_pending());
 
     ctl_writes = model_amd_nr_writes(MODEL_AMD_MSR_GLOBAL_CTL);
+    clr_writes = model_amd_nr_writes(MODEL_AMD_MSR_GLOBAL_CLR);
     HOST_ASSERT_EQ(pmu_test_preset(event, 2), PMU_TEST_CTR_MASK - 1);
+    HOST_ASSERT_EQ(model_amd_nr_writes(MODEL_AMD_MSR_GLOBAL_CTL), ctl_writes);
+    HOST_ASSERT_EQ(model_amd_nr_writes(MODEL_AMD_MSR_GLOBAL_CLR),
+                   clr_writes);
 
     if (PMU_TEST_V2) {
-        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS) & bit, 0);
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS) & bit, bit);
         HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_CTL), ctl);
         HOST_ASSERT(ctl & bit);
-        HOST_ASSERT_EQ(model_amd_nr_writes(MODEL_AMD_MSR_GLOBAL_CTL)
-                       - ctl_writes, 2);
     } else {
         HOST_ASSERT(model_amd_msr(pmu_test_msr_ctr(n)) & PMU_TEST_TOP_BIT);
     }
@@ -1307,6 +1318,22 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     overflows = perfmon_nr_overflows(0);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_amd_nr_spurious(0) - spurious, 1);
+    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+
+    /* The same pending overflow met by a status read outside the PMI. */
+    pmu_test_preset(event, 10);
+    model_amd_retire(MODEL_AMD_EV_BRANCHES, 12, MODEL_AMD_RING_KERN);
+    pmu_test_preset(event, 2);
+    flags = cpu_intr_save();
+    HOST_ASSERT_EQ(pmu_test_dev()->ops->overflow_consume(bit), 0);
+    cpu_intr_restore(flags);
+
+    if (PMU_TEST_V2) {
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS) & bit, 0);
+    }
+
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_amd_nr_spurious(0) - spurious, 2);
     HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
 
     model_amd_retire(MODEL_AMD_EV_BRANCHES, 1, MODEL_AMD_RING_KERN);

@@ -2917,6 +2917,14 @@ HOST_TEST(switch_between_samplers_of_one_event_reads_once_presets_once)
     pmu_test_end();
 }
 
+HOST_TEST(switch_between_samplers_when_the_counter_wraps_around_it)
+{
+    pmu_test_begin();
+    pmu_sample_check_switch_samplers_wraps(&pmu_test_sample_env,
+                                           PERFMON_EV_BRANCH);
+    pmu_test_end();
+}
+
 HOST_TEST(sampling_several_counters_in_one_pmi_one_sample_each)
 {
     const unsigned int ids[3] = {
@@ -2956,12 +2964,15 @@ HOST_TEST(sampling_overflow_before_preset_is_discarded)
 }
 
 /*
- * The driver's half of the preset contract: outside the PMI, a preset
- * clears the overflow bit pending on its counter with the counter stopped
- * around it (GLOBAL_CTRL without its bit, then restored), so the PMI
- * already requested reports nothing; a short period preset that way
+ * The driver's half of the preset contract: outside the PMI, a preset of
+ * a counting counter is the counter write alone, and the overflow bit
+ * pending on the counter stays in the status, stale: the PMI already
+ * requested clears it and reports nothing (the counter's top bit is set:
+ * it has not wrapped since the preset), and so does a status read
+ * outside the PMI (overflow_consume); a short period preset that way
  * still overflows and interrupts. In the PMI the preset is the counter
- * write alone (counting is off, the bit acknowledged before the report).
+ * write alone too (counting is off, the bit acknowledged before the
+ * report).
  */
 HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
 {
@@ -2969,6 +2980,7 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     unsigned long ctrl_writes, ovf_writes, spurious;
     unsigned int pmc_id;
     uint64_t bit, ctrl;
+    unsigned long flags;
 
     pmu_test_begin();
     pmu_test_reports_reset();
@@ -2986,15 +2998,28 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     ovf_writes = model_nr_writes(MODEL_MSR_GLOBAL_OVF);
     HOST_ASSERT_EQ(pmu_test_preset(event, 2),
                    -2ULL & (PMU_TEST_GP_PERIOD - 1));
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, bit);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
-    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_CTRL) - ctrl_writes, 2);
-    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_OVF) - ovf_writes, 1);
+    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_CTRL) - ctrl_writes, 0);
+    HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_OVF) - ovf_writes, 0);
 
-    /* The PMI requested by the discarded overflow finds nothing. */
+    /* The PMI requested by the discarded overflow reports nothing. */
     spurious = pmu_intel_nr_spurious(0);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
+    HOST_ASSERT_EQ(pmu_test_nr_reports, 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, 0);
+
+    /* The same stale bit met by a status read outside the PMI. */
+    pmu_test_preset(event, 10);
+    model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
+    pmu_test_preset(event, 2);
+    flags = cpu_intr_save();
+    HOST_ASSERT_EQ(pmu_test_dev()->ops->overflow_consume(bit), 0);
+    cpu_intr_restore(flags);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, 0);
+    pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 2);
     HOST_ASSERT_EQ(pmu_test_nr_reports, 0);
 
     /* The period of 2 is whole: its second event overflows, interrupts. */
