@@ -431,6 +431,17 @@ pmu_sample_assert_read_write_once(const struct pmu_sample_env *env,
     }
 }
 
+/* Two fresh threads, a and b, with the ids samples name them by. */
+static void
+pmu_sample_two_threads(const struct pmu_sample_env *env, struct thread **ap,
+                       struct thread **bp)
+{
+    *ap = env->thread();
+    *bp = env->thread();
+    (*ap)->id = PMU_SAMPLE_TID;
+    (*bp)->id = PMU_SAMPLE_TID_B;
+}
+
 /*
  * Switch from the thread running to next, whose sampler of the same slot
  * has left events of its period to go: one read and one write of the
@@ -465,10 +476,7 @@ pmu_sample_check_switch_samplers(const struct pmu_sample_env *env,
     unsigned int pmc_id;
     uint64_t mask;
 
-    a = env->thread();
-    b = env->thread();
-    a->id = PMU_SAMPLE_TID;
-    b->id = PMU_SAMPLE_TID_B;
+    pmu_sample_two_threads(env, &a, &b);
     ea = pmu_sample_event(env, session, id, period_a, cookie_a);
     eb = pmu_sample_event(env, session, id, period_b, cookie_b);
     HOST_ASSERT_EQ(perfmon_event_attach(ea, a), 0);
@@ -833,10 +841,7 @@ pmu_sample_check_switch_samplers_wraps(const struct pmu_sample_env *env,
     unsigned int pmc_id;
     uint64_t mask;
 
-    a = env->thread();
-    b = env->thread();
-    a->id = PMU_SAMPLE_TID;
-    b->id = PMU_SAMPLE_TID_B;
+    pmu_sample_two_threads(env, &a, &b);
     ea = pmu_sample_event(env, session, id, period_a, cookie_a);
     eb = pmu_sample_event(env, session, id, period_b, cookie_b);
     HOST_ASSERT_EQ(perfmon_event_refresh(eb, 1), 0);
