@@ -176,7 +176,10 @@ struct perfmon_dev {
  * polled device whose max_rate is 0 or so high that a counter could wrap
  * within two ticks (no poll period is safe), a
  * missing operation (handle_overflow_intr and overflow_consume are needed
- * with overflow_intr; batch_begin comes with batch_end); EBUSY for a
+ * with overflow_intr; batch_begin comes with batch_end), a device with
+ * preset_ends_overflows whose max_period exceeds 2^(min_width - 1)
+ * (a switch that does not consume tells a wrap by a decrease of a preset
+ * counter, which needs the preset above half the range); EBUSY for a
  * device registered already, a second
  * software device, or no room left (PERFMON_MAX_DEVS). Several hardware
  * devices may be registered: a hardware event goes to the first of them

@@ -460,7 +460,9 @@ perfmon_register(struct perfmon_dev *dev)
         || ops->start == NULL || ops->stop == NULL || ops->read == NULL
         || (dev->overflow_intr && (ops->handle_overflow_intr == NULL
                                    || ops->overflow_consume == NULL))
-        || ((ops->batch_begin == NULL) != (ops->batch_end == NULL))) {
+        || ((ops->batch_begin == NULL) != (ops->batch_end == NULL))
+        || (dev->preset_ends_overflows
+            && dev->max_period > (1ULL << (dev->min_width - 1)))) {
         return EINVAL;
     }
 

@@ -365,6 +365,14 @@ TEST_DEFINE(perfmon, register_rejects_bad_devices)
     TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
     dev.overflow_intr = false;
 
+    /* A preset that ends overflows must stay in the top half. */
+    dev.ops = &test_pm_fake_ops;
+    dev.preset_ends_overflows = true;
+    dev.max_period = (1ULL << 31) + 1;
+    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    dev.preset_ends_overflows = false;
+    dev.max_period = 0;
+
     /* A second software device, or the soft PMU again. */
     dev.ops = &test_pm_fake_ops;
     dev.sw = true;

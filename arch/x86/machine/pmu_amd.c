@@ -358,25 +358,30 @@ pmu_amd_stop(unsigned int pmc_id)
 }
 
 /*
- * The longest preset: 2^47. A counter is 48 bits, written in full (APM
+ * The longest preset: 2^46. A counter is 48 bits, written in full (APM
  * vol. 2, 13.2.2); in top-bit mode its bit 47 is the overflow flag and a
  * preset counter must start with it set, so 2^48 - n for n <= 2^47, whose
  * 48-bit wrap clears the flag after n events, as a counter started by
- * start does. With PerfMonV2 the same bound keeps both modes alike. 0
- * when polled (no overflow interrupt, no sampling).
+ * start does. perfmon sees the 47 bits below the flag, and a switch that
+ * passes a preset counter from sampler to sampler tells a wrap by a
+ * decrease of those (preset_ends_overflows), which needs the preset in
+ * their top half: n <= 2^46. With PerfMonV2 the same bound keeps both
+ * modes alike. 0 when polled (no overflow interrupt, no sampling).
  */
+#define PMU_AMD_MAX_PERIOD          (1ULL << (PMU_AMD_WIDTH - 2))
+
 static uint64_t
 pmu_amd_max_period(void)
 {
-    return pmu_amd_has_pmi() ? PMU_AMD_TOP_BIT : 0;
+    return pmu_amd_has_pmi() ? PMU_AMD_MAX_PERIOD : 0;
 }
 
 /*
  * Sampling: make the running counter overflow after n more events, n
  * limited to [2, max_period] (a remainder of 1, what is left of a period
  * when a thread comes back, is raised: the sample comes an event later,
- * the count stays exact): 2^48 - n, which has bit 47 set (the top-bit
- * mode's flag). Return the value written.
+ * the count stays exact): 2^48 - n, which has bits 47 (the top-bit
+ * mode's flag) and 46 set. Return the value written.
  *
  * An overflow pending on the counter is discarded: it happened before
  * the write, and reported later against the preset value it would add a

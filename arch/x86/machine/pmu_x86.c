@@ -145,8 +145,9 @@ pmu_x86_pmi_spurious(void)
  * clear and reported to no one, and the give-up is counted so that it
  * shows. A stale bit of an unguarded counter (pmu_x86_stale_drop) is
  * cleared and not reported: its overflow came before the counter's
- * preset. A PMI that reports nothing is counted as spurious. Status bits outside ack_mask are neither reported nor cleared:
- * some hypervisors fault on clearing bits they do not know.
+ * preset. A PMI that reports nothing is counted as spurious. Status
+ * bits outside ack_mask are neither reported nor cleared: some
+ * hypervisors fault on clearing bits they do not know.
  *
  * The LVT entry is unmasked before counting resumes: Intel masks it on
  * every PMI (SDM vol. 3A, 11.5.1), some hypervisors did on AMD too, and a

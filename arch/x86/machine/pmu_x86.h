@@ -62,9 +62,9 @@
  *   the flush clears once they no longer count (Intel);
  * - fixed_ctrl: IA32_FIXED_CTR_CTRL (Intel);
  * - evtsel: each general counter's event select;
- * - unguarded: counters preset while counting (pmu_x86_preset_running),
- *   whose status bit may be stale: it is believed only from a counter
- *   that wrapped since (pmu_x86_stale_drop);
+ * - unguarded: counters preset while counting, whose status bit may be
+ *   stale: it is believed only from a counter that wrapped since
+ *   (pmu_x86_stale_drop);
  * - batch: between batch_begin and batch_end;
  * - pmi: the PMI handler runs.
  * Local: start, stop, preset, overflow_consume, the batch and the PMI run
@@ -196,33 +196,34 @@ pmu_x86_global_flush(struct pmu_x86_cpu *cpu, uint32_t msr_ctrl,
  * 2^(width - 1), a wrap takes n events and leaves the top bit clear for
  * the next 2^(width - 1).
  *
- * Of the status bits in status (all seen set, and cleared), drop the
- * stale ones and return the others. The unguarded counters found leave
- * unguarded: their bit no longer predates their preset. Local,
- * interrupts disabled; out of line, called only when status has
- * unguarded bits.
+ * Of the status bits in status (all seen set, and cleared, by the PMI
+ * with counting off), drop the stale ones and return the others. The
+ * unguarded counters found leave unguarded: their bit no longer predates
+ * their preset. Local, interrupts disabled; out of line, called only
+ * when status has unguarded bits.
  */
 uint64_t pmu_x86_stale_drop(struct pmu_x86_cpu *cpu, uint64_t status);
 
 /*
  * Take back the overflows of the counters in ids (bit n: counter n) that
  * the PMI has not reported yet: one read of the global status for them
- * all, and a clear of those found. Return them, less the stale bits of
- * unguarded counters. The register numbers are the caller's constants.
- * Local, interrupts disabled.
+ * all, and a clear of those found. Return them. The bits of unguarded
+ * counters are left to the PMI, which tells a stale one from a wrap with
+ * counting off: here the counter counts, and a wrap between its read and
+ * the clear would have its bit cleared with the stale one. Nothing is
+ * lost: the preset counter's value is in the top half until it wraps,
+ * so perfmon's read that follows sees a wrap as a decrease, and its PMI,
+ * still to come, then adds nothing (wrap_seen). The register numbers are
+ * the caller's constants. Local, interrupts disabled.
  */
 static inline uint64_t
 pmu_x86_global_consume(uint64_t ids, uint32_t msr_status, uint32_t msr_clear)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t status = cpu_get_msr(msr_status) & ids;
+    uint64_t status = cpu_get_msr(msr_status) & ids & ~cpu->unguarded;
 
     if (status != 0) {
         cpu_set_msr(msr_clear, status);
-
-        if (status & cpu->unguarded) {
-            status = pmu_x86_stale_drop(cpu, status);
-        }
     }
 
     return status;

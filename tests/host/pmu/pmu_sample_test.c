@@ -912,3 +912,44 @@ pmu_sample_check_switch_samplers_wraps(const struct pmu_sample_env *env,
     HOST_ASSERT_EQ(pmu_samples[3].period, period_a);
     pmu_sample_end(session);
 }
+
+void
+pmu_sample_check_switch_longest_preset(const struct pmu_sample_env *env,
+                                       unsigned int id)
+{
+    const uint64_t max = pmu_sample_dev()->max_period;
+    const uint64_t period_a = 2 * max + 777, period_b = 600;
+    struct perfmon_session *session = pmu_sample_begin();
+    struct perfmon_event *ea, *eb;
+    struct thread *a, *b;
+    unsigned int pmc_id;
+    uint64_t mask;
+
+    pmu_sample_two_threads(env, &a, &b);
+    ea = pmu_sample_event(env, session, id, period_a, 0x7a);
+    eb = pmu_sample_event(env, session, id, period_b, 0x7b);
+    HOST_ASSERT_EQ(perfmon_event_attach(ea, a), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach(eb, b), 0);
+    host_env_switch_in(a);
+    pmc_id = pmu_sample_pmc(ea, &mask);
+    pmu_sample_assert_left(env, ea, max);
+
+    /* The longest preset wraps 2 events before the switch: no sample. */
+    pmu_sample_switch_wrapped(env, b, id, pmc_id, period_b, true,
+                              "a -> b, a's longest preset wrapped");
+    HOST_ASSERT_EQ(pmu_sample_read(ea), max + 2);
+    HOST_ASSERT_EQ(pmu_sample_nr(ea), 0);
+
+    /* Back to a: what is left, max + 775, takes the longest preset. */
+    env->retire(id, 100);
+    pmu_sample_switch_samplers(env, a, pmc_id, max, "switch b -> a");
+    HOST_ASSERT_EQ(pmu_sample_read(eb), 100);
+    HOST_ASSERT_EQ(pmu_sample_read(ea), max + 2);
+
+    host_env_switch_out(a);
+    HOST_ASSERT_EQ(perfmon_event_detach(ea), 0);
+    HOST_ASSERT_EQ(perfmon_event_detach(eb), 0);
+    pmu_sample_collect(session);
+    HOST_ASSERT_EQ(pmu_nr_samples, 0);
+    pmu_sample_end(session);
+}

@@ -113,6 +113,15 @@ void pmu_sample_check_switch_samplers_wraps(const struct pmu_sample_env *env,
                                             unsigned int id);
 
 /*
+ * The same handoff from a thread whose period is longer than the device
+ * presets (max_period), its counter's longest preset wrapping just before
+ * the switch's read: the read still sees the wrap (max_period + 2 events
+ * counted, no sample), the PMI it requested reports nothing.
+ */
+void pmu_sample_check_switch_longest_preset(const struct pmu_sample_env *env,
+                                            unsigned int id);
+
+/*
  * Three sampling events (ids[0..2], distinct counters) overflowing before
  * one PMI: one sample each, with that PMI's context and its own period.
  */

@@ -985,11 +985,11 @@ HOST_TEST(start_and_stop_never_read_control_registers)
 /* Sampling support: preset and max_period                             */
 /* ------------------------------------------------------------------ */
 
-/* 2^47 with an overflow interrupt (both modes), 0 when polled. */
-#define PMU_TEST_MAX_PERIOD     (PMU_TEST_HAS_PMI ? PMU_TEST_TOP_BIT : 0)
+/* 2^46 with an overflow interrupt (both modes), 0 when polled. */
+#define PMU_TEST_MAX_PERIOD     (PMU_TEST_HAS_PMI ? (1ULL << 46) : 0)
 #define PMU_TEST_CTR_MASK       ((1ULL << 48) - 1)
 
-HOST_TEST(max_period_is_two_to_the_47_with_a_pmi)
+HOST_TEST(max_period_is_two_to_the_46_with_a_pmi)
 {
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_test_dev()->max_period, PMU_TEST_MAX_PERIOD);
@@ -1008,16 +1008,17 @@ pmu_test_preset(const struct perfmon_event *event, uint64_t n)
 }
 
 /*
- * A preset of n writes 2^48 - n, bit 47 (the top-bit mode's flag) set,
- * up to 2^47; beyond, n is limited to 2^47, and below 2 to 2 (never an
- * overflow on the next event).
+ * A preset of n writes 2^48 - n, bit 47 (the top-bit mode's flag) and
+ * bit 46 set, up to 2^46; beyond, n is limited to 2^46, and below 2 to 2
+ * (never an overflow on the next event).
  */
 HOST_TEST(preset_writes_two_to_the_48_minus_n_and_limits_n)
 {
     const uint64_t ns[] = { 1, 2, 1000, 1ULL << 31, 1ULL << 40,
-                            PMU_TEST_TOP_BIT };
-    const uint64_t beyond[] = { PMU_TEST_TOP_BIT + 1, 1ULL << 48,
-                                UINT64_MAX };
+                            PMU_TEST_MAX_PERIOD };
+    const uint64_t beyond[] = { PMU_TEST_MAX_PERIOD + 1, PMU_TEST_TOP_BIT,
+                                1ULL << 48, UINT64_MAX };
+    const uint64_t longest = -PMU_TEST_MAX_PERIOD & PMU_TEST_CTR_MASK;
     struct perfmon_event *event;
     unsigned int n;
 
@@ -1033,13 +1034,14 @@ HOST_TEST(preset_writes_two_to_the_48_minus_n_and_limits_n)
         uint64_t value = -MAX(ns[k], 2) & PMU_TEST_CTR_MASK;
 
         HOST_ASSERT(value & PMU_TEST_TOP_BIT);
+        HOST_ASSERT(value & (PMU_TEST_TOP_BIT >> 1));
         HOST_ASSERT_EQ(pmu_test_preset(event, ns[k]), value);
         HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)), value);
     }
 
     for (unsigned int k = 0; k < ARRAY_SIZE(beyond); k++) {
-        HOST_ASSERT_EQ(pmu_test_preset(event, beyond[k]), PMU_TEST_TOP_BIT);
-        HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)), PMU_TEST_TOP_BIT);
+        HOST_ASSERT_EQ(pmu_test_preset(event, beyond[k]), longest);
+        HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)), longest);
     }
 
     HOST_ASSERT_EQ(pmu_test_preset(event, 0), PMU_TEST_CTR_MASK - 1);
@@ -1240,6 +1242,14 @@ HOST_TEST(switch_between_samplers_when_the_counter_wraps_around_it)
     pmu_test_end();
 }
 
+HOST_TEST(switch_between_samplers_after_a_longest_preset_wrapped)
+{
+    pmu_test_begin();
+    pmu_sample_check_switch_longest_preset(&pmu_test_sample_env,
+                                           PERFMON_EV_BRANCH);
+    pmu_test_end();
+}
+
 HOST_TEST(sampling_several_counters_in_one_pmi_one_sample_each)
 {
     const unsigned int ids[3] = {
@@ -1278,8 +1288,9 @@ HOST_TEST(sampling_overflow_before_preset_is_discarded)
  * The driver's half of the preset contract: an overflow pending on the
  * counter is never reported after a preset outside the PMI, which is the
  * counter write alone (PerfMonV2: the status bit stays, stale, and the
- * PMI already requested, or a status read outside it, clears it and
- * reports nothing, the counter's top bit being set; top-bit mode: the
+ * PMI already requested clears it and reports nothing, the counter's top
+ * bit being set, while a status read outside the PMI returns nothing and
+ * leaves the bit to the PMI; top-bit mode: the
  * flag set again by the write), and a period of 2 preset that way still
  * overflows and interrupts.
  */
@@ -1329,10 +1340,15 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     cpu_intr_restore(flags);
 
     if (PMU_TEST_V2) {
-        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS) & bit, 0);
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS) & bit, bit);
     }
 
     pmu_test_deliver_pmi();
+
+    if (PMU_TEST_V2) {
+        HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_STATUS) & bit, 0);
+    }
+
     HOST_ASSERT_EQ(pmu_amd_nr_spurious(0) - spurious, 2);
     HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
 

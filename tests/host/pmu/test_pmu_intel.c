@@ -2925,6 +2925,14 @@ HOST_TEST(switch_between_samplers_when_the_counter_wraps_around_it)
     pmu_test_end();
 }
 
+HOST_TEST(switch_between_samplers_after_a_longest_preset_wrapped)
+{
+    pmu_test_begin();
+    pmu_sample_check_switch_longest_preset(&pmu_test_sample_env,
+                                           PERFMON_EV_BRANCH);
+    pmu_test_end();
+}
+
 HOST_TEST(sampling_several_counters_in_one_pmi_one_sample_each)
 {
     const unsigned int ids[3] = {
@@ -2968,9 +2976,9 @@ HOST_TEST(sampling_overflow_before_preset_is_discarded)
  * a counting counter is the counter write alone, and the overflow bit
  * pending on the counter stays in the status, stale: the PMI already
  * requested clears it and reports nothing (the counter's top bit is set:
- * it has not wrapped since the preset), and so does a status read
- * outside the PMI (overflow_consume); a short period preset that way
- * still overflows and interrupts. In the PMI the preset is the counter
+ * it has not wrapped since the preset); a status read outside the PMI
+ * (overflow_consume) returns nothing and leaves the bit to the PMI; a
+ * short period preset that way still overflows and interrupts. In the PMI the preset is the counter
  * write alone too (counting is off, the bit acknowledged before the
  * report).
  */
@@ -3010,15 +3018,19 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     HOST_ASSERT_EQ(pmu_test_nr_reports, 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, 0);
 
-    /* The same stale bit met by a status read outside the PMI. */
+    /*
+     * The same stale bit met by a status read outside the PMI: left to
+     * the PMI, which tells it with counting off.
+     */
     pmu_test_preset(event, 10);
     model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
     pmu_test_preset(event, 2);
     flags = cpu_intr_save();
     HOST_ASSERT_EQ(pmu_test_dev()->ops->overflow_consume(bit), 0);
     cpu_intr_restore(flags);
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, bit);
     pmu_test_deliver_pmi();
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS) & bit, 0);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 2);
     HOST_ASSERT_EQ(pmu_test_nr_reports, 0);
 
