@@ -42,6 +42,10 @@ struct test_px_set {
     uint64_t last_step;
     uint64_t longest_turn;                  /* from step to step, at most */
     uint64_t stalled;                       /* steps late, in all */
+    unsigned int tick_cpu;                  /* where the steps last ran */
+    uint64_t tick_seen;                     /* its tick interrupts then */
+    uint64_t tick_units;                    /* units per channel since */
+    uint64_t tick_waits;                    /* steps that waited a tick */
     uint64_t read_span;                     /* test_px_finish's reads */
     unsigned int share_min;                 /* permille of enabled */
     unsigned int share_max;
