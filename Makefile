@@ -48,8 +48,9 @@ KERNEL_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 \
 
 # The in-kernel suites sit in tests/ by subject (tests/lib/ holds what they
 # share, found through -Itests/lib); tests/host/ is built for the host.
-KERNEL_SRCS := $(wildcard kern/*.c) \
+KERNEL_SRCS := $(wildcard kern/*.c kern/perfmon/*.c kern/perf/*.c) \
     $(wildcard arch/x86/machine/*.c) $(wildcard arch/x86/machine/*.S) \
+    $(wildcard arch/x86/pmu/*.c) \
     $(filter-out tests/host/%,$(wildcard tests/*/*.c))
 KERNEL_OBJS := $(addprefix $(BUILD)/,$(addsuffix .o,$(basename $(KERNEL_SRCS))))
 
@@ -82,7 +83,7 @@ help:
 	@echo "                (perf report --stdio -i build/profile/perf.data"
 	@echo "                --kallsyms build/profile/kallsyms)"
 	@echo "make debug      boot with QEMU waiting for gdb on GDB_PORT; it prints"
-	@echo "                the gdb line to run (gdb -x tools/gdbinit)"
+	@echo "                the gdb line to run (gdb -x tools/build/gdbinit)"
 	@echo "make lint       cppcheck over kern/, arch/ and tests/: prints"
 	@echo "                'lint: cppcheck clean (N files)' or the findings"
 	@echo "make deps       install QEMU, GRUB, the ISO tools, cppcheck, gdb and"
@@ -109,7 +110,7 @@ help:
 	@echo "  -j2           build on two cores"
 
 deps:
-	@tools/install-deps
+	@tools/build/install-deps
 
 # --- kernel ---------------------------------------------------------------
 
@@ -123,9 +124,9 @@ $(BUILD)/%.o: %.S
 	$(call quiet,AS,$<)
 	$(Q)$(CC) $(KERNEL_CFLAGS) -c $< -o $@
 
-$(BUILD)/ksyms-empty.S: tools/gen-ksyms
+$(BUILD)/ksyms-empty.S: tools/build/gen-ksyms
 	@mkdir -p $(BUILD)
-	$(Q)$(PYTHON) tools/gen-ksyms --empty > $@
+	$(Q)$(PYTHON) tools/build/gen-ksyms --empty > $@
 
 $(BUILD)/ksyms-empty.o: $(BUILD)/ksyms-empty.S
 	$(Q)$(CC) -c $< -o $@
@@ -136,8 +137,8 @@ $(BUILD)/kernel.pass1.elf: $(KERNEL_OBJS) $(BUILD)/ksyms-empty.o kernel.lds
 	$(call quiet,LD,$@)
 	$(Q)$(LD) $(KERNEL_LDFLAGS) -o $@ $(KERNEL_OBJS) $(BUILD)/ksyms-empty.o
 
-$(BUILD)/ksyms.S: $(BUILD)/kernel.pass1.elf tools/gen-ksyms
-	$(Q)$(PYTHON) tools/gen-ksyms $(NM) $< > $@
+$(BUILD)/ksyms.S: $(BUILD)/kernel.pass1.elf tools/build/gen-ksyms
+	$(Q)$(PYTHON) tools/build/gen-ksyms $(NM) $< > $@
 
 $(BUILD)/ksyms.o: $(BUILD)/ksyms.S
 	$(Q)$(CC) -c $< -o $@
@@ -145,13 +146,13 @@ $(BUILD)/ksyms.o: $(BUILD)/ksyms.S
 $(KERNEL_ELF): $(KERNEL_OBJS) $(BUILD)/ksyms.o kernel.lds
 	$(call quiet,LD,$@)
 	$(Q)$(LD) $(KERNEL_LDFLAGS) -o $@ $(KERNEL_OBJS) $(BUILD)/ksyms.o
-	$(Q)$(PYTHON) tools/gen-ksyms --check $(NM) $(BUILD)/kernel.pass1.elf $@
+	$(Q)$(PYTHON) tools/build/gen-ksyms --check $(NM) $(BUILD)/kernel.pass1.elf $@
 
-$(ISO): $(KERNEL_ELF) tools/grub.cfg
+$(ISO): $(KERNEL_ELF) tools/build/grub.cfg
 	@mkdir -p $(BUILD)/iso/boot/grub
 	$(call quiet,ISO,$@)
 	$(Q)cp $(KERNEL_ELF) $(BUILD)/iso/boot/kernel.elf
-	$(Q)cp tools/grub.cfg $(BUILD)/iso/boot/grub/grub.cfg
+	$(Q)cp tools/build/grub.cfg $(BUILD)/iso/boot/grub/grub.cfg
 	$(Q)grub-mkrescue -o $@ $(BUILD)/iso >$(BUILD)/grub-mkrescue.log 2>&1 \
 	    || { cat $(BUILD)/grub-mkrescue.log; exit 1; }
 
@@ -168,9 +169,9 @@ HOST_TESTS := printf init_order string arg clock_calib perf_num pmu_model \
     $(addprefix pmu_amd_,$(HOST_PMU_AMD_CONFIGS)) pmu_amd_detect \
     $(addprefix perfmon_mux_,$(HOST_PX_CONFIGS)) perfmon_devs
 
-# Host tests in Python (tools/test_NAME.py, KTAP on stdout), run by the
+# Host tests in Python (tools/perf/test_NAME.py, KTAP on stdout), run by the
 # runner with the C ones.
-HOST_PY_TESTS := tools/test_perf_convert.py tools/test_flamegraph.py
+HOST_PY_TESTS := tools/perf/test_perf_convert.py tools/perf/test_flamegraph.py
 
 $(BUILD)/host/test_printf: tests/host/kern/test_printf.c kern/printf.c
 $(BUILD)/host/test_init_order: tests/host/kern/test_init_order.c \
@@ -179,7 +180,7 @@ $(BUILD)/host/test_string: tests/host/kern/test_string.c kern/string.c
 $(BUILD)/host/test_arg: tests/host/kern/test_arg.c kern/arg.c kern/string.c
 $(BUILD)/host/test_clock_calib: tests/host/kern/test_clock_calib.c \
     kern/clock_calib.c
-$(BUILD)/host/test_perf_num: tests/host/kern/test_perf_num.c kern/perf_num.c \
+$(BUILD)/host/test_perf_num: tests/host/kern/test_perf_num.c kern/perf/perf_num.c \
     kern/printf.c
 
 # The Intel PMU driver, the x86 layer it shares with AMD's (pmu_x86.c) and
@@ -195,17 +196,18 @@ $(BUILD)/host/test_perf_num: tests/host/kern/test_perf_num.c kern/perf_num.c \
 # The driver reads a boot argument, so kern/arg.c links too, with the
 # kernel's string functions renamed (below), and so does fw_cfg, which only
 # arg_setup calls and no host test does (the command line stays empty).
-PERFMON_CORE_SRCS := kern/perfmon.c kern/perfmon_slot.c kern/perfmon_mux.c \
-    kern/perfmon_cpu.c kern/perfmon_td.c kern/perfmon_snap.c \
-    kern/perfmon_sample.c kern/perfmon_group.c kern/perfmon_session.c
+# The core's sources, one list for the kernel and the host builds: every
+# perfmon*.c of kern/perfmon/ (the software PMU's device, pmu_soft*.c,
+# is the kernel's alone).
+PERFMON_CORE_SRCS := $(wildcard kern/perfmon/perfmon*.c)
 HOST_PMU_SRCS := tests/host/pmu/pmu_model.c tests/host/host_env.c \
-    kern/errno.c arch/x86/machine/pmu_intel.c \
-    arch/x86/machine/pmu_intel_detect.c arch/x86/machine/pmu_x86.c \
+    kern/errno.c arch/x86/pmu/pmu_intel.c \
+    arch/x86/pmu/pmu_intel_detect.c arch/x86/pmu/pmu_x86.c \
     $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model.h \
-    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
-    arch/x86/machine/pmu_intel.h arch/x86/machine/pmu_x86.h \
+    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon/perfmon_i.h \
+    arch/x86/pmu/pmu_intel.h arch/x86/pmu/pmu_x86.h \
     arch/x86/machine/stack.h
 HOST_PMU_CONFIGS := v1 v2 v5
 
@@ -252,12 +254,12 @@ HOST_LDFLAGS_pmu_intel_v5 := -Wl,--wrap=perfmon_report_overflow
 # that are absent or misbehave (which never registers). kern/arg.c is not
 # linked: each test defines the arg_is_set answer the driver asks for.
 HOST_PMU_AMD_SRCS := tests/host/pmu/pmu_model_amd.c tests/host/host_env.c \
-    kern/errno.c arch/x86/machine/pmu_amd.c arch/x86/machine/pmu_amd_detect.c \
-    arch/x86/machine/pmu_x86.c $(PERFMON_CORE_SRCS) \
+    kern/errno.c arch/x86/pmu/pmu_amd.c arch/x86/pmu/pmu_amd_detect.c \
+    arch/x86/pmu/pmu_x86.c $(PERFMON_CORE_SRCS) \
     kern/string.c
 HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model_amd.h \
-    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
-    arch/x86/machine/pmu_amd.h arch/x86/machine/pmu_x86.h \
+    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon/perfmon_i.h \
+    arch/x86/pmu/pmu_amd.h arch/x86/pmu/pmu_x86.h \
     arch/x86/machine/stack.h
 
 $(addprefix $(BUILD)/host/test_pmu_amd_,$(HOST_PMU_AMD_CONFIGS)): \
@@ -289,7 +291,7 @@ HOST_PX_SRCS := tests/host/perfmon/pmu_fake.c tests/host/host_env.c \
     kern/errno.c $(PERFMON_CORE_SRCS) kern/arg.c kern/string.c \
     arch/x86/machine/fwcfg.c
 HOST_PX_HDRS := tests/host/host_test.h tests/host/perfmon/pmu_fake.h \
-    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h \
+    tests/host/host_env.h $(wildcard tests/host/model/*/*.h) kern/perfmon/perfmon_i.h \
     tests/host/perfmon/mux_fixture.h
 
 # The tests are in two files over a shared fixture; each binary links both
@@ -312,7 +314,7 @@ HOST_DEVS_SRCS := tests/host/host_env.c kern/errno.c $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 $(BUILD)/host/test_perfmon_devs: tests/host/perfmon/test_perfmon_devs.c \
     $(HOST_DEVS_SRCS) tests/host/host_test.h tests/host/host_env.h \
-    $(wildcard tests/host/model/*/*.h) kern/perfmon_i.h
+    $(wildcard tests/host/model/*/*.h) kern/perfmon/perfmon_i.h
 HOST_INCLUDES_perfmon_devs := -Itests/host/model
 HOST_RENAMES_perfmon_devs = $(HOST_RENAMES_string) $(HOST_RENAMES_arg_keys)
 
@@ -353,11 +355,11 @@ host-tests: $(addprefix $(BUILD)/host/test_,$(HOST_TESTS))
 # --- running ----------------------------------------------------------------
 
 run: deps $(ISO)
-	$(PYTHON) tools/runner.py run --iso $(ISO) --smp $(SMP) --accel $(ACCEL) \
+	$(PYTHON) tools/test/runner.py run --iso $(ISO) --smp $(SMP) --accel $(ACCEL) \
 	    --mem $(MEM) --cmdline "$(strip $(if $(TESTS),test=$(TESTS)) $(ARGS))"
 
 # make profile: one boot records WORKLOAD through the capture channel
-# (QEMU's debugcon, to build/profile/capture.txt); tools/perf_profile.py
+# (QEMU's debugcon, to build/profile/capture.txt); tools/perf/perf_profile.py
 # converts the dump. The emit period is prime to the calltree's 20 units
 # a round, so that samples fall on every unit in turn.
 WORKLOAD ?= calltree 1000
@@ -366,25 +368,25 @@ PERIOD   ?= 13
 FREQ     ?=
 PROFILE_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),2)
 profile: deps $(ISO)
-	@$(PYTHON) tools/perf_profile.py --iso $(ISO) --elf $(KERNEL_ELF) --nm $(NM) \
+	@$(PYTHON) tools/perf/perf_profile.py --iso $(ISO) --elf $(KERNEL_ELF) --nm $(NM) \
 	    --out $(BUILD)/profile --smp $(PROFILE_SMP) --accel $(ACCEL) \
 	    --mem $(MEM) --workload "$(WORKLOAD)" --event "$(EVENT)" \
 	    --period "$(PERIOD)" --freq "$(FREQ)"
 
-# gdb reads tools/gdbinit; $port and $elf tell it where when not the
+# gdb reads tools/build/gdbinit; $port and $elf tell it where when not the
 # defaults (1234, build/kernel.elf). $(info) prints the line verbatim.
 GDB_LINE := $(strip gdb $(if $(filter-out 1234,$(GDB_PORT)),-ex 'set $$port = \
     $(GDB_PORT)') $(if $(filter 1,$(DEBUG)),-ex 'set $$elf = \
-    "$(KERNEL_ELF)"') -x tools/gdbinit)
+    "$(KERNEL_ELF)"') -x tools/build/gdbinit)
 NOTHING :=
 debug: deps $(ISO)
 	$(info QEMU waits for gdb on localhost:$(GDB_PORT); in another terminal run:)
 	$(info $(NOTHING)    $(GDB_LINE))
-	$(PYTHON) tools/runner.py run --iso $(ISO) --smp $(SMP) --accel tcg \
+	$(PYTHON) tools/test/runner.py run --iso $(ISO) --smp $(SMP) --accel tcg \
 	    --mem $(MEM) --cmdline "panic=halt $(ARGS)" --gdb $(GDB_PORT)
 
 check: deps all
-	@$(PYTHON) tools/runner.py check --iso $(ISO) --smp "$(CHECK_SMP)" \
+	@$(PYTHON) tools/test/runner.py check --iso $(ISO) --smp "$(CHECK_SMP)" \
 	    --accel $(ACCEL) --mem $(MEM) --host-tests $(BUILD)/host \
 	    --host-list "$(HOST_TESTS)" --host-py "$(HOST_PY_TESTS)" --tests "$(TESTS)" --cmdline "$(ARGS)" \
 	    --logdir $(BUILD)/logs $(if $(filter 1,$(V)),--verbose)
@@ -396,7 +398,7 @@ CHECK_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),1 2 4)
 RUNS ?= 10
 SOAK_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),1 2 4 8 64)
 soak: deps $(ISO)
-	@$(PYTHON) tools/soak.py --iso $(ISO) --runs $(RUNS) --smp "$(SOAK_SMP)" \
+	@$(PYTHON) tools/test/soak.py --iso $(ISO) --runs $(RUNS) --smp "$(SOAK_SMP)" \
 	    --accel $(ACCEL) --mem $(MEM)
 
 # The hardware PMU suites, under KVM with the host PMU exposed, booted twice:
@@ -406,34 +408,34 @@ soak: deps $(ISO)
 # hardware virtualization can run them; elsewhere every test skips and the
 # run fails, saying why, since it tested nothing.
 check-hw: deps $(ISO)
-	@$(PYTHON) tools/runner.py check-hw --iso $(ISO) --smp $(SMP) \
+	@$(PYTHON) tools/test/runner.py check-hw --iso $(ISO) --smp $(SMP) \
 	    --accel $(ACCEL) --mem $(MEM) \
 	    --timeout 600 --cmdline "$(ARGS)"
 
 # The benchmark boots on 2 CPUs; under TCG with -icount shift=0.
 bench: deps $(ISO)
-	@$(PYTHON) tools/runner.py bench --iso $(ISO) --smp 2 --accel $(ACCEL) \
+	@$(PYTHON) tools/test/runner.py bench --iso $(ISO) --smp 2 --accel $(ACCEL) \
 	    --mem $(MEM) --cmdline "$(ARGS)" --timeout 600
 
 # The long perfmon torture run: TORTURE_OPS operations per CPU, narrow
 # counters with the emulated overflow interrupt.
 TORTURE_OPS ?= 500000
 torture: deps $(ISO)
-	@$(PYTHON) tools/runner.py boot --name torture --iso $(ISO) --smp $(SMP) \
+	@$(PYTHON) tools/test/runner.py boot --name torture --iso $(ISO) --smp $(SMP) \
 	    --accel $(ACCEL) --mem $(MEM) --timeout 3600 --progress --cmdline \
 	    "test=perfmon_torture torture.ops=$(TORTURE_OPS) pmu_soft.width=12 pmu_soft.intr=1 $(ARGS)"
 
 # cppcheck over every C file of the kernel and the tests; a finding fails
-# the target, tools/cppcheck.supp holds the reasoned exceptions. The host
+# the target, tools/build/cppcheck.supp holds the reasoned exceptions. The host
 # tests built once per PMU configuration are checked in one of them.
-LINT_SRCS := $(wildcard kern/*.c arch/x86/machine/*.c tests/*/*.c \
+LINT_SRCS := $(wildcard kern/*.c kern/*/*.c arch/x86/*/*.c tests/*/*.c \
     tests/host/*/*.c)
 
 lint: deps
 	$(call quiet,LINT,cppcheck)
 	$(Q)cppcheck --quiet --error-exitcode=1 \
 	    --enable=warning,performance,portability \
-	    --inline-suppr --suppressions-list=tools/cppcheck.supp \
+	    --inline-suppr --suppressions-list=tools/build/cppcheck.supp \
 	    -I. -Iarch/x86 -Itests/lib -Itests/host -D__x86_64__ \
 	    -DPMU_TEST_VERSION=5 -DPMU_TEST_CONFIG=4 -DPX_CONFIG=2 -DQUIRK_CONFIG=3 \
 	    $(LINT_SRCS)

@@ -1,5 +1,5 @@
 /*
- * Symbol lookup in the table that tools/gen-ksyms generates from a first
+ * Symbol lookup in the table that tools/build/gen-ksyms generates from a first
  * link of the kernel (see the Makefile).
  */
 #include <stddef.h>

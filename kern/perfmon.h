@@ -2,7 +2,7 @@
  * perfmon: performance monitoring.
  *
  * Kernel code counts hardware events (through a PMU driver) and software
- * events (through the software PMU, kern/pmu_soft.h), per CPU or per
+ * events (through the software PMU, kern/perfmon/pmu_soft.h), per CPU or per
  * thread. An event is an object its owner allocates:
  *
  *   struct perfmon_event ev;
@@ -28,7 +28,7 @@
  * This header is the clients' (kernel code that counts events). The
  * other audiences have theirs: kern/perfmon_dev.h for PMU drivers,
  * kern/perfmon_td.h for the scheduler, kern/perfmon_test.h for tests and
- * the shell's queries; kern/perfmon_i.h is the core's own.
+ * the shell's queries; kern/perfmon/perfmon_i.h is the core's own.
  */
 #ifndef KERN_PERFMON_H
 #define KERN_PERFMON_H

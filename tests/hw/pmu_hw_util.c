@@ -1,7 +1,7 @@
 /*
  * Helpers of the hardware PMU suites, see pmu_hw_util.h. What they need
  * of the registered driver comes from the x86 PMU layer's vendor table
- * (machine/pmu_x86.h); the vendors are named here only in a skip's
+ * (pmu/pmu_x86.h); the vendors are named here only in a skip's
  * diagnostic.
  */
 #include <stdbool.h>
@@ -14,9 +14,9 @@
 #include <kern/thread.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
-#include <machine/pmu_amd.h>
-#include <machine/pmu_intel.h>
-#include <machine/pmu_x86.h>
+#include <pmu/pmu_amd.h>
+#include <pmu/pmu_intel.h>
+#include <pmu/pmu_x86.h>
 
 #include "pmu_hw_util.h"
 

@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #include <kern/perfmon.h>
-#include <machine/pmu_x86.h>
+#include <pmu/pmu_x86.h>
 
 #define HW_N                1000000ULL  /* iterations of hw_loop */
 #define HW_LOOP_INSNS       10          /* instructions per iteration */

@@ -41,7 +41,7 @@
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
-#include <machine/pmu_intel.h>
+#include <pmu/pmu_intel.h>
 
 #include "pmu_hw_util.h"
 #include "test_util.h"

@@ -1,10 +1,10 @@
 /*
  * Host tests of perf stat's arithmetic and number formats
- * (kern/perf_num.c), with values worked out by hand.
+ * (kern/perf/perf_num.c), with values worked out by hand.
  */
 #include <stdint.h>
 
-#include <kern/perf_num.h>
+#include <kern/perf/perf_num.h>
 
 #include "host_test.h"
 

@@ -1,6 +1,6 @@
 /*
  * Register-level model of an Intel architectural PMU on one CPU, for the
- * host tests of arch/x86/machine/pmu_intel.c. The model answers the
+ * host tests of arch/x86/pmu/pmu_intel.c. The model answers the
  * driver's CPUID, RDMSR and WRMSR (cpu_cpuid, cpu_get_msr, cpu_set_msr of
  * the shadow machine/cpu.h) and its local APIC calls (lapic_pmc_setup,
  * lapic_pmc_unmask, lapic_eoi), and counts events a test retires.

@@ -1,6 +1,6 @@
 /*
  * Register-level model of AMD core performance counters on one CPU, for
- * the host tests of arch/x86/machine/pmu_amd.c. It answers the driver's
+ * the host tests of arch/x86/pmu/pmu_amd.c. It answers the driver's
  * CPUID, RDMSR and WRMSR (the shadow machine/cpu.h) and its local APIC
  * calls, and counts events a test retires.
  *

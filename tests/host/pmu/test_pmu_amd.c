@@ -1,5 +1,5 @@
 /*
- * Host tests of the AMD PMU driver (arch/x86/machine/pmu_amd.c) through
+ * Host tests of the AMD PMU driver (arch/x86/pmu/pmu_amd.c) through
  * perfmon (kern/perfmon*.c), both compiled unchanged, against the register
  * model of pmu_model_amd.c in the single-CPU environment of host_env.c.
  *
@@ -35,7 +35,7 @@
 #include <kern/syscnt.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
-#include <machine/pmu_amd.h>
+#include <pmu/pmu_amd.h>
 #include <machine/trap.h>
 
 #include "host_env.h"

@@ -15,7 +15,7 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_test.h>
-#include <machine/pmu_amd.h>
+#include <pmu/pmu_amd.h>
 
 #include "host_env.h"
 #include "host_test.h"

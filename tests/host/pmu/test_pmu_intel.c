@@ -1,5 +1,5 @@
 /*
- * Host tests of the Intel PMU driver (arch/x86/machine/pmu_intel.c) through
+ * Host tests of the Intel PMU driver (arch/x86/pmu/pmu_intel.c) through
  * perfmon (kern/perfmon*.c), both compiled unchanged, against the register
  * model of pmu_model.c in the single-CPU environment of host_env.c.
  *
@@ -35,7 +35,7 @@
 #include <kern/syscnt.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
-#include <machine/pmu_intel.h>
+#include <pmu/pmu_intel.h>
 #include <machine/trap.h>
 
 #include "host_env.h"

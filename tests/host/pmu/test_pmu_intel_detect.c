@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <machine/pmu_intel.h>
+#include <pmu/pmu_intel.h>
 
 #include "host_test.h"
 #include "pmu_model.h"

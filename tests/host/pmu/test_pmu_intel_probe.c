@@ -14,7 +14,7 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
 #include <kern/syscnt.h>
-#include <machine/pmu_intel.h>
+#include <pmu/pmu_intel.h>
 
 #include "host_env.h"
 #include "host_test.h"

@@ -1,5 +1,5 @@
 /*
- * Host tests of the Intel PMU driver (arch/x86/machine/pmu_intel.c) with
+ * Host tests of the Intel PMU driver (arch/x86/pmu/pmu_intel.c) with
  * perfmon, on PMUs that real machines and hypervisors present but the
  * main suite's (test_pmu_intel.c) do not. A PMU registers once per
  * process, so each binary boots one, chosen by QUIRK_CONFIG:
@@ -24,7 +24,7 @@
 #include <kern/perfmon_test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
-#include <machine/pmu_intel.h>
+#include <pmu/pmu_intel.h>
 
 #include "host_env.h"
 #include "host_test.h"

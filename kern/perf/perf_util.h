@@ -1,0 +1,80 @@
+/*
+ * What the perf shell subcommands share: perf stat and perf list
+ * (kern/perf/perf_stat.c) and perf record, report and script
+ * (kern/perf/perf_record.c, kern/perf/perf_report.c) take the same event names,
+ * print errors alike and stop on Ctrl-C. The perf command itself
+ * (kern/perf/perf_cmd.c) dispatches to them; this file depends on neither, so
+ * the includes go one way: perf_cmd, then the subcommands, then
+ * perf_util.
+ */
+#ifndef KERN_PERF_UTIL_H
+#define KERN_PERF_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <kern/thread.h>
+
+/* The longest event name the perf commands take, with its NUL. */
+#define PERF_UTIL_NAME_SIZE 32
+
+/*
+ * An event as the perf commands name it. A clock (task-clock, cpu-clock)
+ * is no device event: it is counted by carrier, a software event whose
+ * time running is the clock's count, in nanoseconds.
+ */
+struct perf_util_event {
+    uint64_t id;            /* for perfmon_event_init */
+    unsigned int flags;     /* for perfmon_event_init */
+    bool clock;             /* task-clock or cpu-clock */
+};
+
+/*
+ * Parse an event name as the perf commands take it (generic hardware
+ * events with an optional :k or :u, raw:0xCODE, software events and their
+ * Linux names) into an event id and flags for perfmon_event_init. Return
+ * 0, or EINVAL (unknown name, or one of PERF_UTIL_NAME_SIZE characters or
+ * more), leaving *idp and *flagsp unchanged. Any context.
+ */
+int perf_util_parse_event_name(const char *name, uint64_t *idp,
+                               unsigned int *flagsp);
+
+/*
+ * Parse an event name as perf_util_parse_event_name does, clocks too
+ * (task-clock, cpu-clock). Modifiers: :k (kernel), :u (user) or both;
+ * software events and clocks happen in kernel mode only, so they take :k
+ * and refuse :u. Return 0, or EINVAL after a message that names what was
+ * wrong (unknown name, unknown modifier, :u on a software event, too
+ * long) and what is allowed. Thread context.
+ */
+int perf_util_parse_event(const char *name, struct perf_util_event *ev);
+
+/*
+ * Parse a CPU list, "0,2-3", into cpus (room for CPU_MAX), each once, in
+ * the order given. Return 0, or EINVAL after a message naming the bad
+ * part and the valid range (an offline CPU, too, says so). Thread
+ * context.
+ */
+int perf_util_parse_cpus(const char *list, unsigned int *cpus,
+                         unsigned int *nr_cpusp);
+
+/* Every online CPU, in order, into cpus; return how many. Any context. */
+unsigned int perf_util_online_cpus(unsigned int *cpus);
+
+/*
+ * Parse a thread id (as the perf dumps print it) and find the thread:
+ * return 0 with a referenced thread, or EINVAL after a message (not a
+ * number, the idle threads' 0, no such thread). Thread context.
+ */
+int perf_util_parse_tid(const char *word, struct thread **threadp);
+
+/* Print "perf: WHAT: ERRNO (sentence)". Thread context. */
+void perf_util_error(const char *what, int error);
+
+/*
+ * Whether Ctrl-C was typed (consumed); other input typed meanwhile stays
+ * for the shell, in order. Shell thread only.
+ */
+bool perf_util_interrupted(void);
+
+#endif /* KERN_PERF_UTIL_H */

@@ -1,0 +1,713 @@
+/*
+ * perfmon's per-CPU tier: per slot, the last raw value of its counter and
+ * a 64-bit sum, and the CPU's copy of the schedule. Touched only on its
+ * CPU with interrupts disabled: by the context switch (perfmon_td.c), the
+ * overflow report (perfmon_sample.c), the poll timer and cross-CPU calls.
+ * The inline updates the hot paths share are in perfmon_i.h.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kern/arg.h>
+#include <kern/assert.h>
+#include <kern/bitops.h>
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/log.h>
+#include <kern/macros.h>
+#include <kern/percpu.h>
+#include <kern/perfmon.h>
+#include <kern/perfmon/perfmon_i.h>
+#include <kern/perfmon_nmi.h>
+#include <kern/perfmon_record.h>
+#include <kern/perfmon_session.h>
+#include <kern/printf.h>
+#include <kern/spinlock.h>
+#include <kern/syscnt.h>
+#include <kern/thread.h>
+#include <kern/timer.h>
+#include <kern/xcall.h>
+#include <machine/cpu.h>
+#include <machine/cpu_mp.h>
+
+struct perfmon_cpu perfmon_cpu __percpu;
+struct perfmon_nmi_cpu perfmon_nmi_cpu __percpu;
+
+void (*perfmon_nmi_test_hook)(const struct perfmon_intr_ctx *ctx);
+
+/* Boot option: how overflow interrupts come (perfmon_pmi_nmi). */
+ARG_DEFINE_STRING("perfmon.pmi");
+
+/*
+ * Where the device can deliver its overflow interrupt as an NMI, it does
+ * unless told otherwise: only an NMI samples code that runs with
+ * interrupts disabled.
+ */
+#define PERFMON_PMI_NMI_DEFAULT true
+
+/*
+ * Add what the counter counted since the last update, given its raw value
+ * now and whether a wrap was reported since the last update. Between two
+ * updates a counter must not wrap twice. Without an overflow interrupt
+ * that means advancing less than 2^width (the poll period ensures it),
+ * and the difference modulo the width is exact. With one, the report
+ * tells that a wrap happened even when the raw value is back at or above
+ * the last one read (from a last value near 0 the counter may advance up
+ * to 2^width before the wrap's interrupt is taken). An update that sees
+ * the raw value go down with no report yet (the counter wrapped after
+ * its report was consumed) adds the wrap and sets wrap_seen, so that the
+ * report still to come adds nothing.
+ */
+__attribute__((noinline)) void
+perfmon_cpu_pmc_add_wrap(const struct perfmon_dev *dev,
+                         struct perfmon_cpu_pmc *cpmc, uint64_t raw,
+                         bool reported)
+{
+    uint64_t mask = cpmc->mask;
+    uint64_t delta = (raw - cpmc->prev) & mask;
+    bool wrapped = raw < cpmc->prev;
+
+    if (reported) {
+        if (cpmc->wrap_seen) {
+            /* Already added; a decrease now would be a new wrap. */
+            cpmc->wrap_seen = false;
+        } else if (!wrapped && mask != ~0ULL) {
+            /* Back at or above the last value: a whole wrap. A 64-bit
+               counter (preset for sampling) cannot get there. */
+            delta += mask + 1;
+            wrapped = true;
+        } else {
+            wrapped = true;
+        }
+    } else if (wrapped && dev->overflow_intr) {
+        cpmc->wrap_seen = true;
+    }
+
+    if (wrapped) {
+        syscnt_inc(&cpu_local_ptr(perfmon_cpu)->sc_overflows);
+    }
+
+    cpmc->value += delta;
+    cpmc->prev = raw;
+}
+
+/*
+ * Bring one slot of this CPU up to date, interrupts disabled: consume its
+ * overflow (devices with an interrupt only), one read, the add; a sampling
+ * slot then takes the samples due.
+ */
+__attribute__((noinline)) struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_update_slot(struct perfmon_dev *dev,
+                            struct perfmon_cpu_pmc *cpmc)
+{
+    uint64_t pending = 0;
+
+    /* Multiplexed out: nothing counts, the device is not touched. */
+    if (!cpmc->sched) {
+        return cpmc;
+    }
+
+    if (dev->overflow_intr) {
+        pending = dev->ops->overflow_consume(cpmc->id_bit);
+    }
+
+    perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu_local_ptr(perfmon_cpu), dev),
+                         cpmc, pending);
+
+    /* An overflow consumed here is not reported: its samples are due. */
+    if (__builtin_expect(cpmc->sampler != NULL, 0)) {
+        perfmon_cpu_pmc_sample_due(dev, cpmc, pending != 0);
+    }
+
+    return cpmc;
+}
+
+/* Bring slot index of dev on cpu (this CPU) up to date, either way. */
+struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                       unsigned int index)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+
+    if (perfmon_cpu_pmc_update_plain(perfmon_cpu_bank(cpu, dev), cpmc)) {
+        return cpmc;
+    }
+
+    return perfmon_cpu_pmc_update_slot(dev, cpmc);
+}
+
+static void
+perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
+{
+    if (dev->state->poll_ticks == 0 || cpu->poll_armed[dev->state->index]) {
+        return;
+    }
+
+    cpu->poll_armed[dev->state->index] = true;
+    timer_schedule(&cpu->poll_timers[dev->state->index],
+                   clock_get_time() + dev->state->poll_ticks);
+}
+
+/*
+ * Take a reference on a slot of this CPU, starting its counter if it holds
+ * one here. A slot taken into use follows the schedule first: it may be a
+ * slot freed and taken again for another raw event since this CPU last
+ * used it, whose counter this CPU's copy still names (and that counter
+ * may not even count the new raw event); and schedule changes reach by a
+ * cross-CPU call only the CPUs that use the slots they change. So the CPU
+ * shows itself a user of the slot first, then checks the schedule, while
+ * a change publishes its version first, then looks for the users
+ * (perfmon_mux_publish): each side's full barrier between the two makes
+ * sure that one of them sees the other. td: the thread loaded here, or
+ * being loaded, or NULL. sampler: the sampling event the counter serves
+ * here (a sampling slot's), else NULL.
+ */
+struct perfmon_cpu_pmc *
+perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                    unsigned int index, struct perfmon_td *td,
+                    struct perfmon_event *sampler)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+
+    if (cpmc->nr_refs == 0) {
+        const struct perfmon_pmc *pmc = &dev->state->pmcs[index];
+
+        perfmon_cpu_pmc_user(cpu, dev, index);
+        perfmon_cpu_sched_check(cpu, dev, td);
+
+        if (cpmc->sched) {
+            cpmc->prev = dev->ops->start(cpmc->pmc_id, pmc->config)
+                         & cpmc->mask;
+        }
+
+        cpmc->wrap_seen = false;
+        cpmc->sampler = sampler;
+        cpmc->plain = dev->bank != NULL && !dev->overflow_intr
+                      && sampler == NULL;
+        cpmc->armed = false;
+        cpmc->throttled_periods = 0;
+        cpu->used[dev->state->index] |= 1U << index;
+
+        if (sampler != NULL && dev->preset_ends_overflows) {
+            cpu->handoffs[dev->state->index] |= 1U << index;
+        }
+
+        perfmon_poll_arm(cpu, dev);
+    }
+
+    cpmc->nr_refs++;
+    return cpmc;
+}
+
+/* Drop a reference, stopping the counter with the last one. */
+void
+perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                    unsigned int index)
+{
+    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+
+    assert(cpmc->nr_refs != 0);
+
+    if (--cpmc->nr_refs == 0) {
+        /* Periods a throttled event leaves with are reported now. */
+        if (cpmc->sampler != NULL && cpu->throttle.active
+            && (cpmc->armed || cpmc->throttled_periods != 0)) {
+            perfmon_sample_write_throttle(cpu, cpmc);
+        }
+
+        if (cpmc->sched) {
+            dev->ops->stop(cpmc->pmc_id);
+        }
+
+        cpu->used[dev->state->index] &= ~(1U << index);
+        cpu->handoffs[dev->state->index] &= ~(1U << index);
+        cpu->users_left[dev->state->index] |= 1U << index;
+        cpmc->sampler = NULL;
+        cpmc->plain = false;
+        cpmc->armed = false;
+    }
+}
+
+/*
+ * This CPU's bit in the users of slot index of dev: set (with a full
+ * barrier, before the caller checks the schedule) unless still set. The
+ * CPU leaves it set when it lets the slot go (users_left), so that the
+ * loads and unloads of a context switch write no shared line; the first
+ * change of the slot that reaches the CPU after that clears it
+ * (perfmon_cpu_users_trim). Local, interrupts disabled.
+ */
+void
+perfmon_cpu_pmc_user(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                     unsigned int index)
+{
+    uint64_t bit = 1ULL << cpu_id();
+
+    if (cpu->users_left[dev->state->index] & (1U << index)) {
+        cpu->users_left[dev->state->index] &= ~(1U << index);
+    } else {
+        __atomic_fetch_or(&dev->state->users[index], bit, __ATOMIC_SEQ_CST);
+    }
+}
+
+/*
+ * Clear this CPU's bit in the users of the slots of dev it let go: the
+ * cross-CPU call of a schedule change, which such a slot's bit still
+ * brings here. Local, interrupts disabled.
+ */
+void
+perfmon_cpu_users_trim(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
+{
+    uint64_t bit = 1ULL << cpu_id();
+    unsigned int d = dev->state->index;
+
+    FOR_EACH_BIT(i, cpu->users_left[d]) {
+        __atomic_fetch_and(&dev->state->users[i], ~bit, __ATOMIC_RELAXED);
+    }
+
+    cpu->users_left[d] = 0;
+}
+
+/*
+ * Follow dev's schedule on this CPU (multiplexing): the slots in use that
+ * lose their counter are brought up to date and stopped, then those that
+ * gain one start, as a counter may pass from one slot to another; a slot
+ * without a counter reads as one that never moves. The times without a
+ * counter are accounted, for the CPU's slots and for td, the thread loaded
+ * here (NULL when none), at TSC now (a context switch's: the scheduler's,
+ * which the thread's run time and the switch's accounting use). Local,
+ * interrupts disabled.
+ */
+__attribute__((noinline)) void
+perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                        struct perfmon_td *td, uint64_t now)
+{
+    const struct perfmon_dev_state *state = dev->state;
+    unsigned int d = state->index;
+    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[d];
+    uint32_t here = ~cpu->unsched[d], sched, lose, gain, stopping;
+    unsigned int ids[PERFMON_MAX_SLOTS];
+    uint64_t masks[PERFMON_MAX_SLOTS];
+    uint64_t pending;
+    uint64_t seq;
+
+    /*
+     * A consistent copy of what matters here: the slots that hold counters
+     * in the schedule or on this CPU. A writer holds the device lock with
+     * interrupts disabled, so it is never interrupted by this reader on
+     * its CPU.
+     */
+    for (;;) {
+        seq = __atomic_load_n(&state->sched_seq, __ATOMIC_ACQUIRE);
+
+        if (seq & 1) {
+            cpu_pause();
+            continue;
+        }
+
+        sched = READ_ONCE(state->sched_mask);
+
+        FOR_EACH_BIT(i, sched) {
+            ids[i] = READ_ONCE(state->pmcs[i].pmc_id);
+            masks[i] = READ_ONCE(state->pmcs[i].mask);
+        }
+
+        __atomic_thread_fence(__ATOMIC_ACQUIRE);
+
+        if (READ_ONCE(state->sched_seq) == seq) {
+            break;
+        }
+    }
+
+    lose = here & ~sched;
+    gain = sched & ~here;
+
+    FOR_EACH_BIT(i, sched & here) {
+        if (cpmcs[i].pmc_id != ids[i] || cpmcs[i].mask != masks[i]) {
+            lose |= 1U << i;
+            gain |= 1U << i;
+        }
+    }
+
+    stopping = lose & cpu->used[d];
+    pending = perfmon_dev_consume(cpu, dev, stopping);
+
+    FOR_EACH_BIT(i, lose) {
+        struct perfmon_cpu_pmc *cpmc = &cpmcs[i];
+
+        /* Pinned: a sampling slot keeps its counter. */
+        assert(cpmc->sampler == NULL);
+
+        if (stopping & (1U << i)) {
+            perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu, dev), cpmc,
+                                 pending);
+            dev->ops->stop(cpmc->pmc_id);
+        }
+
+        cpu->slot_of[d][cpmc->pmc_id] = PERFMON_SLOT_NONE;
+        cpmc->sched = false;
+
+        /* A bank's last counter always reads 0. */
+        if (dev->bank != NULL) {
+            cpmc->pmc_id = dev->nr_pmcs;
+        }
+
+        cpmc->mask = 0;
+        cpmc->id_bit = 0;
+        cpmc->prev = 0;
+        cpmc->wrap_seen = false;
+        cpmc->off_since = now;
+        cpmc->off_mark = now;
+        cpu->unsched[d] |= 1U << i;
+    }
+
+    FOR_EACH_BIT(i, gain) {
+        struct perfmon_cpu_pmc *cpmc = &cpmcs[i];
+
+        /* Not a move from another counter: its time off ends. */
+        if (!cpmc->sched) {
+            cpmc->off_total += now - cpmc->off_since;
+
+            if (td != NULL && (td->used[d] & (1U << i))) {
+                td->off[d][i] += now - cpmc->off_mark;
+            }
+
+            cpu->unsched[d] &= ~(1U << i);
+        }
+
+        assert(ids[i] < 64);
+        cpmc->sched = true;
+        cpmc->pmc_id = ids[i];
+        cpmc->mask = masks[i];
+        cpmc->id_bit = 1ULL << ids[i];
+        cpu->slot_of[d][ids[i]] = (uint8_t)i;
+
+        if (cpu->used[d] & (1U << i)) {
+            cpmc->prev = dev->ops->start(ids[i], state->pmcs[i].config)
+                         & cpmc->mask;
+            cpmc->wrap_seen = false;
+        }
+    }
+
+    if (gain & cpu->used[d]) {
+        perfmon_poll_arm(cpu, dev);
+    }
+
+    cpu->sched_seq[d] = seq;
+}
+
+/* The thread loaded on this CPU, if any. Local, interrupts disabled. */
+struct perfmon_td *
+perfmon_cpu_loaded_td(void)
+{
+    struct perfmon_td *td = thread_perfmon_td(thread_self());
+
+    return (READ_ONCE(td->loaded_cpu) == cpu_id()) ? td : NULL;
+}
+
+void
+perfmon_poll_local(struct perfmon_dev *dev)
+{
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    const struct perfmon_bank *bank = perfmon_cpu_bank(cpu, dev);
+    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state->index];
+    uint32_t used;
+    uint64_t pending;
+
+    perfmon_nmi_enter();
+    used = cpu->used[dev->state->index];
+    pending = perfmon_dev_consume(cpu, dev, used);
+
+    FOR_EACH_BIT(index, used) {
+        perfmon_cpu_pmc_sync(dev, bank, &cpmcs[index], pending);
+    }
+
+    perfmon_nmi_leave();
+}
+
+/*
+ * The poll timer: brings every used slot of its CPU up to date. It is
+ * armed when the CPU starts using a slot and re-arms itself while slots
+ * are in use; the first firing that finds none lets it lapse. So an idle
+ * CPU has no timer, and a busy context switch path never touches it.
+ */
+void
+perfmon_poll_timer(struct timer *timer)
+{
+    struct perfmon_dev *dev = timer_arg(timer);
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+
+    perfmon_poll_local(dev);
+
+    if (cpu->used[dev->state->index] != 0) {
+        timer_schedule(timer, clock_get_time() + dev->state->poll_ticks);
+    } else {
+        cpu->poll_armed[dev->state->index] = false;
+    }
+}
+
+/*
+ * Each kind of device interrupts on its own vector; every device of the
+ * kind that interrupts on a vector looks for its overflows (those in NMI
+ * mode are perfmon_nmi_handle's). A marked section: an NMI that lands in
+ * it waits for its end.
+ */
+static void
+perfmon_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
+{
+    unsigned int nr_devs = __atomic_load_n(&perfmon_nr_devs,
+                                           __ATOMIC_ACQUIRE);
+
+    perfmon_nmi_enter();
+
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        if (dev->sw == sw && dev->overflow_intr && !dev->nmi) {
+            dev->ops->handle_overflow_intr(ctx);
+        }
+    }
+
+    perfmon_nmi_leave();
+}
+
+void
+perfmon_pmi_intr(const struct perfmon_intr_ctx *ctx)
+{
+    perfmon_overflow_intr(false, ctx);
+}
+
+/*
+ * The software PMU's vector is also where the NMI asks for what it cannot
+ * do itself: arming the throttle timer (the timer module takes a lock,
+ * which an NMI may have interrupted on this CPU).
+ */
+void
+perfmon_pmu_soft_intr(const struct perfmon_intr_ctx *ctx)
+{
+    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+
+    /* Cleared first: an NMI that sets it again sends another request. */
+    if (READ_ONCE(nmi->throttle_arm)) {
+        WRITE_ONCE(nmi->throttle_arm, 0);
+        barrier();
+        perfmon_sample_throttle_arm(cpu_local_ptr(perfmon_cpu));
+    }
+
+    perfmon_overflow_intr(true, ctx);
+}
+
+bool
+perfmon_pmi_nmi(void)
+{
+    static int mode = -1;
+    uint64_t value;
+
+    if (mode < 0) {
+        if (arg_is_set("perfmon.pmi", "nmi")) {
+            mode = 1;
+        } else if (arg_is_set("perfmon.pmi", "irq")) {
+            mode = 0;
+        } else if (arg_get_u64("perfmon.pmi", &value) == ENOENT) {
+            mode = PERFMON_PMI_NMI_DEFAULT;
+        } else {
+            log_err("perfmon: perfmon.pmi must be nmi or irq, using %s",
+                    PERFMON_PMI_NMI_DEFAULT ? "nmi" : "irq");
+            mode = PERFMON_PMI_NMI_DEFAULT;
+        }
+    }
+
+    return mode == 1;
+}
+
+/*
+ * The overflow handling of the devices in NMI mode, and the test's hook,
+ * with no marked section open on this CPU: an NMI, or the end of the
+ * section an NMI landed in. Local, interrupts disabled.
+ */
+static void
+perfmon_nmi_handle(const struct perfmon_intr_ctx *ctx)
+{
+    unsigned int nr_devs = __atomic_load_n(&perfmon_nr_devs,
+                                           __ATOMIC_ACQUIRE);
+    void (*hook)(const struct perfmon_intr_ctx *ctx);
+
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        if (dev->nmi && dev->overflow_intr) {
+            dev->ops->handle_overflow_intr(ctx);
+        }
+    }
+
+    hook = READ_ONCE(perfmon_nmi_test_hook);
+
+    if (hook != NULL) {
+        hook(ctx);
+    }
+}
+
+void
+perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
+{
+    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+    struct perfmon_intr_ctx deferred;
+    struct perfmon_chain chain;
+
+    /* A maskable section is under way here: its end handles it. */
+    if (cpu_nmi_nest() != 0) {
+        perfmon_nmi_defer(ctx);
+        return;
+    }
+
+    /*
+     * Landed after a section's end lowered the count, before it tested
+     * the flag: the deferred work is this NMI's now, at the place the
+     * first deferral noted; the flag cleared, the section's end finds
+     * nothing to do (else it would run the handling again, spuriously).
+     */
+    if (unlikely(cpu_nmi_deferred())) {
+        perfmon_chain_copy(&chain, &nmi->ctx, &deferred);
+        cpu_nmi_set_deferred(false);
+        ctx = &deferred;
+    }
+
+    nmi->in_nmi = 1;
+    barrier();
+    perfmon_nmi_handle(ctx);
+    barrier();
+    nmi->in_nmi = 0;
+}
+
+/*
+ * With the count raised again, so that an NMI meanwhile defers anew; it
+ * is lowered only when no deferral is left, and the flag tested once
+ * more after that, as perfmon_nmi_leave does.
+ */
+void
+perfmon_nmi_run_deferred(void)
+{
+    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+    struct perfmon_intr_ctx ctx;
+    struct perfmon_chain chain;
+
+    assert(!cpu_intr_enabled());
+
+    /*
+     * The handling may close sections of its own (an emit from a test's
+     * hook, from an NMI that landed with none open) and find work
+     * deferred again: the outer loop does it, the stack does not grow.
+     */
+    if (nmi->in_deferred) {
+        return;
+    }
+
+    /*
+     * An NMI that lands with the count at 0 but in_deferred still set may
+     * defer work of its own whose section's end returns at once (above):
+     * once in_deferred is clear, the flag is tested again.
+     */
+    do {
+        nmi->in_deferred = 1;
+        barrier();
+
+        do {
+            cpu_nmi_set_nest(1);
+
+            /* The place is copied, then the flag cleared: an NMI after
+               the clear captures anew, the samples use the copy. */
+            while (cpu_nmi_deferred()) {
+                perfmon_chain_copy(&chain, &nmi->ctx, &ctx);
+                cpu_nmi_set_deferred(false);
+                perfmon_nmi_handle(&ctx);
+            }
+
+            cpu_nmi_set_nest(0);
+        } while (cpu_nmi_deferred());
+
+        barrier();
+        nmi->in_deferred = 0;
+        barrier();
+    } while (unlikely(cpu_nmi_deferred()) && cpu_nmi_nest() == 0);
+}
+
+unsigned int
+perfmon_cpu_nr_used_pmcs(unsigned int cpu)
+{
+    const struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
+    unsigned int n = 0;
+
+    for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
+        n += bitops_popcount(READ_ONCE(pcpu->used[d]));
+    }
+
+    return n;
+}
+
+bool
+perfmon_event_counting_here(const struct perfmon_event *event)
+{
+    assert(!cpu_intr_enabled());
+
+    /* A disabled event's count stands still, counter or not. */
+    if (!perfmon_event_attached(event) || event->disabled) {
+        return false;
+    }
+
+    return perfmon_cpu_pmc(cpu_local_ptr(perfmon_cpu), event->dev,
+                           event->pmc_index)->sched;
+}
+
+uint64_t
+perfmon_nr_overflows(unsigned int cpu)
+{
+    return syscnt_read(&percpu_ptr(perfmon_cpu, cpu)->sc_overflows);
+}
+
+/*
+ * A device being registered: on every CPU, its poll timer, and the empty
+ * schedule (no slot has a counter). Boot, device registry lock held.
+ */
+void
+perfmon_cpu_dev_init(struct perfmon_dev *dev)
+{
+    unsigned int d = dev->state->index;
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
+
+        timer_init(&pcpu->poll_timers[d], perfmon_poll_timer, dev, cpu);
+        pcpu->banks[d] = (dev->bank != NULL) ? percpu_ptr(*dev->bank, cpu)
+                                             : NULL;
+        pcpu->unsched[d] = ~0U;
+        pcpu->sched_seq[d] = dev->state->sched_seq;
+
+        for (unsigned int i = 0; i < ARRAY_SIZE(pcpu->slot_of[d]); i++) {
+            pcpu->slot_of[d][i] = PERFMON_SLOT_NONE;
+        }
+
+        for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
+            pcpu->pmcs[d][i].pmc_id = (dev->bank != NULL) ? dev->nr_pmcs : 0;
+        }
+    }
+}
+
+int
+perfmon_cpu_setup(void)
+{
+    char name[SYSCNT_NAME_SIZE];
+
+    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
+        struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
+
+        snprintf(name, sizeof(name), "perfmon_overflows/%u", cpu);
+        syscnt_register(&pcpu->sc_overflows, name);
+        snprintf(name, sizeof(name), "perfmon_samples/%u", cpu);
+        syscnt_register(&pcpu->sc_samples, name);
+        snprintf(name, sizeof(name), "perfmon_throttles/%u", cpu);
+        syscnt_register(&pcpu->sc_throttles, name);
+    }
+
+    return 0;
+}

@@ -1,0 +1,406 @@
+/*
+ * perfmon snapshots: the state of the events of one target (a thread or
+ * a CPU, one event or a group) at one instant on the owning CPU, taken to
+ * attach, detach, read with times, or change (enable, disable, reset),
+ * and the CPU events' operations that run there. A change is applied and
+ * a read computed inside the snapshot, where they are serialized with
+ * each other. Thread context; the operations run with interrupts
+ * disabled on the owning CPU.
+ */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <kern/arg.h>
+#include <kern/assert.h>
+#include <kern/bitops.h>
+#include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/init.h>
+#include <kern/log.h>
+#include <kern/macros.h>
+#include <kern/percpu.h>
+#include <kern/perfmon.h>
+#include <kern/perfmon/perfmon_i.h>
+#include <kern/perfmon_record.h>
+#include <kern/perfmon_session.h>
+#include <kern/printf.h>
+#include <kern/spinlock.h>
+#include <kern/syscnt.h>
+#include <kern/thread.h>
+#include <kern/timer.h>
+#include <kern/xcall.h>
+#include <machine/cpu.h>
+#include <machine/cpu_mp.h>
+
+static void
+perfmon_cpu_op_attach(void *arg)
+{
+    struct perfmon_event *event = arg;
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    struct perfmon_cpu_pmc *cpmc;
+
+    perfmon_cpu_sched_check(cpu, event->dev, perfmon_cpu_loaded_td());
+    cpmc = perfmon_cpu_pmc_get(cpu, event->dev, event->pmc_index,
+                               perfmon_cpu_loaded_td(),
+                               (event->period != 0) ? event : NULL);
+    perfmon_cpu_pmc_update(cpu, event->dev, event->pmc_index);
+    event->start = cpmc->value;
+
+    if (cpmc->sampler != NULL) {
+        perfmon_cpu_pmc_arm(event->dev, cpmc, event->period, event->period);
+    }
+}
+
+/* The detach's: return the slot's value at the detach, and let it go. */
+static uint64_t
+perfmon_cpu_op_detach(struct perfmon_event *event)
+{
+    uint64_t value = perfmon_cpu_op_update(event)->value;
+
+    perfmon_cpu_pmc_put(cpu_local_ptr(perfmon_cpu), event->dev,
+                        event->pmc_index);
+    return value;
+}
+
+static void perfmon_snap_end(struct perfmon_snap *snap);
+
+static void
+perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
+{
+    struct perfmon_snap *snap = structof(op, struct perfmon_snap, op);
+    void (*fn)(struct perfmon_td_op *op, bool loaded);
+
+    if (snap->action == PERFMON_SNAP_ATTACH) {
+        fn = perfmon_td_op_attach;
+    } else if (snap->action == PERFMON_SNAP_DETACH) {
+        fn = perfmon_td_op_detach;
+    } else {
+        fn = perfmon_td_op_read;
+    }
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        struct perfmon_event *event = snap->events[i];
+
+        op->dev = event->dev;
+        op->index = event->pmc_index;
+        op->event = (event->period != 0) ? event : NULL;
+        fn(op, loaded);
+        snap->values[i] = op->value;
+    }
+
+    /* Loaded: the thread is this CPU's current one, its slice counts. */
+    snap->now = cpu_get_tsc();
+    snap->run = loaded ? thread_run_time(snap->events[0]->thread, snap->now)
+                       : thread_run_total(snap->events[0]->thread);
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        const struct perfmon_event *event = snap->events[i];
+        unsigned int d = event->dev->state->index;
+        const struct perfmon_cpu_pmc *cpmc;
+
+        snap->offs[i] = op->td->off[d][event->pmc_index];
+        cpmc = perfmon_cpu_pmc(cpu_local_ptr(perfmon_cpu), event->dev,
+                               event->pmc_index);
+
+        /* Still without its counter here: the time since its mark. */
+        if (loaded && !cpmc->sched) {
+            snap->offs[i] += snap->now - cpmc->off_mark;
+        }
+    }
+
+    perfmon_snap_end(snap);
+}
+
+static void
+perfmon_cpu_snap(void *arg)
+{
+    struct perfmon_snap *snap = arg;
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        struct perfmon_event *event = snap->events[i];
+
+        if (snap->action == PERFMON_SNAP_ATTACH) {
+            perfmon_cpu_op_attach(event);
+            snap->values[i] = event->start;
+        } else if (snap->action == PERFMON_SNAP_DETACH) {
+            snap->values[i] = perfmon_cpu_op_detach(event);
+        } else {
+            snap->values[i] = perfmon_cpu_pmc_update(cpu, event->dev,
+                                                     event->pmc_index)->value;
+        }
+    }
+
+    snap->now = cpu_get_tsc();
+    snap->run = 0;
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        const struct perfmon_cpu_pmc *cpmc;
+
+        cpmc = perfmon_cpu_pmc(cpu, snap->events[i]->dev,
+                               snap->events[i]->pmc_index);
+        snap->offs[i] = cpmc->off_total;
+
+        if (!cpmc->sched) {
+            snap->offs[i] += snap->now - cpmc->off_since;
+        }
+    }
+
+    perfmon_snap_end(snap);
+}
+
+/* A CPU's snapshot, a marked section (kern/perfmon_nmi.h). */
+static void
+perfmon_cpu_op_snap(void *arg)
+{
+    perfmon_nmi_enter();
+    perfmon_cpu_snap(arg);
+    perfmon_nmi_leave();
+}
+
+/*
+ * Take a snapshot of events attached (or being attached) to one thread or
+ * CPU, the first one's: through the thread's operation, or on the CPU,
+ * in place when it is this one. A read (PERFMON_SNAP_READ) applies apply
+ * to each event there, or without one computes the counts and times.
+ */
+void
+perfmon_snap_take(struct perfmon_snap *snap,
+                  struct perfmon_event *const *events,
+                  unsigned int nr_events, unsigned int action,
+                  void (*apply)(struct perfmon_event *event,
+                                const struct perfmon_snap *snap,
+                                unsigned int i))
+{
+    const struct perfmon_event *leader = events[0];
+    unsigned long flags;
+
+    assert(nr_events >= 1 && nr_events <= PERFMON_GROUP_MAX);
+    snap->events = events;
+    snap->nr_events = nr_events;
+    snap->action = action;
+    snap->apply = apply;
+
+    if (leader->thread != NULL) {
+        snap->op = (struct perfmon_td_op){
+            .td = thread_perfmon_td(leader->thread),
+            .fn = perfmon_td_op_snap,
+        };
+
+        /* One's own thread: read in place, as perfmon_event_read. */
+        if (action == PERFMON_SNAP_READ && leader->thread == thread_self()) {
+            flags = cpu_intr_save();
+            perfmon_nmi_enter();
+            perfmon_td_op_snap(&snap->op, true);
+            perfmon_nmi_leave();
+            cpu_intr_restore(flags);
+        } else {
+            perfmon_td_run(&snap->op);
+        }
+
+        return;
+    }
+
+    flags = cpu_intr_save();
+
+    if (leader->cpu == cpu_id()) {
+        perfmon_cpu_op_snap(snap);
+        cpu_intr_restore(flags);
+        return;
+    }
+
+    cpu_intr_restore(flags);
+    xcall_call(leader->cpu, perfmon_cpu_op_snap, snap);
+}
+
+/*
+ * An attached event's times (TSC cycles) at a snapshot, given its slot's
+ * time without a counter then (off). A CPU event runs all the time it is
+ * enabled, a thread event while its thread is on a CPU, less the time
+ * their slot held no counter there. The TSCs of two CPUs may differ by a
+ * little: a time never goes below its last value and running never above
+ * enabled.
+ */
+static void
+perfmon_event_times_at(const struct perfmon_event *event,
+                       const struct perfmon_snap *snap, uint64_t off,
+                       uint64_t *enabledp, uint64_t *runningp)
+{
+    uint64_t enabled = 0, running = 0;
+
+    if (!event->disabled) {
+        if (snap->now > event->enabled_tsc) {
+            enabled = snap->now - event->enabled_tsc;
+        }
+
+        if (event->thread == NULL) {
+            running = enabled;
+        } else if (snap->run > event->enabled_run) {
+            running = snap->run - event->enabled_run;
+        }
+
+        /* Never below its value then, TSCs of two CPUs apart. */
+        off = (off > event->enabled_off) ? off - event->enabled_off : 0;
+        running = (running > off) ? running - off : 0;
+
+        if (running > enabled) {
+            running = enabled;
+        }
+    }
+
+    *enabledp = event->time_enabled + enabled;
+    *runningp = event->time_running + running;
+}
+
+/*
+ * A read's end, where its snapshot was taken: apply the change, or
+ * compute the read's results. Interrupts disabled, on the owning CPU.
+ */
+static void
+perfmon_snap_end(struct perfmon_snap *snap)
+{
+    if (snap->action != PERFMON_SNAP_READ) {
+        return;
+    }
+
+    for (unsigned int i = 0; i < snap->nr_events; i++) {
+        if (snap->apply != NULL) {
+            snap->apply(snap->events[i], snap, i);
+        } else {
+            snap->counts[i] = perfmon_event_count_at(snap->events[i],
+                                                     snap->values[i]);
+        }
+    }
+
+    if (snap->apply == NULL) {
+        perfmon_event_times_at(snap->events[0], snap, snap->offs[0],
+                               &snap->enabled, &snap->running);
+    }
+}
+
+/*
+ * The changes below apply to an event the values at a snapshot of the
+ * event, its i-th.
+ */
+
+/* Start an event's count and times at the snapshot of its attach. */
+static void
+perfmon_event_begin(struct perfmon_event *event,
+                    const struct perfmon_snap *snap, unsigned int i)
+{
+    event->start = snap->values[i];
+    event->final = 0;
+    event->disabled = false;
+    event->frozen = 0;
+    event->time_enabled = 0;
+    event->time_running = 0;
+    event->enabled_tsc = snap->now;
+    event->enabled_run = snap->run;
+    event->enabled_off = snap->offs[i];
+}
+
+void
+perfmon_event_apply_disable(struct perfmon_event *event,
+                            const struct perfmon_snap *snap, unsigned int i)
+{
+    if (!event->disabled) {
+        event->frozen = snap->values[i] - event->start;
+        perfmon_event_times_at(event, snap, snap->offs[i],
+                               &event->time_enabled, &event->time_running);
+        event->disabled = true;
+
+        /* Readers that find it disabled read frozen without a snapshot. */
+        __atomic_store_n(&event->state, PERFMON_EVENT_DISABLED,
+                         __ATOMIC_RELEASE);
+    }
+}
+
+void
+perfmon_event_apply_enable(struct perfmon_event *event,
+                           const struct perfmon_snap *snap, unsigned int i)
+{
+    if (event->disabled) {
+        /* Count on from the frozen count: re-base the start. */
+        event->start = snap->values[i] - event->frozen;
+        event->enabled_tsc = snap->now;
+        event->enabled_run = snap->run;
+        event->enabled_off = snap->offs[i];
+        event->disabled = false;
+        event->state = (event->thread != NULL) ? PERFMON_EVENT_THREAD
+                                               : PERFMON_EVENT_CPU;
+    }
+}
+
+void
+perfmon_event_apply_reset(struct perfmon_event *event,
+                          const struct perfmon_snap *snap, unsigned int i)
+{
+    if (event->disabled) {
+        event->frozen = 0;
+    } else {
+        event->start = snap->values[i];
+    }
+}
+
+void
+perfmon_events_attach(struct perfmon_event *const *events,
+                      unsigned int nr_events)
+{
+    struct perfmon_snap snap;
+
+    perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_ATTACH, NULL);
+
+    for (unsigned int i = 0; i < nr_events; i++) {
+        perfmon_event_begin(events[i], &snap, i);
+    }
+}
+
+/* Detach attached events of one target at one instant. */
+void
+perfmon_events_detach(struct perfmon_event *const *events,
+                      unsigned int nr_events)
+{
+    struct perfmon_snap snap;
+
+    perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_DETACH, NULL);
+
+    /* A group's slots part before they can take turns apart. */
+    if (events[0]->group != NULL) {
+        unsigned int indexes[PERFMON_GROUP_MAX] = { 0 };
+
+        for (unsigned int i = 0; i < nr_events; i++) {
+            indexes[i] = events[i]->pmc_index;
+        }
+
+        perfmon_mux_unlink(events[0]->dev, indexes, nr_events);
+    }
+
+    for (unsigned int i = 0; i < nr_events; i++) {
+        struct perfmon_event *event = events[i];
+        struct thread *thread = event->thread;
+
+        event->final = perfmon_event_count_at(event, snap.values[i]);
+        perfmon_event_times_at(event, &snap, snap.offs[i],
+                               &event->time_enabled, &event->time_running);
+
+        /* Before the unref: a sampler's slot is released from its td. */
+        perfmon_pmc_release(event->dev, event->pmc_index,
+                            (event->flags & PERFMON_EF_PINNED) != 0,
+                            !event->disabled, event->period != 0,
+                            (thread != NULL) ? thread_perfmon_td(thread)
+                                             : NULL,
+                            event->cpu);
+        event->thread = NULL;
+
+        if (thread != NULL) {
+            thread_unref(thread);
+        }
+
+        if (event->period != 0) {
+            perfmon_session_unref(event->session);
+        }
+
+        event->state = PERFMON_EVENT_DETACHED;
+    }
+}
