@@ -12,6 +12,8 @@
 
 #include <stdbool.h>
 
+#include <kern/assert.h>
+
 struct spinlock {
     unsigned int locked;
     unsigned int owner;     /* 1 + the owner's CPU index, for assertions */
@@ -33,5 +35,9 @@ void spinlock_unlock_intr_restore(struct spinlock *lock,
 
 /* True when the calling CPU holds the lock. For assertions. */
 bool spinlock_held(const struct spinlock *lock);
+
+/* A calling-context rule: the calling CPU holds lock. */
+#define spinlock_assert_held(lock)                                      \
+    assert_msg(spinlock_held(lock), "lock %p not held", (void *)(lock))
 
 #endif /* KERN_SPINLOCK_H */

@@ -299,6 +299,12 @@ spinlock_unlock_intr_restore(struct spinlock *lock, unsigned long flags)
     cpu_intr_restore(flags);
 }
 
+bool
+spinlock_held(const struct spinlock *lock)
+{
+    return lock->locked && lock->owner == 1;
+}
+
 unsigned int
 host_env_nr_locks_held(void)
 {
