@@ -140,7 +140,8 @@ def convert(args, out):
     capture = os.path.join(out, "capture.txt")
     path = {name: os.path.join(out, name) for name in OUTPUTS}
     steps = [
-        ([py, tool("gen-ksyms"), "--kallsyms", args.nm, args.elf],
+        ([py, os.path.join(os.path.dirname(HERE), "build", "gen-ksyms"),
+          "--kallsyms", args.nm, args.elf],
          path["kallsyms"]),
         ([py, tool("perf-convert"), "-f", "script", "-o",
           path["perf-script.txt"], capture], None),
