@@ -46,11 +46,11 @@ struct perfmon_dev_ops {
      * raw event but through this call, so a refusal only leaves the raw
      * event waiting for its turn.
      */
-    int (*alloc)(unsigned int *pmc_idp, unsigned int *widthp,
+    int (*alloc)(unsigned int *counterp, unsigned int *widthp,
                  uint64_t config);
 
     /* Release a counter reserved by alloc. As alloc. */
-    void (*free)(unsigned int pmc_id);
+    void (*free)(unsigned int counter);
 
     /*
      * Local: program and enable the counter, with no overflow pending
@@ -59,17 +59,17 @@ struct perfmon_dev_ops {
      * value, not from one read afterwards: a running counter may have
      * advanced, even wrapped, by the time it is read.
      */
-    uint64_t (*start)(unsigned int pmc_id, uint64_t config);
+    uint64_t (*start)(unsigned int counter, uint64_t config);
 
     /* Local: disable the counter and forget a pending overflow. */
-    void (*stop)(unsigned int pmc_id);
+    void (*stop)(unsigned int counter);
 
     /* Local: the counter's raw value. */
-    uint64_t (*read)(unsigned int pmc_id);
+    uint64_t (*read)(unsigned int counter);
 
     /*
      * Local, needed when the device sets overflow_intr: of the counters
-     * whose ids are set in ids (bit pmc_id), clear the overflows that
+     * whose ids are set in ids (bit counter), clear the overflows that
      * their interrupt has not reported yet (so the interrupt will not
      * report them) and return their bits. perfmon calls it before it
      * reads counters to bring them up to date with interrupts disabled,
@@ -101,7 +101,7 @@ struct perfmon_dev_ops {
      * with the counter counting, or inside a batch, where a counter
      * started in it counts only from batch_end.
      */
-    uint64_t (*preset)(unsigned int pmc_id, uint64_t n);
+    uint64_t (*preset)(unsigned int counter, uint64_t n);
 
     /*
      * Optional, for a device that samples: return 0, or EINVAL when the
@@ -134,7 +134,7 @@ struct perfmon_dev_ops {
 struct perfmon_dev {
     const char *name;
     const struct perfmon_dev_ops *ops;
-    unsigned int nr_pmcs;       /* counters, at most PERFMON_MAX_PMCS */
+    unsigned int nr_counters;       /* counters, at most PERFMON_MAX_COUNTERS */
     unsigned int min_width;     /* narrowest counter, for the poll period */
     bool sw;                    /* serves PERFMON_EF_SW events */
     bool overflow_intr;         /* overflows interrupt; else perfmon polls */
@@ -151,14 +151,14 @@ struct perfmon_dev {
                                    passing a counter from one thread's
                                    sampler to another's then reads and
                                    presets it without consuming first */
-    uint64_t fw_pmcs;           /* counter ids (bit n: id n) that
+    uint64_t fw_counters;           /* counter ids (bit n: id n) that
                                    firmware held at boot: the driver
                                    never allocates them (perf list shows
-                                   them); not counted in nr_pmcs */
+                                   them); not counted in nr_counters */
     struct perfmon_bank *bank;  /* optional: counters in per-CPU memory:
                                    a __percpu variable (perfmon reaches
                                    each CPU's copy), whose counter ids
-                                   are below nr_pmcs; see
+                                   are below nr_counters; see
                                    kern/perfmon_types.h */
 
     struct perfmon_dev_state *state;    /* perfmon's */
@@ -188,7 +188,7 @@ struct perfmon_dev {
 int perfmon_register(struct perfmon_dev *dev);
 
 /*
- * Report that counter pmc_id of dev wrapped once on the calling CPU since
+ * Report that counter counter of dev wrapped once on the calling CPU since
  * its previous report: perfmon brings the 64-bit value of the slot that
  * holds the counter on this CPU up to date,
  * counting the wrap even when the raw value is back above where it last
@@ -197,7 +197,7 @@ int perfmon_register(struct perfmon_dev *dev);
  * from its overflow interrupt handler, once per wrap. Local, interrupts
  * disabled.
  */
-void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
+void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int counter,
                              const struct perfmon_intr_ctx *ctx);
 
 /*

@@ -17,8 +17,8 @@
  * Whether slot index of dev holds a raw event that holds a counter, and
  * then the counter's id and width. Any context (a snapshot).
  */
-bool perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
-                     unsigned int *pmc_idp, unsigned int *widthp);
+bool perfmon_slot_counter(const struct perfmon_dev *dev, unsigned int index,
+                          unsigned int *counterp, unsigned int *widthp);
 
 /* The poll period of a device in ticks, 0 when it is not polled. */
 uint64_t perfmon_dev_poll_ticks(const struct perfmon_dev *dev);
@@ -27,13 +27,13 @@ uint64_t perfmon_dev_poll_ticks(const struct perfmon_dev *dev);
  * Slots of a device holding a raw event, a snapshot taken without a lock.
  * Any context, interrupt handlers included.
  */
-unsigned int perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev);
+unsigned int perfmon_dev_nr_used_slots(struct perfmon_dev *dev);
 
 /* The slot an attached event uses. Any context. */
-unsigned int perfmon_event_pmc_index(const struct perfmon_event *event);
+unsigned int perfmon_event_slot_index(const struct perfmon_event *event);
 
 /* Slots of all devices in use on a CPU (per-CPU tier). Any context. */
-unsigned int perfmon_cpu_nr_used_pmcs(unsigned int cpu);
+unsigned int perfmon_cpu_nr_used_slots(unsigned int cpu);
 
 /* A CPU's overflow count (syscnt perfmon_overflows/<cpu>). */
 uint64_t perfmon_nr_overflows(unsigned int cpu);

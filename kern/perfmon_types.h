@@ -16,7 +16,7 @@
  * (each device costs every thread and every CPU an array of slots).
  */
 #define PERFMON_MAX_DEVS    2
-#define PERFMON_MAX_PMCS    16      /* hardware counters per device */
+#define PERFMON_MAX_COUNTERS    16      /* hardware counters per device */
 
 /*
  * Slots per device: one per distinct raw event attached. More slots than
@@ -27,7 +27,7 @@
 struct perfmon_event;
 
 /* Per-thread tier: one entry per (device, slot). */
-struct perfmon_td_pmc {
+struct perfmon_td_slot {
     unsigned int nr_refs;   /* events of this thread using the slot */
     uint64_t cpu_start;     /* per-CPU value when the slot was loaded */
     uint64_t value;         /* the thread's total, up to the last unload */
@@ -44,18 +44,18 @@ struct perfmon_td {
     struct spinlock lock;
     unsigned int loaded_cpu;            /* PERFMON_CPU_NONE when off-CPU */
     uint32_t used[PERFMON_MAX_DEVS];    /* bit i: slot i has references */
-    struct perfmon_td_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
+    struct perfmon_td_slot slots[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
 
     /*
      * Per slot, the TSC time the thread ran with the slot holding no
      * counter (multiplexed out), up to the last switch or rotation: apart
-     * from pmcs, which the switch's per-slot loop indexes by a shift.
+     * from slots, which the switch's per-slot loop indexes by a shift.
      */
     uint64_t off[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
 
     /*
      * Sampling: the period a kept sample_left ends (the event's period may
-     * have changed since it began), apart from pmcs for the same reason.
+     * have changed since it began), apart from slots for the same reason.
      */
     uint64_t sample_periods[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
 
@@ -63,7 +63,7 @@ struct perfmon_td {
      * Sampling: the thread's sampling event on each slot it samples, which
      * the slot's counter serves while the thread is loaded (threads share
      * a sampling slot; each loads its own sampler), under the td lock like
-     * pmcs; and the same slots as a mask per device, under the device's
+     * slots; and the same slots as a mask per device, under the device's
      * lock, where allocation tells whether the thread may join a slot.
      */
     struct perfmon_event *samplers[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
@@ -79,7 +79,7 @@ struct perfmon_td {
  * the driver's read, and reloads for sampling with a store rather than
  * its preset. values[id] is counter id's raw value on the CPU, except for
  * the counters whose bit is set in hooked: their read needs the driver
- * (more than a load). values[nr_pmcs] always reads 0: perfmon points a
+ * (more than a load). values[nr_counters] always reads 0: perfmon points a
  * slot that holds no counter at it, so that it reads as a counter that
  * never moves. pending holds the counters whose overflow the device's
  * interrupt has yet to report; a reload by store clears the counter's
@@ -89,7 +89,7 @@ struct perfmon_td {
  * a whole 2^width. The software PMU (kern/perfmon/pmu_soft.h) is such a device.
  */
 struct perfmon_bank {
-    uint64_t values[PERFMON_MAX_PMCS + 1];
+    uint64_t values[PERFMON_MAX_COUNTERS + 1];
     uint32_t hooked;
     uint32_t pending;
 };

@@ -109,13 +109,13 @@ perfmon_shell_list(void)
         printf("hardware events: none counted here (no hardware PMU)\n");
     } else {
         printf("hardware events (%s, %u counters, :k kernel / :u user "
-               "only):\n", hw->name, hw->nr_pmcs);
+               "only):\n", hw->name, hw->nr_counters);
 
         /* The driver logged them once at boot; they stay unusable. */
-        if (hw->fw_pmcs != 0) {
+        if (hw->fw_counters != 0) {
             printf("  (firmware holds counters 0x%llx, enabled at boot: "
                    "left alone, not counted above)\n",
-                   (unsigned long long)hw->fw_pmcs);
+                   (unsigned long long)hw->fw_counters);
         }
     }
 
@@ -135,7 +135,7 @@ perfmon_shell_list(void)
 
     if (sw != NULL) {
         printf("software events (%s, %u counters of %u bits):\n", sw->name,
-               sw->nr_pmcs, sw->min_width);
+               sw->nr_counters, sw->min_width);
 
         for (unsigned int id = 0; id < PMU_SOFT_NR_EVENTS; id++) {
             if (id < PMU_SOFT_EV_EMIT) {
@@ -796,7 +796,7 @@ perfmon_shell_group_error(const struct perfmon_shell_stat *stat, int error)
 
     if (error == E2BIG && dev != NULL) {
         printf("perf stat: the group cannot count: %u distinct events, %u "
-               "counters (E2BIG)\n", nr_distinct, dev->nr_pmcs);
+               "counters (E2BIG)\n", nr_distinct, dev->nr_counters);
     } else {
         printf("perf stat: the group cannot count: %s (%s)%s\n",
                errno_name(error), errno_str(error),

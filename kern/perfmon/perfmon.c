@@ -43,19 +43,19 @@
  * ever touches it (kern/perfmon_nmi.h); the other path is a marked
  * section.
  */
-struct perfmon_cpu_pmc *
+struct perfmon_cpu_slot *
 perfmon_cpu_op_update(struct perfmon_event *event)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    struct perfmon_cpu_pmc *cpmc = event->cpu_pmc;
+    struct perfmon_cpu_slot *cslot = event->cpu_slot;
 
-    if (!perfmon_cpu_pmc_update_plain(cpu->banks[event->dev_index], cpmc)) {
+    if (!perfmon_cpu_slot_update_plain(cpu->banks[event->dev_index], cslot)) {
         perfmon_nmi_enter();
-        cpmc = perfmon_cpu_pmc_update_slot(event->dev, cpmc);
+        cslot = perfmon_cpu_slot_update_slot(event->dev, cslot);
         perfmon_nmi_leave();
     }
 
-    return cpmc;
+    return cslot;
 }
 
 /*
@@ -119,7 +119,7 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     event->flags = flags;
     event->dev = NULL;
     event->thread = NULL;
-    event->cpu_pmc = NULL;
+    event->cpu_slot = NULL;
     event->start = 0;
     event->final = 0;
     event->session = NULL;
@@ -203,10 +203,10 @@ perfmon_event_prepare(struct perfmon_event *event, struct thread *thread,
     }
 
     pin = (event->flags & PERFMON_EF_PINNED) != 0;
-    error = perfmon_pmc_acquire(dev, &config, &pin, 1, event->period != 0,
-                                (thread != NULL) ? thread_perfmon_td(thread)
+    error = perfmon_slot_acquire(dev, &config, &pin, 1, event->period != 0,
+                                 (thread != NULL) ? thread_perfmon_td(thread)
                                                  : NULL,
-                                cpu, indexp);
+                                 cpu, indexp);
 
     if (error) {
         return error;
@@ -290,15 +290,15 @@ perfmon_event_bind(struct perfmon_event *event, struct perfmon_dev *dev,
 {
     event->dev = dev;
     event->dev_index = dev->state->index;
-    event->pmc_index = index;
+    event->slot_index = index;
     event->thread = thread;
 
     if (thread != NULL) {
         thread_ref(thread);
     } else {
         event->cpu = cpu;
-        event->cpu_pmc = perfmon_cpu_pmc(percpu_ptr(perfmon_cpu, cpu), dev,
-                                         index);
+        event->cpu_slot = perfmon_cpu_slot(percpu_ptr(perfmon_cpu, cpu), dev,
+                                           index);
     }
 }
 
@@ -325,9 +325,9 @@ static void
 perfmon_td_op_count(struct perfmon_td_op *op, bool loaded)
 {
     op->value = perfmon_event_count_at(op->event,
-                                       perfmon_td_pmc_value(op->td, op->dev,
-                                                            op->index,
-                                                            loaded));
+                                       perfmon_td_slot_value(op->td, op->dev,
+                                                             op->index,
+                                                             loaded));
 }
 
 static __attribute__((noinline)) uint64_t
@@ -336,7 +336,7 @@ perfmon_event_read_thread_slow(struct perfmon_event *event)
     struct perfmon_td_op op = {
         .td = thread_perfmon_td(event->thread),
         .dev = event->dev,
-        .index = event->pmc_index,
+        .index = event->slot_index,
         .event = event,
         .fn = perfmon_td_op_count,
     };
@@ -365,9 +365,9 @@ perfmon_event_read_thread(struct perfmon_event *event)
 {
     struct thread *thread = event->thread;
     unsigned int d = event->dev_index;
-    unsigned int index = event->pmc_index;
-    const struct perfmon_td_pmc *tpmc;
-    struct perfmon_cpu_pmc *cpmc;
+    unsigned int index = event->slot_index;
+    const struct perfmon_td_slot *tslot;
+    struct perfmon_cpu_slot *cslot;
     struct perfmon_cpu *cpu;
     unsigned long flags;
     uint64_t value;
@@ -376,12 +376,12 @@ perfmon_event_read_thread(struct perfmon_event *event)
         /* A plain slot: no NMI touches it, no marked section needed. */
         flags = cpu_intr_save();
         cpu = cpu_local_ptr(perfmon_cpu);
-        cpmc = &cpu->pmcs[d][index];
+        cslot = &cpu->slots[d][index];
 
         if (!event->disabled
-            && perfmon_cpu_pmc_update_plain(cpu->banks[d], cpmc)) {
-            tpmc = &thread_perfmon_td(thread)->pmcs[d][index];
-            value = tpmc->value + (cpmc->value - tpmc->cpu_start)
+            && perfmon_cpu_slot_update_plain(cpu->banks[d], cslot)) {
+            tslot = &thread_perfmon_td(thread)->slots[d][index];
+            value = tslot->value + (cslot->value - tslot->cpu_start)
                     - event->start;
             cpu_intr_restore(flags);
             return value;
@@ -587,7 +587,7 @@ perfmon_event_enable(struct perfmon_event *event)
 
     if (event->disabled) {
         perfmon_event_change(event, perfmon_event_apply_enable);
-        perfmon_mux_enabled_add(event->dev, &event->pmc_index, 1, 1);
+        perfmon_mux_enabled_add(event->dev, &event->slot_index, 1, 1);
     }
 
     return 0;
@@ -602,7 +602,7 @@ perfmon_event_disable(struct perfmon_event *event)
 
     if (!event->disabled) {
         perfmon_event_change(event, perfmon_event_apply_disable);
-        perfmon_mux_enabled_add(event->dev, &event->pmc_index, 1, -1);
+        perfmon_mux_enabled_add(event->dev, &event->slot_index, 1, -1);
     }
 
     return 0;
@@ -625,9 +625,9 @@ perfmon_event_reset(struct perfmon_event *event)
 }
 
 unsigned int
-perfmon_event_pmc_index(const struct perfmon_event *event)
+perfmon_event_slot_index(const struct perfmon_event *event)
 {
-    return event->pmc_index;
+    return event->slot_index;
 }
 
 /* Each part of the core sets up what is its own. */

@@ -61,18 +61,18 @@ ARG_DEFINE_STRING("perfmon.pmi");
  * report still to come adds nothing.
  */
 __attribute__((noinline)) void
-perfmon_cpu_pmc_add_wrap(const struct perfmon_dev *dev,
-                         struct perfmon_cpu_pmc *cpmc, uint64_t raw,
-                         bool reported)
+perfmon_cpu_slot_add_wrap(const struct perfmon_dev *dev,
+                          struct perfmon_cpu_slot *cslot, uint64_t raw,
+                          bool reported)
 {
-    uint64_t mask = cpmc->mask;
-    uint64_t delta = (raw - cpmc->prev) & mask;
-    bool wrapped = raw < cpmc->prev;
+    uint64_t mask = cslot->mask;
+    uint64_t delta = (raw - cslot->prev) & mask;
+    bool wrapped = raw < cslot->prev;
 
     if (reported) {
-        if (cpmc->wrap_seen) {
+        if (cslot->wrap_seen) {
             /* Already added; a decrease now would be a new wrap. */
-            cpmc->wrap_seen = false;
+            cslot->wrap_seen = false;
         } else if (!wrapped && mask != ~0ULL) {
             /* Back at or above the last value: a whole wrap. A 64-bit
                counter (preset for sampling) cannot get there. */
@@ -82,15 +82,15 @@ perfmon_cpu_pmc_add_wrap(const struct perfmon_dev *dev,
             wrapped = true;
         }
     } else if (wrapped && dev->overflow_intr) {
-        cpmc->wrap_seen = true;
+        cslot->wrap_seen = true;
     }
 
     if (wrapped) {
         syscnt_inc(&cpu_local_ptr(perfmon_cpu)->sc_overflows);
     }
 
-    cpmc->value += delta;
-    cpmc->prev = raw;
+    cslot->value += delta;
+    cslot->prev = raw;
 }
 
 /*
@@ -98,44 +98,45 @@ perfmon_cpu_pmc_add_wrap(const struct perfmon_dev *dev,
  * overflow (devices with an interrupt only), one read, the add; a sampling
  * slot then takes the samples due.
  */
-__attribute__((noinline)) struct perfmon_cpu_pmc *
-perfmon_cpu_pmc_update_slot(struct perfmon_dev *dev,
-                            struct perfmon_cpu_pmc *cpmc)
+__attribute__((noinline)) struct perfmon_cpu_slot *
+perfmon_cpu_slot_update_slot(struct perfmon_dev *dev,
+                             struct perfmon_cpu_slot *cslot)
 {
     uint64_t pending = 0;
 
     /* Multiplexed out: nothing counts, the device is not touched. */
-    if (!cpmc->sched) {
-        return cpmc;
+    if (!cslot->sched) {
+        return cslot;
     }
 
     if (dev->overflow_intr) {
-        pending = dev->ops->overflow_consume(cpmc->id_bit);
+        pending = dev->ops->overflow_consume(cslot->id_bit);
     }
 
-    perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu_local_ptr(perfmon_cpu), dev),
-                         cpmc, pending);
+    perfmon_cpu_slot_sync(dev, perfmon_cpu_bank(cpu_local_ptr(perfmon_cpu),
+                                                dev),
+                          cslot, pending);
 
     /* An overflow consumed here is not reported: its samples are due. */
-    if (__builtin_expect(cpmc->sampler != NULL, 0)) {
-        perfmon_cpu_pmc_sample_due(dev, cpmc, pending != 0);
+    if (__builtin_expect(cslot->sampler != NULL, 0)) {
+        perfmon_cpu_slot_sample_due(dev, cslot, pending != 0);
     }
 
-    return cpmc;
+    return cslot;
 }
 
 /* Bring slot index of dev on cpu (this CPU) up to date, either way. */
-struct perfmon_cpu_pmc *
-perfmon_cpu_pmc_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                       unsigned int index)
+struct perfmon_cpu_slot *
+perfmon_cpu_slot_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                        unsigned int index)
 {
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
 
-    if (perfmon_cpu_pmc_update_plain(perfmon_cpu_bank(cpu, dev), cpmc)) {
-        return cpmc;
+    if (perfmon_cpu_slot_update_plain(perfmon_cpu_bank(cpu, dev), cslot)) {
+        return cslot;
     }
 
-    return perfmon_cpu_pmc_update_slot(dev, cpmc);
+    return perfmon_cpu_slot_update_slot(dev, cslot);
 }
 
 static void
@@ -164,30 +165,30 @@ perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
  * being loaded, or NULL. sampler: the sampling event the counter serves
  * here (a sampling slot's), else NULL.
  */
-struct perfmon_cpu_pmc *
-perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                    unsigned int index, struct perfmon_td *td,
-                    struct perfmon_event *sampler)
+struct perfmon_cpu_slot *
+perfmon_cpu_slot_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                     unsigned int index, struct perfmon_td *td,
+                     struct perfmon_event *sampler)
 {
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
 
-    if (cpmc->nr_refs == 0) {
-        const struct perfmon_pmc *pmc = &dev->state->pmcs[index];
+    if (cslot->nr_refs == 0) {
+        const struct perfmon_slot *slot = &dev->state->slots[index];
 
-        perfmon_cpu_pmc_user(cpu, dev, index);
+        perfmon_cpu_slot_user(cpu, dev, index);
         perfmon_cpu_sched_check(cpu, dev, td);
 
-        if (cpmc->sched) {
-            cpmc->prev = dev->ops->start(cpmc->pmc_id, pmc->config)
-                         & cpmc->mask;
+        if (cslot->sched) {
+            cslot->prev = dev->ops->start(cslot->counter, slot->config)
+                         & cslot->mask;
         }
 
-        cpmc->wrap_seen = false;
-        cpmc->sampler = sampler;
-        cpmc->plain = dev->bank != NULL && !dev->overflow_intr
+        cslot->wrap_seen = false;
+        cslot->sampler = sampler;
+        cslot->plain = dev->bank != NULL && !dev->overflow_intr
                       && sampler == NULL;
-        cpmc->armed = false;
-        cpmc->throttled_periods = 0;
+        cslot->armed = false;
+        cslot->throttled_periods = 0;
         cpu->used[dev->state->index] |= 1U << index;
 
         if (sampler != NULL && dev->preset_ends_overflows) {
@@ -197,36 +198,36 @@ perfmon_cpu_pmc_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         perfmon_poll_arm(cpu, dev);
     }
 
-    cpmc->nr_refs++;
-    return cpmc;
+    cslot->nr_refs++;
+    return cslot;
 }
 
 /* Drop a reference, stopping the counter with the last one. */
 void
-perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                    unsigned int index)
+perfmon_cpu_slot_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                     unsigned int index)
 {
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
 
-    assert(cpmc->nr_refs != 0);
+    assert(cslot->nr_refs != 0);
 
-    if (--cpmc->nr_refs == 0) {
+    if (--cslot->nr_refs == 0) {
         /* Periods a throttled event leaves with are reported now. */
-        if (cpmc->sampler != NULL && cpu->throttle.active
-            && (cpmc->armed || cpmc->throttled_periods != 0)) {
-            perfmon_sample_write_throttle(cpu, cpmc);
+        if (cslot->sampler != NULL && cpu->throttle.active
+            && (cslot->armed || cslot->throttled_periods != 0)) {
+            perfmon_sample_write_throttle(cpu, cslot);
         }
 
-        if (cpmc->sched) {
-            dev->ops->stop(cpmc->pmc_id);
+        if (cslot->sched) {
+            dev->ops->stop(cslot->counter);
         }
 
         cpu->used[dev->state->index] &= ~(1U << index);
         cpu->handoffs[dev->state->index] &= ~(1U << index);
         cpu->users_left[dev->state->index] |= 1U << index;
-        cpmc->sampler = NULL;
-        cpmc->plain = false;
-        cpmc->armed = false;
+        cslot->sampler = NULL;
+        cslot->plain = false;
+        cslot->armed = false;
     }
 }
 
@@ -239,8 +240,8 @@ perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * (perfmon_cpu_users_trim). Local, interrupts disabled.
  */
 void
-perfmon_cpu_pmc_user(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                     unsigned int index)
+perfmon_cpu_slot_user(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                      unsigned int index)
 {
     uint64_t bit = 1ULL << cpu_id();
 
@@ -285,7 +286,7 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 {
     const struct perfmon_dev_state *state = dev->state;
     unsigned int d = state->index;
-    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[d];
+    struct perfmon_cpu_slot *cslots = cpu->slots[d];
     uint32_t here = ~cpu->unsched[d], sched, lose, gain, stopping;
     unsigned int ids[PERFMON_MAX_SLOTS];
     uint64_t masks[PERFMON_MAX_SLOTS];
@@ -309,8 +310,8 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
         sched = READ_ONCE(state->sched_mask);
 
         FOR_EACH_BIT(i, sched) {
-            ids[i] = READ_ONCE(state->pmcs[i].pmc_id);
-            masks[i] = READ_ONCE(state->pmcs[i].mask);
+            ids[i] = READ_ONCE(state->slots[i].counter);
+            masks[i] = READ_ONCE(state->slots[i].mask);
         }
 
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
@@ -324,7 +325,7 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     gain = sched & ~here;
 
     FOR_EACH_BIT(i, sched & here) {
-        if (cpmcs[i].pmc_id != ids[i] || cpmcs[i].mask != masks[i]) {
+        if (cslots[i].counter != ids[i] || cslots[i].mask != masks[i]) {
             lose |= 1U << i;
             gain |= 1U << i;
         }
@@ -334,59 +335,59 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     pending = perfmon_dev_consume(cpu, dev, stopping);
 
     FOR_EACH_BIT(i, lose) {
-        struct perfmon_cpu_pmc *cpmc = &cpmcs[i];
+        struct perfmon_cpu_slot *cslot = &cslots[i];
 
         /* Pinned: a sampling slot keeps its counter. */
-        assert(cpmc->sampler == NULL);
+        assert(cslot->sampler == NULL);
 
         if (stopping & (1U << i)) {
-            perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu, dev), cpmc,
-                                 pending);
-            dev->ops->stop(cpmc->pmc_id);
+            perfmon_cpu_slot_sync(dev, perfmon_cpu_bank(cpu, dev), cslot,
+                                  pending);
+            dev->ops->stop(cslot->counter);
         }
 
-        cpu->slot_of[d][cpmc->pmc_id] = PERFMON_SLOT_NONE;
-        cpmc->sched = false;
+        cpu->slot_of[d][cslot->counter] = PERFMON_SLOT_NONE;
+        cslot->sched = false;
 
         /* A bank's last counter always reads 0. */
         if (dev->bank != NULL) {
-            cpmc->pmc_id = dev->nr_pmcs;
+            cslot->counter = dev->nr_counters;
         }
 
-        cpmc->mask = 0;
-        cpmc->id_bit = 0;
-        cpmc->prev = 0;
-        cpmc->wrap_seen = false;
-        cpmc->off_since = now;
-        cpmc->off_mark = now;
+        cslot->mask = 0;
+        cslot->id_bit = 0;
+        cslot->prev = 0;
+        cslot->wrap_seen = false;
+        cslot->off_since = now;
+        cslot->off_mark = now;
         cpu->unsched[d] |= 1U << i;
     }
 
     FOR_EACH_BIT(i, gain) {
-        struct perfmon_cpu_pmc *cpmc = &cpmcs[i];
+        struct perfmon_cpu_slot *cslot = &cslots[i];
 
         /* Not a move from another counter: its time off ends. */
-        if (!cpmc->sched) {
-            cpmc->off_total += now - cpmc->off_since;
+        if (!cslot->sched) {
+            cslot->off_total += now - cslot->off_since;
 
             if (td != NULL && (td->used[d] & (1U << i))) {
-                td->off[d][i] += now - cpmc->off_mark;
+                td->off[d][i] += now - cslot->off_mark;
             }
 
             cpu->unsched[d] &= ~(1U << i);
         }
 
         assert(ids[i] < 64);
-        cpmc->sched = true;
-        cpmc->pmc_id = ids[i];
-        cpmc->mask = masks[i];
-        cpmc->id_bit = 1ULL << ids[i];
+        cslot->sched = true;
+        cslot->counter = ids[i];
+        cslot->mask = masks[i];
+        cslot->id_bit = 1ULL << ids[i];
         cpu->slot_of[d][ids[i]] = (uint8_t)i;
 
         if (cpu->used[d] & (1U << i)) {
-            cpmc->prev = dev->ops->start(ids[i], state->pmcs[i].config)
-                         & cpmc->mask;
-            cpmc->wrap_seen = false;
+            cslot->prev = dev->ops->start(ids[i], state->slots[i].config)
+                         & cslot->mask;
+            cslot->wrap_seen = false;
         }
     }
 
@@ -411,7 +412,7 @@ perfmon_poll_local(struct perfmon_dev *dev)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     const struct perfmon_bank *bank = perfmon_cpu_bank(cpu, dev);
-    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state->index];
+    struct perfmon_cpu_slot *cslots = cpu->slots[dev->state->index];
     uint32_t used;
     uint64_t pending;
 
@@ -420,7 +421,7 @@ perfmon_poll_local(struct perfmon_dev *dev)
     pending = perfmon_dev_consume(cpu, dev, used);
 
     FOR_EACH_BIT(index, used) {
-        perfmon_cpu_pmc_sync(dev, bank, &cpmcs[index], pending);
+        perfmon_cpu_slot_sync(dev, bank, &cslots[index], pending);
     }
 
     perfmon_nmi_leave();
@@ -633,7 +634,7 @@ perfmon_nmi_run_deferred(void)
 }
 
 unsigned int
-perfmon_cpu_nr_used_pmcs(unsigned int cpu)
+perfmon_cpu_nr_used_slots(unsigned int cpu)
 {
     const struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
     unsigned int n = 0;
@@ -655,8 +656,8 @@ perfmon_event_counting_here(const struct perfmon_event *event)
         return false;
     }
 
-    return perfmon_cpu_pmc(cpu_local_ptr(perfmon_cpu), event->dev,
-                           event->pmc_index)->sched;
+    return perfmon_cpu_slot(cpu_local_ptr(perfmon_cpu), event->dev,
+                            event->slot_index)->sched;
 }
 
 uint64_t
@@ -688,7 +689,8 @@ perfmon_cpu_dev_init(struct perfmon_dev *dev)
         }
 
         for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-            pcpu->pmcs[d][i].pmc_id = (dev->bank != NULL) ? dev->nr_pmcs : 0;
+            pcpu->slots[d][i].counter = (dev->bank != NULL)
+                                        ? dev->nr_counters : 0;
         }
     }
 }

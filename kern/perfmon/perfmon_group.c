@@ -112,7 +112,7 @@ perfmon_group_add(struct perfmon_group *group, struct perfmon_event *event)
 /*
  * Check a group can be attached and take a slot for each of its events,
  * all or none, into indexes, as one unit decided before anything changes
- * (perfmon_pmc_acquire); nothing of the events changes.
+ * (perfmon_slot_acquire); nothing of the events changes.
  */
 static int
 perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
@@ -167,12 +167,12 @@ perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
         nr_configs += (j == i);
     }
 
-    if (nr_configs > dev->nr_pmcs) {
+    if (nr_configs > dev->nr_counters) {
         return E2BIG;
     }
 
-    error = perfmon_pmc_acquire(dev, configs, pins, group->nr_events, false,
-                                NULL, 0, indexes);
+    error = perfmon_slot_acquire(dev, configs, pins, group->nr_events, false,
+                                 NULL, 0, indexes);
 
     if (error) {
         return error;
@@ -320,7 +320,7 @@ perfmon_group_change(struct perfmon_group *group,
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
         if (delta != 0 && disabled[i] != group->events[i]->disabled) {
-            indexes[nr_indexes++] = group->events[i]->pmc_index;
+            indexes[nr_indexes++] = group->events[i]->slot_index;
         }
     }
 

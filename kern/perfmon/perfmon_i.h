@@ -46,7 +46,7 @@
  *   way (perfmon_cpu_sched_check). A change reaches by a cross-CPU call
  *   only the CPUs that use one of the slots it changed (users, which each
  *   CPU updates for itself); the others follow when they next take one of
- *   those slots into use (perfmon_cpu_pmc_get). A CPU may wait for a
+ *   those slots into use (perfmon_cpu_slot_get). A CPU may wait for a
  *   schedule write to end while it holds its run queue lock (a context
  *   switch), so nothing inside a write takes a run queue lock: the
  *   rotation thread is woken (perfmon_mux_lock, then the run queue) after
@@ -74,11 +74,11 @@
  * sched_mask), the counter it holds on every CPU (the CPUs follow the
  * schedule when they next look at it).
  */
-struct perfmon_pmc {
+struct perfmon_slot {
     unsigned int nr_refs;
     unsigned int nr_pinned;     /* references that pin it */
     unsigned int nr_enabled;    /* references by enabled events */
-    unsigned int pmc_id;
+    unsigned int counter;
     unsigned int width;
     uint64_t mask;              /* 2^width - 1 */
     uint64_t config;
@@ -115,14 +115,14 @@ struct perfmon_dev_state {
     bool mux_waiting;           /* a unit waits for counters */
     uint64_t sched_stamp;       /* TSC of the last schedule change */
     uint64_t nr_rotations;
-    struct perfmon_pmc pmcs[PERFMON_MAX_SLOTS];
+    struct perfmon_slot slots[PERFMON_MAX_SLOTS];
 
     /*
      * Per slot, the CPUs that may be using it (every CPU whose per-CPU
      * tier holds a reference, and some that did since the last change
      * that reached them): a schedule change reaches those of its changed
      * slots only. Each CPU sets and clears its own bit, atomically,
-     * without the device lock (perfmon_cpu_pmc_user).
+     * without the device lock (perfmon_cpu_slot_user).
      */
     uint64_t users[PERFMON_MAX_SLOTS];
     uint16_t links[PERFMON_MAX_SLOTS][PERFMON_MAX_SLOTS];
@@ -161,15 +161,15 @@ struct perfmon_dev_state {
     })
 
 /*
- * A slot on a CPU. pmc_id, mask and id_bit copy the global slot's while
+ * A slot on a CPU. counter, mask and id_bit copy the global slot's while
  * the CPU uses it, so that the hot paths touch only this structure.
  */
-struct perfmon_cpu_pmc {
+struct perfmon_cpu_slot {
     unsigned int nr_refs;   /* CPU events and loaded threads using it */
     bool wrap_seen;         /* a wrap was added before its interrupt came */
     bool plain;             /* a software PMU counter, polled, not sampling:
-                               perfmon_cpu_pmc_update_plain may update it */
-    unsigned int pmc_id;
+                               perfmon_cpu_slot_update_plain may update it */
+    unsigned int counter;
     uint64_t mask;
     uint64_t id_bit;
     uint64_t prev;          /* last raw counter value */
@@ -181,7 +181,7 @@ struct perfmon_cpu_pmc {
      * sample is due when value reaches sample_next, ending a period
      * of sample_period; armed while the event may take samples. armed is
      * not the event's samples_left != 0: it is also false from the slot's
-     * start until perfmon_cpu_pmc_arm sets sample_next, so an update in
+     * start until perfmon_cpu_slot_arm sets sample_next, so an update in
      * between takes no sample against a stale sample_next.
      */
     struct perfmon_event *sampler;
@@ -191,13 +191,13 @@ struct perfmon_cpu_pmc {
     uint64_t throttled_periods; /* expired unsampled while throttled */
 
     /*
-     * Multiplexing. sched: the slot holds counter pmc_id on this CPU (the
+     * Multiplexing. sched: the slot holds counter counter on this CPU (the
      * CPU's copy of the schedule; its complement is also a bit of the CPU's
      * unsched mask, kept for the context switch's single test, while paths
      * that hold only the slot test this). A slot without a counter reads as
      * a counter that never moves (mask and id_bit 0, so every read gives 0
-     * and no overflow is consumed for it; perfmon_cpu_pmc_sync does not
-     * read it, since its pmc_id may name no counter). Its
+     * and no overflow is consumed for it; perfmon_cpu_slot_sync does not
+     * read it, since its counter may name no counter). Its
      * time without a counter is off_total plus, while it has none, the time
      * since off_since (CPU events), and the loaded thread's part since
      * off_mark (its load or the slot's loss, whichever came last).
@@ -208,9 +208,9 @@ struct perfmon_cpu_pmc {
     uint64_t off_mark;
 } __attribute__((aligned(64)));    /* 128 bytes: indexed by a shift */
 
-_Static_assert(sizeof(struct perfmon_cpu_pmc) == 128,
+_Static_assert(sizeof(struct perfmon_cpu_slot) == 128,
                "the hot paths index a CPU's slots by a shift");
-_Static_assert(sizeof(struct perfmon_td_pmc) == 32,
+_Static_assert(sizeof(struct perfmon_td_slot) == 32,
                "the switch indexes a thread's slots by a shift");
 
 /*
@@ -226,7 +226,7 @@ struct perfmon_throttle {
 };
 
 struct perfmon_cpu {
-    struct perfmon_cpu_pmc pmcs[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
+    struct perfmon_cpu_slot slots[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
     uint32_t used[PERFMON_MAX_DEVS];        /* slots with nr_refs > 0 */
     uint32_t unsched[PERFMON_MAX_DEVS];     /* slots without a counter */
     uint32_t handoffs[PERFMON_MAX_DEVS];    /* sampling slots of a device
@@ -321,17 +321,17 @@ extern struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
 extern unsigned int perfmon_nr_devs;
 
 /* perfmon_slot.c: devices and slots */
-int perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
-                        const bool *pins, unsigned int nr, bool sampler,
-                        struct perfmon_td *td, unsigned int cpu,
-                        unsigned int *indexes);
-void perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
-                         bool enabled, bool sampler, struct perfmon_td *td,
-                         unsigned int cpu);
+int perfmon_slot_acquire(struct perfmon_dev *dev, const uint64_t *configs,
+                         const bool *pins, unsigned int nr, bool sampler,
+                         struct perfmon_td *td, unsigned int cpu,
+                         unsigned int *indexes);
+void perfmon_slot_release(struct perfmon_dev *dev, unsigned int index, bool pin,
+                          bool enabled, bool sampler, struct perfmon_td *td,
+                          unsigned int cpu);
 
 /* perfmon_mux.c: the schedule */
 uint32_t perfmon_sched_end(struct perfmon_dev_state *state);
-bool perfmon_pmc_wanted(const struct perfmon_pmc *pmc);
+bool perfmon_mux_slot_wanted(const struct perfmon_slot *slot);
 uint32_t perfmon_mux_unit(const struct perfmon_dev_state *state,
                           unsigned int index);
 void perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit);
@@ -355,24 +355,24 @@ void perfmon_mux_enabled_add(struct perfmon_dev *dev,
 void perfmon_mux_main(void *arg);
 
 /* perfmon_cpu.c: the per-CPU tier */
-void perfmon_cpu_pmc_add_wrap(const struct perfmon_dev *dev,
-                              struct perfmon_cpu_pmc *cpmc, uint64_t raw,
-                              bool reported);
-struct perfmon_cpu_pmc *
-perfmon_cpu_pmc_update_slot(struct perfmon_dev *dev,
-                            struct perfmon_cpu_pmc *cpmc);
-struct perfmon_cpu_pmc *perfmon_cpu_pmc_update(struct perfmon_cpu *cpu,
-                                               struct perfmon_dev *dev,
-                                               unsigned int index);
-struct perfmon_cpu_pmc *perfmon_cpu_pmc_get(struct perfmon_cpu *cpu,
-                                            struct perfmon_dev *dev,
-                                            unsigned int index,
-                                            struct perfmon_td *td,
-                                            struct perfmon_event *sampler);
-void perfmon_cpu_pmc_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                         unsigned int index);
-void perfmon_cpu_pmc_user(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+void perfmon_cpu_slot_add_wrap(const struct perfmon_dev *dev,
+                               struct perfmon_cpu_slot *cslot, uint64_t raw,
+                               bool reported);
+struct perfmon_cpu_slot *
+perfmon_cpu_slot_update_slot(struct perfmon_dev *dev,
+                             struct perfmon_cpu_slot *cslot);
+struct perfmon_cpu_slot *perfmon_cpu_slot_update(struct perfmon_cpu *cpu,
+                                                 struct perfmon_dev *dev,
+                                                 unsigned int index);
+struct perfmon_cpu_slot *perfmon_cpu_slot_get(struct perfmon_cpu *cpu,
+                                              struct perfmon_dev *dev,
+                                              unsigned int index,
+                                              struct perfmon_td *td,
+                                              struct perfmon_event *sampler);
+void perfmon_cpu_slot_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                           unsigned int index);
+void perfmon_cpu_slot_user(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                           unsigned int index);
 void perfmon_cpu_users_trim(struct perfmon_cpu *cpu, struct perfmon_dev *dev);
 void perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                              struct perfmon_td *td, uint64_t now);
@@ -381,31 +381,32 @@ void perfmon_poll_timer(struct timer *timer);
 
 /* perfmon_sample.c: sampling */
 void perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
-                                   struct perfmon_cpu_pmc *cpmc);
-void perfmon_cpu_pmc_arm(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
-                         uint64_t left, uint64_t period);
-void perfmon_cpu_pmc_discard(struct perfmon_dev *dev,
-                             struct perfmon_cpu_pmc *cpmc);
-void perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                            struct perfmon_cpu_pmc *cpmc,
-                            const struct perfmon_intr_ctx *ctx, bool reload);
-void perfmon_cpu_pmc_sample_leave(struct perfmon_cpu *cpu,
-                                  struct perfmon_dev *dev,
-                                  struct perfmon_cpu_pmc *cpmc,
-                                  const struct perfmon_intr_ctx *ctx);
-void perfmon_cpu_pmc_sample_due(struct perfmon_dev *dev,
-                                struct perfmon_cpu_pmc *cpmc, bool reload);
+                                   struct perfmon_cpu_slot *cslot);
+void perfmon_cpu_slot_arm(struct perfmon_dev *dev,
+                          struct perfmon_cpu_slot *cslot,
+                          uint64_t left, uint64_t period);
+void perfmon_cpu_slot_discard(struct perfmon_dev *dev,
+                              struct perfmon_cpu_slot *cslot);
+void perfmon_cpu_slot_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                             struct perfmon_cpu_slot *cslot,
+                             const struct perfmon_intr_ctx *ctx, bool reload);
+void perfmon_cpu_slot_sample_leave(struct perfmon_cpu *cpu,
+                                   struct perfmon_dev *dev,
+                                   struct perfmon_cpu_slot *cslot,
+                                   const struct perfmon_intr_ctx *ctx);
+void perfmon_cpu_slot_sample_due(struct perfmon_dev *dev,
+                                 struct perfmon_cpu_slot *cslot, bool reload);
 void perfmon_throttle_timer(struct timer *timer);
-void perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *cpmc);
-void perfmon_freq_unload(struct perfmon_cpu_pmc *cpmc);
+void perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_slot *cslot);
+void perfmon_freq_unload(struct perfmon_cpu_slot *cslot);
 void perfmon_freq_timer(struct timer *timer);
 void perfmon_sample_throttle_arm(struct perfmon_cpu *cpu);
 bool perfmon_dev_can_sample(const struct perfmon_dev *dev);
 void perfmon_event_sampling_attach(struct perfmon_event *event);
 
 /* perfmon_td.c: the per-thread tier */
-uint64_t perfmon_td_pmc_value(struct perfmon_td *td, struct perfmon_dev *dev,
-                              unsigned int index, bool loaded);
+uint64_t perfmon_td_slot_value(struct perfmon_td *td, struct perfmon_dev *dev,
+                               unsigned int index, bool loaded);
 void perfmon_td_run(struct perfmon_td_op *op);
 void perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded);
 void perfmon_td_op_read(struct perfmon_td_op *op, bool loaded);
@@ -448,7 +449,7 @@ bool perfmon_dev_period_ok(const struct perfmon_dev *dev, uint64_t config,
 void perfmon_event_bind(struct perfmon_event *event, struct perfmon_dev *dev,
                         unsigned int index, struct thread *thread,
                         unsigned int cpu);
-struct perfmon_cpu_pmc *perfmon_cpu_op_update(struct perfmon_event *event);
+struct perfmon_cpu_slot *perfmon_cpu_op_update(struct perfmon_event *event);
 uint64_t perfmon_muldiv(uint64_t a, uint64_t b, uint64_t c);
 bool perfmon_event_valid(const struct perfmon_event *event);
 
@@ -458,29 +459,29 @@ int perfmon_sample_setup(void);
 int perfmon_mux_setup(void);
 void perfmon_cpu_dev_init(struct perfmon_dev *dev);
 
-static inline struct perfmon_cpu_pmc *
-perfmon_cpu_pmc(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
-                unsigned int index)
+static inline struct perfmon_cpu_slot *
+perfmon_cpu_slot(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
+                 unsigned int index)
 {
-    return &cpu->pmcs[dev->state->index][index];
+    return &cpu->slots[dev->state->index][index];
 }
 
 /*
  * The common case inline (no report, no decrease: the plain difference),
  * the rest above. Hot: every switch and poll comes here per slot. (The
  * overflow path has its common case, a wrap reported as it happens,
- * inline too: perfmon_cpu_pmc_overflow.)
+ * inline too: perfmon_cpu_slot_overflow.)
  */
 static inline void
-perfmon_cpu_pmc_add(const struct perfmon_dev *dev,
-                    struct perfmon_cpu_pmc *cpmc, uint64_t raw,
-                    bool reported)
+perfmon_cpu_slot_add(const struct perfmon_dev *dev,
+                     struct perfmon_cpu_slot *cslot, uint64_t raw,
+                     bool reported)
 {
-    if (__builtin_expect(!reported && raw >= cpmc->prev, 1)) {
-        cpmc->value += raw - cpmc->prev;
-        cpmc->prev = raw;
+    if (__builtin_expect(!reported && raw >= cslot->prev, 1)) {
+        cslot->value += raw - cslot->prev;
+        cslot->prev = raw;
     } else {
-        perfmon_cpu_pmc_add_wrap(dev, cpmc, raw, reported);
+        perfmon_cpu_slot_add_wrap(dev, cslot, raw, reported);
     }
 }
 
@@ -495,7 +496,7 @@ static inline uint64_t
 perfmon_dev_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                     uint32_t mask)
 {
-    const struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[dev->state->index];
+    const struct perfmon_cpu_slot *cslots = cpu->slots[dev->state->index];
     uint64_t ids = 0;
 
     if (!dev->overflow_intr) {
@@ -503,7 +504,7 @@ perfmon_dev_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     }
 
     FOR_EACH_BIT(index, mask) {
-        ids |= cpmcs[index].id_bit;
+        ids |= cslots[index].id_bit;
     }
 
     /* Slots without a counter (multiplexed out) have no id bit. */
@@ -523,20 +524,20 @@ perfmon_cpu_bank(const struct perfmon_cpu *cpu, const struct perfmon_dev *dev)
 
 /* A slot's raw counter value. Local, interrupts disabled. */
 static inline uint64_t
-perfmon_cpu_pmc_read(const struct perfmon_dev *dev,
-                     const struct perfmon_bank *bank,
-                     const struct perfmon_cpu_pmc *cpmc)
+perfmon_cpu_slot_read(const struct perfmon_dev *dev,
+                      const struct perfmon_bank *bank,
+                      const struct perfmon_cpu_slot *cslot)
 {
     uint64_t raw;
 
     /* A hooked bank counter needs more than a load: the driver's read. */
-    if (bank != NULL && !(bank->hooked & (1U << cpmc->pmc_id))) {
-        raw = bank->values[cpmc->pmc_id];
+    if (bank != NULL && !(bank->hooked & (1U << cslot->counter))) {
+        raw = bank->values[cslot->counter];
     } else {
-        raw = dev->ops->read(cpmc->pmc_id);
+        raw = dev->ops->read(cslot->counter);
     }
 
-    return raw & cpmc->mask;
+    return raw & cslot->mask;
 }
 
 /*
@@ -545,21 +546,21 @@ perfmon_cpu_pmc_read(const struct perfmon_dev *dev,
  * switches and reads that are off their fast path.
  */
 static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_sync(const struct perfmon_dev *dev,
-                     const struct perfmon_bank *bank,
-                     struct perfmon_cpu_pmc *cpmc, uint64_t pending)
+perfmon_cpu_slot_sync(const struct perfmon_dev *dev,
+                      const struct perfmon_bank *bank,
+                      struct perfmon_cpu_slot *cslot, uint64_t pending)
 {
     /*
      * No counter here (multiplexed out, or never given one on this CPU):
-     * nothing moved, and its pmc_id may name no counter at all (0, with
+     * nothing moved, and its counter may name no counter at all (0, with
      * a PMU of fixed counters only), so the device is not touched.
      */
-    if (!cpmc->sched) {
+    if (!cslot->sched) {
         return;
     }
 
-    perfmon_cpu_pmc_add(dev, cpmc, perfmon_cpu_pmc_read(dev, bank, cpmc),
-                        (pending & cpmc->id_bit) != 0);
+    perfmon_cpu_slot_add(dev, cslot, perfmon_cpu_slot_read(dev, bank, cslot),
+                         (pending & cslot->id_bit) != 0);
 }
 
 /*
@@ -567,28 +568,28 @@ perfmon_cpu_pmc_sync(const struct perfmon_dev *dev,
  * is a load from bank (this CPU's) and has not wrapped since the last
  * update is brought up to date with no call, so that the caller needs no
  * registers saved. Return false, having changed nothing, for any other
- * slot: the caller then takes the general path (perfmon_cpu_pmc_update_slot,
- * perfmon_cpu_pmc_sync). Local, interrupts disabled.
+ * slot: the caller then takes the general path (perfmon_cpu_slot_update_slot,
+ * perfmon_cpu_slot_sync). Local, interrupts disabled.
  */
 static inline bool
-perfmon_cpu_pmc_update_plain(const struct perfmon_bank *bank,
-                             struct perfmon_cpu_pmc *cpmc)
+perfmon_cpu_slot_update_plain(const struct perfmon_bank *bank,
+                              struct perfmon_cpu_slot *cslot)
 {
     uint64_t raw;
 
     /* Plain: its device has a bank (never NULL here); ids are below 64. */
-    if (!cpmc->plain || (bank->hooked & cpmc->id_bit) != 0) {
+    if (!cslot->plain || (bank->hooked & cslot->id_bit) != 0) {
         return false;
     }
 
-    raw = bank->values[cpmc->pmc_id] & cpmc->mask;
+    raw = bank->values[cslot->counter] & cslot->mask;
 
-    if (raw < cpmc->prev) {
+    if (raw < cslot->prev) {
         return false;
     }
 
-    cpmc->value += raw - cpmc->prev;
-    cpmc->prev = raw;
+    cslot->value += raw - cslot->prev;
+    cslot->prev = raw;
     return true;
 }
 

@@ -99,9 +99,9 @@ perfmon_sched_end(struct perfmon_dev_state *state)
 }
 
 static bool
-perfmon_pmc_pinned(const struct perfmon_pmc *pmc)
+perfmon_mux_slot_pinned(const struct perfmon_slot *slot)
 {
-    return pmc->nr_pinned != 0 || pmc->sampling;
+    return slot->nr_pinned != 0 || slot->sampling;
 }
 
 /*
@@ -110,9 +110,9 @@ perfmon_pmc_pinned(const struct perfmon_pmc *pmc)
  * holds a counter only where no other unit waits for one.
  */
 bool
-perfmon_pmc_wanted(const struct perfmon_pmc *pmc)
+perfmon_mux_slot_wanted(const struct perfmon_slot *slot)
 {
-    return pmc->nr_enabled != 0 || perfmon_pmc_pinned(pmc);
+    return slot->nr_enabled != 0 || perfmon_mux_slot_pinned(slot);
 }
 
 /* The slots linked to slot index by groups, transitively, itself too. */
@@ -140,7 +140,7 @@ perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit)
 
     FOR_EACH_BIT(i, unit & state->sched_mask) {
         perfmon_sched_write(state, i);
-        dev->ops->free(state->pmcs[i].pmc_id);
+        dev->ops->free(state->slots[i].counter);
         WRITE_ONCE(state->sched_mask, state->sched_mask & ~(1U << i));
     }
 }
@@ -153,21 +153,21 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
     uint32_t taken = 0;
 
     FOR_EACH_BIT(i, unit & ~state->sched_mask) {
-        struct perfmon_pmc *pmc = &state->pmcs[i];
-        unsigned int pmc_id, width;
+        struct perfmon_slot *slot = &state->slots[i];
+        unsigned int counter, width;
 
-        if (dev->ops->alloc(&pmc_id, &width, pmc->config) != 0) {
+        if (dev->ops->alloc(&counter, &width, slot->config) != 0) {
             perfmon_mux_drop(dev, taken);
             return false;
         }
 
         /* A counter in memory is an entry of the device's bank. */
-        assert(width >= 1 && width <= 64 && pmc_id < 64
-               && (dev->bank == NULL || pmc_id < dev->nr_pmcs));
+        assert(width >= 1 && width <= 64 && counter < 64
+               && (dev->bank == NULL || counter < dev->nr_counters));
         perfmon_sched_write(state, i);
-        WRITE_ONCE(pmc->pmc_id, pmc_id);
-        pmc->width = width;
-        WRITE_ONCE(pmc->mask, bitops_width_mask(width));
+        WRITE_ONCE(slot->counter, counter);
+        slot->width = width;
+        WRITE_ONCE(slot->mask, bitops_width_mask(width));
         WRITE_ONCE(state->sched_mask, state->sched_mask | (1U << i));
         taken |= 1U << i;
     }
@@ -187,7 +187,7 @@ perfmon_mux_account(struct perfmon_dev_state *state)
     uint64_t now = cpu_get_tsc();
 
     FOR_EACH_BIT(i, state->sched_mask) {
-        state->pmcs[i].sched_time += now - state->sched_stamp;
+        state->slots[i].sched_time += now - state->sched_stamp;
     }
 
     state->sched_stamp = now;
@@ -204,9 +204,9 @@ perfmon_mux_range(const struct perfmon_dev_state *state, uint64_t *leastp,
     uint64_t least = UINT64_MAX, most = 0;
 
     FOR_EACH_BIT(i, state->used_mask) {
-        if (perfmon_pmc_wanted(&state->pmcs[i])) {
-            least = MIN(least, state->pmcs[i].sched_time);
-            most = MAX(most, state->pmcs[i].sched_time);
+        if (perfmon_mux_slot_wanted(&state->slots[i])) {
+            least = MIN(least, state->slots[i].sched_time);
+            most = MAX(most, state->slots[i].sched_time);
         }
     }
 
@@ -313,9 +313,9 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
         idle[n] = true;
 
         FOR_EACH_BIT(j, unit) {
-            pinned[n] |= perfmon_pmc_pinned(&state->pmcs[j]);
-            idle[n] &= !perfmon_pmc_wanted(&state->pmcs[j]);
-            times[n] = MIN(times[n], state->pmcs[j].sched_time);
+            pinned[n] |= perfmon_mux_slot_pinned(&state->slots[j]);
+            idle[n] &= !perfmon_mux_slot_wanted(&state->slots[j]);
+            times[n] = MIN(times[n], state->slots[j].sched_time);
         }
 
         for (; n > 0 && (idle[n - 1] > idle[n]
@@ -447,7 +447,7 @@ perfmon_mux_follow(void *arg)
  * switch or attach to come does not count on the old one (a raw event
  * left waiting while a counter is free); when a unit waits, have the
  * rotation thread rotate. The other CPUs follow when they next take one
- * of those slots into use (perfmon_cpu_pmc_get): a change costs the CPUs
+ * of those slots into use (perfmon_cpu_slot_get): a change costs the CPUs
  * that count, not the machine. Thread context.
  */
 void
@@ -495,13 +495,13 @@ perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit)
         bool pin = false;
 
         FOR_EACH_BIT(j, other) {
-            pin |= perfmon_pmc_pinned(&state->pmcs[j]);
+            pin |= perfmon_mux_slot_pinned(&state->slots[j]);
         }
 
         pinned += pin;
     }
 
-    return bitops_popcount(unit) + pinned <= dev->nr_pmcs;
+    return bitops_popcount(unit) + pinned <= dev->nr_counters;
 }
 
 /* Count (delta 1) or uncount (delta -1) the links of a group's slots. */
@@ -574,18 +574,18 @@ perfmon_mux_enabled_add(struct perfmon_dev *dev, const unsigned int *indexes,
     any = perfmon_mux_range(state, &least, &most);  /* before any toggles */
 
     for (unsigned int i = 0; i < nr_indexes; i++) {
-        struct perfmon_pmc *pmc = &state->pmcs[indexes[i]];
-        bool wanted = perfmon_pmc_wanted(pmc);
+        struct perfmon_slot *slot = &state->slots[indexes[i]];
+        bool wanted = perfmon_mux_slot_wanted(slot);
 
-        assert(delta > 0 || pmc->nr_enabled != 0);
-        pmc->nr_enabled += delta;
+        assert(delta > 0 || slot->nr_enabled != 0);
+        slot->nr_enabled += delta;
 
-        if (wanted != perfmon_pmc_wanted(pmc)) {
+        if (wanted != perfmon_mux_slot_wanted(slot)) {
             toggled = true;
 
             if (!wanted) {
-                pmc->sched_time = perfmon_mux_level(pmc->sched_time, any,
-                                                    least, most);
+                slot->sched_time = perfmon_mux_level(slot->sched_time, any,
+                                                     least, most);
             }
         }
     }

@@ -174,11 +174,11 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
 /* Tell the sessions of a slot's event that its sampling was throttled. */
 void
 perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
-                              struct perfmon_cpu_pmc *cpmc)
+                              struct perfmon_cpu_slot *cslot)
 {
     struct perfmon_record_throttle *record;
 
-    record = perfmon_session_reserve(cpmc->sampler->session,
+    record = perfmon_session_reserve(cslot->sampler->session,
                                      sizeof(*record));
 
     if (record != NULL) {
@@ -187,11 +187,11 @@ perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
         record->header.cpu = cpu_id();
         record->time_start = cpu->throttle.time_start;
         record->time_end = cpu_get_tsc();
-        record->nr_periods = cpmc->throttled_periods;
-        perfmon_session_commit(cpmc->sampler->session, record);
+        record->nr_periods = cslot->throttled_periods;
+        perfmon_session_commit(cslot->sampler->session, record);
     }
 
-    cpmc->throttled_periods = 0;
+    cslot->throttled_periods = 0;
 }
 
 /*
@@ -238,25 +238,25 @@ perfmon_sample_throttle_arm(struct perfmon_cpu *cpu)
  * since it started (a reload is then a store), else NULL.
  */
 static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_bank *bank,
-                       struct perfmon_cpu_pmc *cpmc)
+perfmon_cpu_slot_preset(struct perfmon_dev *dev, struct perfmon_bank *bank,
+                        struct perfmon_cpu_slot *cslot)
 {
-    uint64_t left = cpmc->sample_next - cpmc->value;
+    uint64_t left = cslot->sample_next - cslot->value;
 
     if (left > dev->max_period) {
         left = dev->max_period;
     }
 
     /* The preset leaves no overflow pending: none was seen early. */
-    cpmc->wrap_seen = false;
+    cslot->wrap_seen = false;
 
     /* A counter in memory preset before: its reload is a store, inline. */
     if (bank != NULL) {
-        bank->values[cpmc->pmc_id] = (0 - left) & cpmc->mask;
-        bank->pending &= ~(1U << cpmc->pmc_id);
-        cpmc->prev = bank->values[cpmc->pmc_id];
+        bank->values[cslot->counter] = (0 - left) & cslot->mask;
+        bank->pending &= ~(1U << cslot->counter);
+        cslot->prev = bank->values[cslot->counter];
     } else {
-        cpmc->prev = dev->ops->preset(cpmc->pmc_id, left) & cpmc->mask;
+        cslot->prev = dev->ops->preset(cslot->counter, left) & cslot->mask;
     }
 }
 
@@ -266,15 +266,15 @@ perfmon_cpu_pmc_preset(struct perfmon_dev *dev, struct perfmon_bank *bank,
  * take samples.
  */
 void
-perfmon_cpu_pmc_arm(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
-                    uint64_t left, uint64_t period)
+perfmon_cpu_slot_arm(struct perfmon_dev *dev, struct perfmon_cpu_slot *cslot,
+                     uint64_t left, uint64_t period)
 {
-    cpmc->armed = cpmc->sampler->samples_left != 0;
-    cpmc->sample_next = cpmc->value + left;
-    cpmc->sample_period = period;
+    cslot->armed = cslot->sampler->samples_left != 0;
+    cslot->sample_next = cslot->value + left;
+    cslot->sample_period = period;
 
-    if (cpmc->sampler->freq != 0) {
-        perfmon_freq_load(cpu_local_ptr(perfmon_cpu), cpmc);
+    if (cslot->sampler->freq != 0) {
+        perfmon_freq_load(cpu_local_ptr(perfmon_cpu), cslot);
     }
 
     /*
@@ -284,8 +284,8 @@ perfmon_cpu_pmc_arm(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
      * it is in the state of any sampling counter throttled after its last
      * sample: its period's end is reported, and counted as throttled.
      */
-    if (cpmc->armed) {
-        perfmon_cpu_pmc_preset(dev, NULL, cpmc);
+    if (cslot->armed) {
+        perfmon_cpu_slot_preset(dev, NULL, cslot);
     }
 }
 
@@ -296,9 +296,10 @@ perfmon_cpu_pmc_arm(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
  * then counted as any unarmed sampler's.
  */
 void
-perfmon_cpu_pmc_discard(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc)
+perfmon_cpu_slot_discard(struct perfmon_dev *dev,
+                         struct perfmon_cpu_slot *cslot)
 {
-    perfmon_cpu_pmc_preset(dev, NULL, cpmc);
+    perfmon_cpu_slot_preset(dev, NULL, cslot);
 }
 
 /*
@@ -311,56 +312,56 @@ perfmon_cpu_pmc_discard(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc)
  * overflowed, or a sample was taken).
  */
 static inline __attribute__((always_inline)) void
-perfmon_cpu_pmc_sample_inline(struct perfmon_cpu *cpu,
-                              struct perfmon_dev *dev,
-                              struct perfmon_cpu_pmc *cpmc,
-                              const struct perfmon_intr_ctx *ctx, bool reload,
-                              bool leaving)
+perfmon_cpu_slot_sample_inline(struct perfmon_cpu *cpu,
+                               struct perfmon_dev *dev,
+                               struct perfmon_cpu_slot *cslot,
+                               const struct perfmon_intr_ctx *ctx, bool reload,
+                               bool leaving)
 {
-    struct perfmon_event *event = cpmc->sampler;
+    struct perfmon_event *event = cslot->sampler;
     uint64_t now;
 
-    if (!cpmc->armed) {
+    if (!cslot->armed) {
         return;
     }
 
-    while (cpmc->value >= cpmc->sample_next) {
+    while (cslot->value >= cslot->sample_next) {
         if (cpu->throttle.active) {
-            uint64_t n = (cpmc->value - cpmc->sample_next)
-                         / cpmc->sample_period + 1;
+            uint64_t n = (cslot->value - cslot->sample_next)
+                         / cslot->sample_period + 1;
 
-            cpmc->throttled_periods += n;
-            cpmc->sample_next += n * cpmc->sample_period;
+            cslot->throttled_periods += n;
+            cslot->sample_next += n * cslot->sample_period;
             break;
         }
 
-        now = perfmon_sample_write(cpu, event, ctx, cpmc->sample_period);
+        now = perfmon_sample_write(cpu, event, ctx, cslot->sample_period);
         reload = true;
         perfmon_throttle_count(cpu, now);
 
         if (event->samples_left != PERFMON_SAMPLES_UNLIMITED
             && --event->samples_left == 0) {
-            cpmc->armed = false;
+            cslot->armed = false;
             return;
         }
 
         /* A new period takes effect here, at the end of the current. */
-        cpmc->sample_period = READ_ONCE(event->period);
-        cpmc->sample_next += cpmc->sample_period;
+        cslot->sample_period = READ_ONCE(event->period);
+        cslot->sample_next += cslot->sample_period;
     }
 
     if (reload && !leaving && !cpu->throttle.active) {
-        perfmon_cpu_pmc_preset(dev, perfmon_cpu_bank(cpu, dev), cpmc);
+        perfmon_cpu_slot_preset(dev, perfmon_cpu_bank(cpu, dev), cslot);
     }
 }
 
 /* The same, out of line, for the paths other than the overflow's. */
 __attribute__((noinline)) void
-perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                       struct perfmon_cpu_pmc *cpmc,
-                       const struct perfmon_intr_ctx *ctx, bool reload)
+perfmon_cpu_slot_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                        struct perfmon_cpu_slot *cslot,
+                        const struct perfmon_intr_ctx *ctx, bool reload)
 {
-    perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, reload, false);
+    perfmon_cpu_slot_sample_inline(cpu, dev, cslot, ctx, reload, false);
 }
 
 /*
@@ -368,11 +369,11 @@ perfmon_cpu_pmc_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * preset for the next thread, so a sample taken here reloads nothing.
  */
 __attribute__((noinline)) void
-perfmon_cpu_pmc_sample_leave(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                             struct perfmon_cpu_pmc *cpmc,
-                             const struct perfmon_intr_ctx *ctx)
+perfmon_cpu_slot_sample_leave(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                              struct perfmon_cpu_slot *cslot,
+                              const struct perfmon_intr_ctx *ctx)
 {
-    perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, false, true);
+    perfmon_cpu_slot_sample_inline(cpu, dev, cslot, ctx, false, true);
 }
 
 /*
@@ -381,13 +382,13 @@ perfmon_cpu_pmc_sample_leave(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * fast paths need not compute where they are.
  */
 __attribute__((noinline)) void
-perfmon_cpu_pmc_sample_due(struct perfmon_dev *dev,
-                           struct perfmon_cpu_pmc *cpmc, bool reload)
+perfmon_cpu_slot_sample_due(struct perfmon_dev *dev,
+                            struct perfmon_cpu_slot *cslot, bool reload)
 {
     struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
 
-    perfmon_cpu_pmc_sample(cpu_local_ptr(perfmon_cpu), dev, cpmc, &ctx,
-                           reload);
+    perfmon_cpu_slot_sample(cpu_local_ptr(perfmon_cpu), dev, cslot, &ctx,
+                            reload);
 }
 
 /*
@@ -410,17 +411,17 @@ perfmon_throttle_timer(struct timer *timer)
         struct perfmon_dev *dev = perfmon_devs[d];
 
         FOR_EACH_BIT(index, cpu->used[d]) {
-            struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+            struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
 
-            if (cpmc->sampler == NULL) {
+            if (cslot->sampler == NULL) {
                 continue;
             }
 
             /* Still throttled: periods that ended are counted. */
-            perfmon_cpu_pmc_update(cpu, dev, index);
+            perfmon_cpu_slot_update(cpu, dev, index);
 
-            if (cpmc->armed || cpmc->throttled_periods != 0) {
-                perfmon_sample_write_throttle(cpu, cpmc);
+            if (cslot->armed || cslot->throttled_periods != 0) {
+                perfmon_sample_write_throttle(cpu, cslot);
             }
         }
     }
@@ -431,10 +432,10 @@ perfmon_throttle_timer(struct timer *timer)
         struct perfmon_dev *dev = perfmon_devs[d];
 
         FOR_EACH_BIT(index, cpu->used[d]) {
-            struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+            struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
 
-            if (cpmc->sampler != NULL && cpmc->armed) {
-                perfmon_cpu_pmc_preset(dev, NULL, cpmc);
+            if (cslot->sampler != NULL && cslot->armed) {
+                perfmon_cpu_slot_preset(dev, NULL, cslot);
             }
         }
     }
@@ -444,40 +445,41 @@ perfmon_throttle_timer(struct timer *timer)
 
 /*
  * The overflow of a slot in use on this CPU: its slot found, the rest of
- * perfmon_report_overflow. Out of line so that cpmc comes in a register
+ * perfmon_report_overflow. Out of line so that cslot comes in a register
  * of its own (inline, it was computed again from the indexes at each use).
  */
 static __attribute__((noinline)) void
-perfmon_cpu_pmc_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                         struct perfmon_cpu_pmc *cpmc,
-                         const struct perfmon_intr_ctx *ctx)
+perfmon_cpu_slot_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                          struct perfmon_cpu_slot *cslot,
+                          const struct perfmon_intr_ctx *ctx)
 {
-    uint64_t raw = perfmon_cpu_pmc_read(dev, perfmon_cpu_bank(cpu, dev), cpmc);
+    uint64_t raw = perfmon_cpu_slot_read(dev, perfmon_cpu_bank(cpu, dev),
+                                         cslot);
 
     /* The common case: a wrap reported as it happens. */
-    if (__builtin_expect(raw < cpmc->prev && !cpmc->wrap_seen, 1)) {
-        cpmc->value += (raw - cpmc->prev) & cpmc->mask;
-        cpmc->prev = raw;
+    if (__builtin_expect(raw < cslot->prev && !cslot->wrap_seen, 1)) {
+        cslot->value += (raw - cslot->prev) & cslot->mask;
+        cslot->prev = raw;
         syscnt_inc(&cpu->sc_overflows);
     } else {
-        perfmon_cpu_pmc_add(dev, cpmc, raw, true);
+        perfmon_cpu_slot_add(dev, cslot, raw, true);
     }
 
-    if (cpmc->sampler != NULL) {
-        perfmon_cpu_pmc_sample_inline(cpu, dev, cpmc, ctx, true, false);
+    if (cslot->sampler != NULL) {
+        perfmon_cpu_slot_sample_inline(cpu, dev, cslot, ctx, true, false);
     }
 }
 
 void
-perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
+perfmon_report_overflow(struct perfmon_dev *dev, unsigned int counter,
                         const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    unsigned int pmc_index;
+    unsigned int slot_index;
 
     assert(!cpu_intr_enabled());
 
-    if (pmc_id >= 64) {
+    if (counter >= 64) {
         return;
     }
 
@@ -486,12 +488,12 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
      * above every used bit). A counter stopped since it overflowed has
      * nothing left to add.
      */
-    pmc_index = cpu->slot_of[dev->state->index][pmc_id];
+    slot_index = cpu->slot_of[dev->state->index][counter];
 
-    if (pmc_index < PERFMON_MAX_SLOTS
-        && (cpu->used[dev->state->index] & (1U << pmc_index))) {
-        perfmon_cpu_pmc_overflow(cpu, dev,
-                                 perfmon_cpu_pmc(cpu, dev, pmc_index), ctx);
+    if (slot_index < PERFMON_MAX_SLOTS
+        && (cpu->used[dev->state->index] & (1U << slot_index))) {
+        perfmon_cpu_slot_overflow(cpu, dev,
+                                  perfmon_cpu_slot(cpu, dev, slot_index), ctx);
     }
 }
 
@@ -511,16 +513,16 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int pmc_id,
  */
 
 /*
- * A frequency sampler becomes live on this CPU (cpmc, up to date, now
+ * A frequency sampler becomes live on this CPU (cslot, up to date, now
  * serves it): its count and time go on from here, and the CPU's timer
  * runs while it is live. Local, interrupts disabled.
  */
 void
-perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *cpmc)
+perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_slot *cslot)
 {
-    struct perfmon_event *event = cpmc->sampler;
+    struct perfmon_event *event = cslot->sampler;
 
-    event->freq_value = cpmc->value;
+    event->freq_value = cslot->value;
     event->freq_tsc = cpu_get_tsc();
 
     if (!cpu->freq_armed) {
@@ -530,16 +532,16 @@ perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_pmc *cpmc)
 }
 
 /*
- * A thread's frequency sampler leaves this CPU (cpmc, up to date, served
+ * A thread's frequency sampler leaves this CPU (cslot, up to date, served
  * it): keep what it counted here, and for how long, for its next
  * estimate. Local, interrupts disabled.
  */
 void
-perfmon_freq_unload(struct perfmon_cpu_pmc *cpmc)
+perfmon_freq_unload(struct perfmon_cpu_slot *cslot)
 {
-    struct perfmon_event *event = cpmc->sampler;
+    struct perfmon_event *event = cslot->sampler;
 
-    event->freq_count += cpmc->value - event->freq_value;
+    event->freq_count += cslot->value - event->freq_value;
     event->freq_time += cpu_get_tsc() - event->freq_tsc;
 }
 
@@ -626,15 +628,15 @@ perfmon_freq_timer(struct timer *timer)
         struct perfmon_dev *dev = perfmon_devs[d];
 
         FOR_EACH_BIT(index, cpu->used[d]) {
-            struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+            struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
 
-            if (cpmc->sampler == NULL || cpmc->sampler->freq == 0) {
+            if (cslot->sampler == NULL || cslot->sampler->freq == 0) {
                 continue;
             }
 
             live = true;
-            perfmon_cpu_pmc_update(cpu, dev, index);
-            perfmon_freq_adjust(cpmc->sampler, cpmc->value, cpu_get_tsc());
+            perfmon_cpu_slot_update(cpu, dev, index);
+            perfmon_freq_adjust(cslot->sampler, cslot->value, cpu_get_tsc());
         }
     }
 
@@ -717,8 +719,8 @@ perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
         || period > PERFMON_PERIOD_MAX
         || (perfmon_event_attached(event)
             && !perfmon_dev_period_ok(event->dev,
-                                      event->dev->state->pmcs[
-                                          event->pmc_index].config,
+                                      event->dev->state->slots[
+                                          event->slot_index].config,
                                       period))) {
         return EINVAL;
     }
@@ -744,35 +746,35 @@ perfmon_event_get_period(struct perfmon_event *event, uint64_t *periodp)
  * one that had stopped starts a new period.
  */
 static void
-perfmon_cpu_pmc_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                        unsigned int index, struct perfmon_event *event,
-                        uint64_t nr_samples)
+perfmon_cpu_slot_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                         unsigned int index, struct perfmon_event *event,
+                         uint64_t nr_samples)
 {
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_update(cpu, dev, index);
+    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot_update(cpu, dev, index);
 
     event->samples_left = nr_samples;
 
-    if (!cpmc->armed) {
-        perfmon_cpu_pmc_arm(dev, cpmc, event->period, event->period);
+    if (!cslot->armed) {
+        perfmon_cpu_slot_arm(dev, cslot, event->period, event->period);
     }
 }
 
 static void
 perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc =
-        &op->td->pmcs[op->dev->state->index][op->index];
+    struct perfmon_td_slot *tslot =
+        &op->td->slots[op->dev->state->index][op->index];
 
     if (loaded) {
-        perfmon_cpu_pmc_refresh(cpu_local_ptr(perfmon_cpu), op->dev,
-                                op->index, op->event, op->value);
+        perfmon_cpu_slot_refresh(cpu_local_ptr(perfmon_cpu), op->dev,
+                                 op->index, op->event, op->value);
         return;
     }
 
     if (op->event->samples_left == 0) {
-        tpmc->sample_left = op->event->period;
+        tslot->sample_left = op->event->period;
         op->td->sample_periods[op->dev->state->index][op->index]
-            = tpmc->sample_left;
+            = tslot->sample_left;
     }
 
     op->event->samples_left = op->value;
@@ -784,8 +786,8 @@ perfmon_cpu_op_refresh(void *arg)
     struct perfmon_td_op *op = arg;
 
     perfmon_nmi_enter();
-    perfmon_cpu_pmc_refresh(cpu_local_ptr(perfmon_cpu), op->dev, op->index,
-                            op->event, op->value);
+    perfmon_cpu_slot_refresh(cpu_local_ptr(perfmon_cpu), op->dev, op->index,
+                             op->event, op->value);
     perfmon_nmi_leave();
 }
 
@@ -803,7 +805,7 @@ perfmon_event_refresh(struct perfmon_event *event, uint64_t nr_samples)
         op = (struct perfmon_td_op){
             .td = thread_perfmon_td(event->thread),
             .dev = event->dev,
-            .index = event->pmc_index,
+            .index = event->slot_index,
             .event = event,
             .fn = perfmon_td_op_refresh,
             .value = nr_samples,
@@ -813,7 +815,7 @@ perfmon_event_refresh(struct perfmon_event *event, uint64_t nr_samples)
     case PERFMON_EVENT_CPU:
         op = (struct perfmon_td_op){
             .dev = event->dev,
-            .index = event->pmc_index,
+            .index = event->slot_index,
             .event = event,
             .value = nr_samples,
         };

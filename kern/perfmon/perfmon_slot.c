@@ -3,7 +3,7 @@
  * is one raw event of one device, shared (reference counted) by the
  * counting events of that raw event; sampling events of a raw event share
  * a sampling slot of their own wherever they can never need its counter at
- * once on one CPU (perfmon_pmc_sampler_fits). Allocation and release take
+ * once on one CPU (perfmon_slot_sampler_fits). Allocation and release take
  * the device's lock with interrupts disabled and call the schedule
  * (perfmon_mux.c) before they release it; whether a unit of slots could
  * ever run is decided before anything changes, so that a refusal moves no
@@ -120,21 +120,21 @@ perfmon_dev_find(uint64_t id, unsigned int flags, struct perfmon_dev **devp,
  * disabled.
  */
 static bool
-perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
-                  bool enabled)
+perfmon_slot_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
+                   bool enabled)
 {
     struct perfmon_dev_state *state = dev->state;
-    struct perfmon_pmc *pmc = &state->pmcs[index];
+    struct perfmon_slot *slot = &state->slots[index];
     bool last;
 
-    pmc->nr_pinned -= pin;
-    pmc->nr_enabled -= enabled;
-    last = (--pmc->nr_refs == 0);
+    slot->nr_pinned -= pin;
+    slot->nr_enabled -= enabled;
+    last = (--slot->nr_refs == 0);
 
     if (last) {
         perfmon_mux_drop(dev, 1U << index);
         state->used_mask &= ~(1U << index);
-        pmc->sampling = false;
+        slot->sampling = false;
     }
 
     return last;
@@ -146,18 +146,18 @@ perfmon_pmc_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
  * CPU at the same time as it. Device lock held.
  */
 static bool
-perfmon_pmc_sampler_fits(const struct perfmon_dev_state *state,
-                         unsigned int index, const struct perfmon_td *td,
-                         unsigned int cpu)
+perfmon_slot_sampler_fits(const struct perfmon_dev_state *state,
+                          unsigned int index, const struct perfmon_td *td,
+                          unsigned int cpu)
 {
-    const struct perfmon_pmc *pmc = &state->pmcs[index];
+    const struct perfmon_slot *slot = &state->slots[index];
 
     if (td != NULL) {
-        return pmc->sampler_cpus == 0
+        return slot->sampler_cpus == 0
                && !(td->sampler_slots[state->index] & (1U << index));
     }
 
-    return pmc->nr_td_samplers == 0 && !(pmc->sampler_cpus & (1ULL << cpu));
+    return slot->nr_td_samplers == 0 && !(slot->sampler_cpus & (1ULL << cpu));
 }
 
 /*
@@ -165,13 +165,13 @@ perfmon_pmc_sampler_fits(const struct perfmon_dev_state *state,
  * NULL, of CPU cpu) on sampling slot index. Device lock held.
  */
 static void
-perfmon_pmc_sampler_add(struct perfmon_dev_state *state, unsigned int index,
-                        struct perfmon_td *td, unsigned int cpu, int delta)
+perfmon_slot_sampler_add(struct perfmon_dev_state *state, unsigned int index,
+                         struct perfmon_td *td, unsigned int cpu, int delta)
 {
-    struct perfmon_pmc *pmc = &state->pmcs[index];
+    struct perfmon_slot *slot = &state->slots[index];
 
     if (td != NULL) {
-        pmc->nr_td_samplers += delta;
+        slot->nr_td_samplers += delta;
 
         if (delta > 0) {
             td->sampler_slots[state->index] |= 1U << index;
@@ -179,9 +179,9 @@ perfmon_pmc_sampler_add(struct perfmon_dev_state *state, unsigned int index,
             td->sampler_slots[state->index] &= ~(1U << index);
         }
     } else if (delta > 0) {
-        pmc->sampler_cpus |= 1ULL << cpu;
+        slot->sampler_cpus |= 1ULL << cpu;
     } else {
-        pmc->sampler_cpus &= ~(1ULL << cpu);
+        slot->sampler_cpus &= ~(1ULL << cpu);
     }
 }
 
@@ -194,22 +194,22 @@ perfmon_pmc_sampler_add(struct perfmon_dev_state *state, unsigned int index,
  * held.
  */
 static unsigned int
-perfmon_pmc_find(const struct perfmon_dev_state *state, uint64_t config,
-                 bool sampler, const struct perfmon_td *td, unsigned int cpu,
-                 uint32_t new)
+perfmon_slot_find(const struct perfmon_dev_state *state, uint64_t config,
+                  bool sampler, const struct perfmon_td *td, unsigned int cpu,
+                  uint32_t new)
 {
     unsigned int free = PERFMON_MAX_SLOTS;
 
     for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        const struct perfmon_pmc *pmc = &state->pmcs[i];
+        const struct perfmon_slot *slot = &state->slots[i];
 
-        if (pmc->nr_refs != 0 && pmc->config == config
-            && pmc->sampling == sampler
-            && (!sampler || perfmon_pmc_sampler_fits(state, i, td, cpu))) {
+        if (slot->nr_refs != 0 && slot->config == config
+            && slot->sampling == sampler
+            && (!sampler || perfmon_slot_sampler_fits(state, i, td, cpu))) {
             return i;
         }
 
-        if (pmc->nr_refs == 0 && !(new & (1U << i))
+        if (slot->nr_refs == 0 && !(new & (1U << i))
             && free == PERFMON_MAX_SLOTS) {
             free = i;
         }
@@ -241,10 +241,10 @@ perfmon_pmc_find(const struct perfmon_dev_state *state, uint64_t config,
  * Thread context.
  */
 int
-perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
-                    const bool *pins, unsigned int nr, bool sampler,
-                    struct perfmon_td *td, unsigned int cpu,
-                    unsigned int *indexes)
+perfmon_slot_acquire(struct perfmon_dev *dev, const uint64_t *configs,
+                     const bool *pins, unsigned int nr, bool sampler,
+                     struct perfmon_td *td, unsigned int cpu,
+                     unsigned int *indexes)
 {
     struct perfmon_dev_state *state = dev->state;
     uint32_t new = 0, unit = 0, changed = 0;
@@ -265,8 +265,8 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
         }
 
         index = (j < k) ? indexes[j]
-                        : perfmon_pmc_find(state, configs[k], sampler, td,
-                                           cpu, new);
+                        : perfmon_slot_find(state, configs[k], sampler, td,
+                                            cpu, new);
 
         if (index == PERFMON_MAX_SLOTS) {
             error = EAGAIN;
@@ -275,7 +275,7 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
 
         indexes[k] = index;
 
-        if (state->pmcs[index].nr_refs == 0) {
+        if (state->slots[index].nr_refs == 0) {
             new |= 1U << index;
         }
 
@@ -292,26 +292,26 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
     any = perfmon_mux_range(state, &least, &most);
 
     for (unsigned int k = 0; k < nr; k++) {
-        struct perfmon_pmc *pmc = &state->pmcs[indexes[k]];
+        struct perfmon_slot *slot = &state->slots[indexes[k]];
 
-        if (pmc->nr_refs == 0) {
+        if (slot->nr_refs == 0) {
             assert(!(state->sched_mask & (1U << indexes[k])));
             state->used_mask |= 1U << indexes[k];
-            pmc->config = configs[k];
-            pmc->sampling = sampler;
-            pmc->sampler_cpus = 0;
-            pmc->nr_td_samplers = 0;
-            pmc->nr_pinned = 0;
-            pmc->nr_enabled = 0;
-            pmc->sched_time = perfmon_mux_level(0, any, least, most);
-        } else if (!perfmon_pmc_wanted(pmc)) {
-            pmc->sched_time = perfmon_mux_level(pmc->sched_time, any, least,
-                                                most);
+            slot->config = configs[k];
+            slot->sampling = sampler;
+            slot->sampler_cpus = 0;
+            slot->nr_td_samplers = 0;
+            slot->nr_pinned = 0;
+            slot->nr_enabled = 0;
+            slot->sched_time = perfmon_mux_level(0, any, least, most);
+        } else if (!perfmon_mux_slot_wanted(slot)) {
+            slot->sched_time = perfmon_mux_level(slot->sched_time, any, least,
+                                                 most);
         }
 
-        pmc->nr_refs++;
-        pmc->nr_pinned += pins[k];
-        pmc->nr_enabled++;          /* events attach enabled */
+        slot->nr_refs++;
+        slot->nr_pinned += pins[k];
+        slot->nr_enabled++;          /* events attach enabled */
     }
 
     perfmon_mux_links_add(state, indexes, nr, 1);
@@ -328,12 +328,12 @@ perfmon_pmc_acquire(struct perfmon_dev *dev, const uint64_t *configs,
         perfmon_mux_links_add(state, indexes, nr, -1);
 
         for (unsigned int k = nr; k-- > 0;) {
-            perfmon_pmc_unref(dev, indexes[k], pins[k], true);
+            perfmon_slot_unref(dev, indexes[k], pins[k], true);
         }
 
         perfmon_mux_reschedule(dev);
     } else if (sampler) {
-        perfmon_pmc_sampler_add(state, indexes[0], td, cpu, 1);
+        perfmon_slot_sampler_add(state, indexes[0], td, cpu, 1);
     }
 
     changed = perfmon_sched_end(state);
@@ -347,26 +347,26 @@ out:
 }
 
 void
-perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
-                    bool enabled, bool sampler, struct perfmon_td *td,
-                    unsigned int cpu)
+perfmon_slot_release(struct perfmon_dev *dev, unsigned int index, bool pin,
+                     bool enabled, bool sampler, struct perfmon_td *td,
+                     unsigned int cpu)
 {
     struct perfmon_dev_state *state = dev->state;
-    struct perfmon_pmc *pmc = &state->pmcs[index];
+    struct perfmon_slot *slot = &state->slots[index];
     unsigned long flags;
     uint32_t changed;
     bool last;
 
     spinlock_lock_intr_save(&state->lock, &flags);
-    assert(pmc->nr_refs != 0 && pmc->nr_pinned >= (unsigned int)pin
-           && pmc->nr_enabled >= (unsigned int)enabled
-           && pmc->sampling == sampler);
+    assert(slot->nr_refs != 0 && slot->nr_pinned >= (unsigned int)pin
+           && slot->nr_enabled >= (unsigned int)enabled
+           && slot->sampling == sampler);
 
     if (sampler) {
-        perfmon_pmc_sampler_add(state, index, td, cpu, -1);
+        perfmon_slot_sampler_add(state, index, td, cpu, -1);
     }
 
-    last = perfmon_pmc_unref(dev, index, pin, enabled);
+    last = perfmon_slot_unref(dev, index, pin, enabled);
     perfmon_mux_reschedule(dev);
     changed = perfmon_sched_end(state);
     spinlock_unlock_intr_restore(&state->lock, flags);
@@ -376,24 +376,24 @@ perfmon_pmc_release(struct perfmon_dev *dev, unsigned int index, bool pin,
 }
 
 bool
-perfmon_dev_pmc(const struct perfmon_dev *dev, unsigned int index,
-                unsigned int *pmc_idp, unsigned int *widthp)
+perfmon_slot_counter(const struct perfmon_dev *dev, unsigned int index,
+                     unsigned int *counterp, unsigned int *widthp)
 {
-    const struct perfmon_pmc *pmc;
+    const struct perfmon_slot *slot;
 
     if (index >= PERFMON_MAX_SLOTS) {
         return false;
     }
 
-    pmc = &dev->state->pmcs[index];
+    slot = &dev->state->slots[index];
 
-    if (READ_ONCE(pmc->nr_refs) == 0
+    if (READ_ONCE(slot->nr_refs) == 0
         || !(READ_ONCE(dev->state->sched_mask) & (1U << index))) {
         return false;
     }
 
-    *pmc_idp = pmc->pmc_id;
-    *widthp = pmc->width;
+    *counterp = slot->counter;
+    *widthp = slot->width;
     return true;
 }
 
@@ -404,7 +404,7 @@ perfmon_dev_poll_ticks(const struct perfmon_dev *dev)
 }
 
 unsigned int
-perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev)
+perfmon_dev_nr_used_slots(struct perfmon_dev *dev)
 {
     unsigned int n = 0;
 
@@ -414,7 +414,7 @@ perfmon_dev_nr_used_pmcs(struct perfmon_dev *dev)
      * Each count is read once; the total is a snapshot.
      */
     for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        n += (READ_ONCE(dev->state->pmcs[i].nr_refs) != 0);
+        n += (READ_ONCE(dev->state->slots[i].nr_refs) != 0);
     }
 
     return n;
@@ -454,7 +454,7 @@ perfmon_register(struct perfmon_dev *dev)
     const struct perfmon_dev_ops *ops = dev->ops;
     uint64_t poll_ticks;
 
-    if (dev->nr_pmcs == 0 || dev->nr_pmcs > PERFMON_MAX_PMCS
+    if (dev->nr_counters == 0 || dev->nr_counters > PERFMON_MAX_COUNTERS
         || dev->min_width == 0 || dev->min_width > 64 || ops == NULL
         || ops->translate == NULL || ops->alloc == NULL || ops->free == NULL
         || ops->start == NULL || ops->stop == NULL || ops->read == NULL
@@ -485,7 +485,7 @@ perfmon_register(struct perfmon_dev *dev)
     spinlock_init(&dev->state->lock);
 
     for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        dev->state->pmcs[i].nr_refs = 0;
+        dev->state->slots[i].nr_refs = 0;
         dev->state->link_masks[i] = 0;
     }
 
@@ -502,11 +502,11 @@ perfmon_register(struct perfmon_dev *dev)
 
     if (dev->state->poll_ticks != 0) {
         log_info("perfmon: %s: %u counters of %u bits, polled every %llu "
-                 "ticks", dev->name, dev->nr_pmcs, dev->min_width,
+                 "ticks", dev->name, dev->nr_counters, dev->min_width,
                  (unsigned long long)dev->state->poll_ticks);
     } else {
         log_info("perfmon: %s: %u counters of %u bits, %s", dev->name,
-                 dev->nr_pmcs, dev->min_width,
+                 dev->nr_counters, dev->min_width,
                  !dev->overflow_intr ? "never wrap"
                  : dev->nmi ? "overflow interrupt (NMI)"
                  : "overflow interrupt");

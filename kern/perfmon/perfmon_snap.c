@@ -38,17 +38,17 @@ perfmon_cpu_op_attach(void *arg)
 {
     struct perfmon_event *event = arg;
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    struct perfmon_cpu_pmc *cpmc;
+    struct perfmon_cpu_slot *cslot;
 
     perfmon_cpu_sched_check(cpu, event->dev, perfmon_cpu_loaded_td());
-    cpmc = perfmon_cpu_pmc_get(cpu, event->dev, event->pmc_index,
-                               perfmon_cpu_loaded_td(),
-                               (event->period != 0) ? event : NULL);
-    perfmon_cpu_pmc_update(cpu, event->dev, event->pmc_index);
-    event->start = cpmc->value;
+    cslot = perfmon_cpu_slot_get(cpu, event->dev, event->slot_index,
+                                 perfmon_cpu_loaded_td(),
+                                 (event->period != 0) ? event : NULL);
+    perfmon_cpu_slot_update(cpu, event->dev, event->slot_index);
+    event->start = cslot->value;
 
-    if (cpmc->sampler != NULL) {
-        perfmon_cpu_pmc_arm(event->dev, cpmc, event->period, event->period);
+    if (cslot->sampler != NULL) {
+        perfmon_cpu_slot_arm(event->dev, cslot, event->period, event->period);
     }
 }
 
@@ -58,8 +58,8 @@ perfmon_cpu_op_detach(struct perfmon_event *event)
 {
     uint64_t value = perfmon_cpu_op_update(event)->value;
 
-    perfmon_cpu_pmc_put(cpu_local_ptr(perfmon_cpu), event->dev,
-                        event->pmc_index);
+    perfmon_cpu_slot_put(cpu_local_ptr(perfmon_cpu), event->dev,
+                         event->slot_index);
     return value;
 }
 
@@ -83,7 +83,7 @@ perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
         struct perfmon_event *event = snap->events[i];
 
         op->dev = event->dev;
-        op->index = event->pmc_index;
+        op->index = event->slot_index;
         op->event = (event->period != 0) ? event : NULL;
         fn(op, loaded);
         snap->values[i] = op->value;
@@ -97,15 +97,15 @@ perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         const struct perfmon_event *event = snap->events[i];
         unsigned int d = event->dev->state->index;
-        const struct perfmon_cpu_pmc *cpmc;
+        const struct perfmon_cpu_slot *cslot;
 
-        snap->offs[i] = op->td->off[d][event->pmc_index];
-        cpmc = perfmon_cpu_pmc(cpu_local_ptr(perfmon_cpu), event->dev,
-                               event->pmc_index);
+        snap->offs[i] = op->td->off[d][event->slot_index];
+        cslot = perfmon_cpu_slot(cpu_local_ptr(perfmon_cpu), event->dev,
+                                 event->slot_index);
 
         /* Still without its counter here: the time since its mark. */
-        if (loaded && !cpmc->sched) {
-            snap->offs[i] += snap->now - cpmc->off_mark;
+        if (loaded && !cslot->sched) {
+            snap->offs[i] += snap->now - cslot->off_mark;
         }
     }
 
@@ -127,8 +127,8 @@ perfmon_cpu_snap(void *arg)
         } else if (snap->action == PERFMON_SNAP_DETACH) {
             snap->values[i] = perfmon_cpu_op_detach(event);
         } else {
-            snap->values[i] = perfmon_cpu_pmc_update(cpu, event->dev,
-                                                     event->pmc_index)->value;
+            snap->values[i] = perfmon_cpu_slot_update(cpu, event->dev,
+                                                      event->slot_index)->value;
         }
     }
 
@@ -136,14 +136,14 @@ perfmon_cpu_snap(void *arg)
     snap->run = 0;
 
     for (unsigned int i = 0; i < snap->nr_events; i++) {
-        const struct perfmon_cpu_pmc *cpmc;
+        const struct perfmon_cpu_slot *cslot;
 
-        cpmc = perfmon_cpu_pmc(cpu, snap->events[i]->dev,
-                               snap->events[i]->pmc_index);
-        snap->offs[i] = cpmc->off_total;
+        cslot = perfmon_cpu_slot(cpu, snap->events[i]->dev,
+                                 snap->events[i]->slot_index);
+        snap->offs[i] = cslot->off_total;
 
-        if (!cpmc->sched) {
-            snap->offs[i] += snap->now - cpmc->off_since;
+        if (!cslot->sched) {
+            snap->offs[i] += snap->now - cslot->off_since;
         }
     }
 
@@ -370,7 +370,7 @@ perfmon_events_detach(struct perfmon_event *const *events,
         unsigned int indexes[PERFMON_GROUP_MAX] = { 0 };
 
         for (unsigned int i = 0; i < nr_events; i++) {
-            indexes[i] = events[i]->pmc_index;
+            indexes[i] = events[i]->slot_index;
         }
 
         perfmon_mux_unlink(events[0]->dev, indexes, nr_events);
@@ -385,12 +385,12 @@ perfmon_events_detach(struct perfmon_event *const *events,
                                &event->time_enabled, &event->time_running);
 
         /* Before the unref: a sampler's slot is released from its td. */
-        perfmon_pmc_release(event->dev, event->pmc_index,
-                            (event->flags & PERFMON_EF_PINNED) != 0,
-                            !event->disabled, event->period != 0,
-                            (thread != NULL) ? thread_perfmon_td(thread)
+        perfmon_slot_release(event->dev, event->slot_index,
+                             (event->flags & PERFMON_EF_PINNED) != 0,
+                             !event->disabled, event->period != 0,
+                             (thread != NULL) ? thread_perfmon_td(thread)
                                              : NULL,
-                            event->cpu);
+                             event->cpu);
         event->thread = NULL;
 
         if (thread != NULL) {

@@ -42,10 +42,10 @@ perfmon_td_init(struct perfmon_td *td)
         td->used[d] = 0;
 
         for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-            td->pmcs[d][i].nr_refs = 0;
-            td->pmcs[d][i].cpu_start = 0;
-            td->pmcs[d][i].value = 0;
-            td->pmcs[d][i].sample_left = 0;
+            td->slots[d][i].nr_refs = 0;
+            td->slots[d][i].cpu_start = 0;
+            td->slots[d][i].value = 0;
+            td->slots[d][i].sample_left = 0;
             td->sample_periods[d][i] = 0;
             td->off[d][i] = 0;
             td->samplers[d][i] = NULL;
@@ -69,28 +69,28 @@ perfmon_td_unused(const struct perfmon_td *td)
 
 /* Load one slot on this CPU. td locked or loaded here, interrupts off. */
 static void
-perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                    struct perfmon_dev *dev, unsigned int index)
+perfmon_td_slot_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
+                     struct perfmon_dev *dev, unsigned int index)
 {
     unsigned int d = dev->state->index;
-    struct perfmon_td_pmc *tpmc = &td->pmcs[d][index];
-    struct perfmon_cpu_pmc *cpmc;
+    struct perfmon_td_slot *tslot = &td->slots[d][index];
+    struct perfmon_cpu_slot *cslot;
 
-    cpmc = perfmon_cpu_pmc_get(cpu, dev, index, td, td->samplers[d][index]);
+    cslot = perfmon_cpu_slot_get(cpu, dev, index, td, td->samplers[d][index]);
 
-    if (cpmc->nr_refs > 1) {
-        perfmon_cpu_pmc_update(cpu, dev, index);
+    if (cslot->nr_refs > 1) {
+        perfmon_cpu_slot_update(cpu, dev, index);
     }
 
-    tpmc->cpu_start = cpmc->value;
+    tslot->cpu_start = cslot->value;
 
     /*
      * The thread's period goes on where it left it: the sample that ends
      * it records that period, even if the event's changed meanwhile.
      */
-    if (cpmc->sampler != NULL) {
-        perfmon_cpu_pmc_arm(dev, cpmc, tpmc->sample_left,
-                            td->sample_periods[d][index]);
+    if (cslot->sampler != NULL) {
+        perfmon_cpu_slot_arm(dev, cslot, tslot->sample_left,
+                             td->sample_periods[d][index]);
     }
 }
 
@@ -98,50 +98,50 @@ perfmon_td_pmc_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
  * Keep what is left of a sampling slot's period (slot index of device d)
  * in the thread leaving the CPU, with the period it belongs to, after
  * taking the samples due (at ctx). The counter serves the thread's
- * sampler here (cpmc->sampler).
+ * sampler here (cslot->sampler).
  */
 static void
-perfmon_td_pmc_save_period(struct perfmon_td *td, unsigned int d,
-                           unsigned int index, struct perfmon_cpu *cpu,
-                           struct perfmon_dev *dev,
-                           struct perfmon_cpu_pmc *cpmc,
-                           const struct perfmon_intr_ctx *ctx)
+perfmon_td_slot_save_period(struct perfmon_td *td, unsigned int d,
+                            unsigned int index, struct perfmon_cpu *cpu,
+                            struct perfmon_dev *dev,
+                            struct perfmon_cpu_slot *cslot,
+                            const struct perfmon_intr_ctx *ctx)
 {
-    struct perfmon_td_pmc *tpmc = &td->pmcs[d][index];
+    struct perfmon_td_slot *tslot = &td->slots[d][index];
 
-    perfmon_cpu_pmc_sample_leave(cpu, dev, cpmc, ctx);
+    perfmon_cpu_slot_sample_leave(cpu, dev, cslot, ctx);
 
-    if (cpmc->sampler->freq != 0) {
-        perfmon_freq_unload(cpmc);
+    if (cslot->sampler->freq != 0) {
+        perfmon_freq_unload(cslot);
     }
 
-    if (cpmc->armed) {
-        tpmc->sample_left = cpmc->sample_next - cpmc->value;
-        td->sample_periods[d][index] = cpmc->sample_period;
+    if (cslot->armed) {
+        tslot->sample_left = cslot->sample_next - cslot->value;
+        td->sample_periods[d][index] = cslot->sample_period;
     } else {
-        tpmc->sample_left = READ_ONCE(cpmc->sampler->period);
-        td->sample_periods[d][index] = tpmc->sample_left;
+        tslot->sample_left = READ_ONCE(cslot->sampler->period);
+        td->sample_periods[d][index] = tslot->sample_left;
     }
 }
 
 /* Unload one slot, adding what it counted here to the thread. */
 static void
-perfmon_td_pmc_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
-                      struct perfmon_dev *dev, unsigned int index)
+perfmon_td_slot_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
+                       struct perfmon_dev *dev, unsigned int index)
 {
-    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state->index][index];
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc_update(cpu, dev, index);
+    struct perfmon_td_slot *tslot = &td->slots[dev->state->index][index];
+    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot_update(cpu, dev, index);
 
-    tpmc->value += cpmc->value - tpmc->cpu_start;
+    tslot->value += cslot->value - tslot->cpu_start;
 
-    if (cpmc->sampler != NULL) {
+    if (cslot->sampler != NULL) {
         struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
 
-        perfmon_td_pmc_save_period(td, dev->state->index, index, cpu, dev,
-                                   cpmc, &ctx);
+        perfmon_td_slot_save_period(td, dev->state->index, index, cpu, dev,
+                                    cslot, &ctx);
     }
 
-    perfmon_cpu_pmc_put(cpu, dev, index);
+    perfmon_cpu_slot_put(cpu, dev, index);
 }
 
 /*
@@ -154,7 +154,7 @@ perfmon_td_off_begin(struct perfmon_cpu *cpu, unsigned int d, uint32_t used,
                      uint64_t now)
 {
     FOR_EACH_BIT(index, cpu->unsched[d] & used) {
-        cpu->pmcs[d][index].off_mark = now;
+        cpu->slots[d][index].off_mark = now;
     }
 }
 
@@ -182,7 +182,7 @@ perfmon_td_switch_off(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     }
 
     FOR_EACH_BIT(index, cpu->unsched[d] & prev->used[d]) {
-        prev->off[d][index] += now - cpu->pmcs[d][index].off_mark;
+        prev->off[d][index] += now - cpu->slots[d][index].off_mark;
     }
 
     perfmon_td_off_begin(cpu, d, next->used[d], now);
@@ -207,7 +207,7 @@ perfmon_td_load(struct perfmon_td *td)
 
     for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
         FOR_EACH_BIT(index, td->used[d]) {
-            perfmon_td_pmc_load(td, cpu, perfmon_devs[d], index);
+            perfmon_td_slot_load(td, cpu, perfmon_devs[d], index);
         }
     }
 
@@ -217,12 +217,12 @@ perfmon_td_load(struct perfmon_td *td)
 
 /* A slot brought up to date by a switch, off its fast path. */
 static __attribute__((noinline)) void
-perfmon_td_switch_sync(struct perfmon_dev *dev, struct perfmon_cpu_pmc *cpmc,
+perfmon_td_switch_sync(struct perfmon_dev *dev, struct perfmon_cpu_slot *cslot,
                        uint64_t pending)
 {
-    perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu_local_ptr(perfmon_cpu),
-                                               dev),
-                         cpmc, pending);
+    perfmon_cpu_slot_sync(dev, perfmon_cpu_bank(cpu_local_ptr(perfmon_cpu),
+                                                dev),
+                          cslot, pending);
 }
 
 /*
@@ -237,19 +237,19 @@ perfmon_td_switch_release(struct perfmon_td *prev, unsigned int d,
                           unsigned int index, uint64_t pending,
                           const uintptr_t *frame)
 {
-    struct perfmon_td_pmc *tpmc = &prev->pmcs[d][index];
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
+    struct perfmon_td_slot *tslot = &prev->slots[d][index];
+    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
 
-    perfmon_cpu_pmc_sync(dev, perfmon_cpu_bank(cpu, dev), cpmc, pending);
-    tpmc->value += cpmc->value - tpmc->cpu_start;
+    perfmon_cpu_slot_sync(dev, perfmon_cpu_bank(cpu, dev), cslot, pending);
+    tslot->value += cslot->value - tslot->cpu_start;
 
-    if (__builtin_expect(cpmc->sampler != NULL, 0)) {
+    if (__builtin_expect(cslot->sampler != NULL, 0)) {
         struct perfmon_intr_ctx ctx = { .ip = frame[1], .fp = frame[0] };
 
-        perfmon_td_pmc_save_period(prev, d, index, cpu, dev, cpmc, &ctx);
+        perfmon_td_slot_save_period(prev, d, index, cpu, dev, cslot, &ctx);
     }
 
-    perfmon_cpu_pmc_put(cpu, dev, index);
+    perfmon_cpu_slot_put(cpu, dev, index);
 }
 
 /*
@@ -267,28 +267,28 @@ perfmon_td_switch_sampler(struct perfmon_td *prev, struct perfmon_td *next,
                           struct perfmon_dev *dev, unsigned int index,
                           const uintptr_t *frame)
 {
-    struct perfmon_cpu_pmc *cpmc = perfmon_cpu_pmc(cpu, dev, index);
-    struct perfmon_td_pmc *prev_tpmc = &prev->pmcs[d][index];
-    struct perfmon_td_pmc *next_tpmc = &next->pmcs[d][index];
+    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
+    struct perfmon_td_slot *prev_tslot = &prev->slots[d][index];
+    struct perfmon_td_slot *next_tslot = &next->slots[d][index];
     struct perfmon_intr_ctx ctx = { .ip = frame[1], .fp = frame[0] };
 
-    prev_tpmc->value += cpmc->value - prev_tpmc->cpu_start;
-    perfmon_td_pmc_save_period(prev, d, index, cpu, dev, cpmc, &ctx);
+    prev_tslot->value += cslot->value - prev_tslot->cpu_start;
+    perfmon_td_slot_save_period(prev, d, index, cpu, dev, cslot, &ctx);
 
-    if (cpu->throttle.active && (cpmc->armed || cpmc->throttled_periods)) {
-        perfmon_sample_write_throttle(cpu, cpmc);
+    if (cpu->throttle.active && (cslot->armed || cslot->throttled_periods)) {
+        perfmon_sample_write_throttle(cpu, cslot);
     }
 
     assert(next->samplers[d][index] != NULL);
-    cpmc->sampler = next->samplers[d][index];
-    cpmc->throttled_periods = 0;
-    next_tpmc->cpu_start = cpmc->value;
-    perfmon_cpu_pmc_arm(dev, cpmc, next_tpmc->sample_left,
-                        next->sample_periods[d][index]);
+    cslot->sampler = next->samplers[d][index];
+    cslot->throttled_periods = 0;
+    next_tslot->cpu_start = cslot->value;
+    perfmon_cpu_slot_arm(dev, cslot, next_tslot->sample_left,
+                         next->sample_periods[d][index]);
 
     /* Not consumed: the preset discards what is pending, even unarmed. */
-    if (!cpmc->armed && (cpu->handoffs[d] & (1U << index))) {
-        perfmon_cpu_pmc_discard(dev, cpmc);
+    if (!cslot->armed && (cpu->handoffs[d] & (1U << index))) {
+        perfmon_cpu_slot_discard(dev, cslot);
     }
 }
 
@@ -312,29 +312,29 @@ perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
                       unsigned int d, const uintptr_t *frame)
 {
     const struct perfmon_bank *bank = cpu->banks[d];
-    struct perfmon_td_pmc *prev_pmcs = prev->pmcs[d];
-    struct perfmon_td_pmc *next_pmcs = next->pmcs[d];
-    struct perfmon_cpu_pmc *cpmcs = cpu->pmcs[d];
+    struct perfmon_td_slot *prev_slots = prev->slots[d];
+    struct perfmon_td_slot *next_slots = next->slots[d];
+    struct perfmon_cpu_slot *cslots = cpu->slots[d];
     uint32_t prev_used = prev->used[d];
     uint32_t next_used = next->used[d];
     uint64_t pending = perfmon_dev_consume(cpu, dev, prev_used
                                            & ~(next_used & cpu->handoffs[d]));
 
     FOR_EACH_BIT(index, prev_used & next_used) {
-        struct perfmon_cpu_pmc *cpmc = &cpmcs[index];
+        struct perfmon_cpu_slot *cslot = &cslots[index];
 
-        if (!perfmon_cpu_pmc_update_plain(bank, cpmc)) {
-            perfmon_td_switch_sync(dev, cpmc, pending);
+        if (!perfmon_cpu_slot_update_plain(bank, cslot)) {
+            perfmon_td_switch_sync(dev, cslot, pending);
 
-            if (__builtin_expect(cpmc->sampler != NULL, 0)) {
+            if (__builtin_expect(cslot->sampler != NULL, 0)) {
                 perfmon_td_switch_sampler(prev, next, d, cpu, dev, index,
                                           frame);
                 continue;
             }
         }
 
-        prev_pmcs[index].value += cpmc->value - prev_pmcs[index].cpu_start;
-        next_pmcs[index].cpu_start = cpmc->value;
+        prev_slots[index].value += cslot->value - prev_slots[index].cpu_start;
+        next_slots[index].cpu_start = cslot->value;
     }
 
     FOR_EACH_BIT(index, prev_used & ~next_used) {
@@ -343,7 +343,7 @@ perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
     }
 
     FOR_EACH_BIT(index, next_used & ~prev_used) {
-        perfmon_td_pmc_load(next, cpu, dev, index);
+        perfmon_td_slot_load(next, cpu, dev, index);
     }
 }
 
@@ -409,18 +409,18 @@ out:
 
 /* The thread's total for a slot, bringing a loaded slot up to date. */
 uint64_t
-perfmon_td_pmc_value(struct perfmon_td *td, struct perfmon_dev *dev,
-                     unsigned int index, bool loaded)
+perfmon_td_slot_value(struct perfmon_td *td, struct perfmon_dev *dev,
+                      unsigned int index, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc = &td->pmcs[dev->state->index][index];
-    struct perfmon_cpu_pmc *cpmc;
+    struct perfmon_td_slot *tslot = &td->slots[dev->state->index][index];
+    struct perfmon_cpu_slot *cslot;
 
-    if (!loaded || tpmc->nr_refs == 0) {
-        return tpmc->value;
+    if (!loaded || tslot->nr_refs == 0) {
+        return tslot->value;
     }
 
-    cpmc = perfmon_cpu_pmc_update(cpu_local_ptr(perfmon_cpu), dev, index);
-    return tpmc->value + (cpmc->value - tpmc->cpu_start);
+    cslot = perfmon_cpu_slot_update(cpu_local_ptr(perfmon_cpu), dev, index);
+    return tslot->value + (cslot->value - tslot->cpu_start);
 }
 
 static void
@@ -475,10 +475,10 @@ perfmon_td_run(struct perfmon_td_op *op)
 void
 perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc =
-        &op->td->pmcs[op->dev->state->index][op->index];
+    struct perfmon_td_slot *tslot =
+        &op->td->slots[op->dev->state->index][op->index];
 
-    if (tpmc->nr_refs == 0) {
+    if (tslot->nr_refs == 0) {
         struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
         if (loaded) {
@@ -489,40 +489,40 @@ perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
 
         op->td->used[op->dev->state->index] |= 1U << op->index;
         op->td->samplers[op->dev->state->index][op->index] = op->event;
-        tpmc->sample_left = (op->event != NULL) ? op->event->period : 0;
+        tslot->sample_left = (op->event != NULL) ? op->event->period : 0;
         op->td->sample_periods[op->dev->state->index][op->index]
-            = tpmc->sample_left;
+            = tslot->sample_left;
 
         if (loaded) {
-            perfmon_td_pmc_load(op->td, cpu, op->dev, op->index);
+            perfmon_td_slot_load(op->td, cpu, op->dev, op->index);
         }
     }
 
-    tpmc->nr_refs++;
-    op->value = perfmon_td_pmc_value(op->td, op->dev, op->index, loaded);
+    tslot->nr_refs++;
+    op->value = perfmon_td_slot_value(op->td, op->dev, op->index, loaded);
 }
 
 void
 perfmon_td_op_read(struct perfmon_td_op *op, bool loaded)
 {
-    op->value = perfmon_td_pmc_value(op->td, op->dev, op->index, loaded);
+    op->value = perfmon_td_slot_value(op->td, op->dev, op->index, loaded);
 }
 
 void
 perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
 {
-    struct perfmon_td_pmc *tpmc =
-        &op->td->pmcs[op->dev->state->index][op->index];
+    struct perfmon_td_slot *tslot =
+        &op->td->slots[op->dev->state->index][op->index];
 
-    op->value = perfmon_td_pmc_value(op->td, op->dev, op->index, loaded);
-    assert(tpmc->nr_refs != 0);
+    op->value = perfmon_td_slot_value(op->td, op->dev, op->index, loaded);
+    assert(tslot->nr_refs != 0);
 
-    if (--tpmc->nr_refs == 0) {
+    if (--tslot->nr_refs == 0) {
         op->td->used[op->dev->state->index] &= ~(1U << op->index);
 
         if (loaded) {
-            perfmon_td_pmc_unload(op->td, cpu_local_ptr(perfmon_cpu),
-                                  op->dev, op->index);
+            perfmon_td_slot_unload(op->td, cpu_local_ptr(perfmon_cpu),
+                                   op->dev, op->index);
         }
 
         op->td->samplers[op->dev->state->index][op->index] = NULL;

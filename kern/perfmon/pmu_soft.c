@@ -1,5 +1,5 @@
 /*
- * Software PMU, the counter bank: per CPU, PMU_SOFT_NR_PMCS counters; a
+ * Software PMU, the counter bank: per CPU, PMU_SOFT_NR_COUNTERS counters; a
  * started counter counts one event. For each event, a per-CPU bit mask
  * names the counters that count it, so an event nobody counts costs one
  * load. The kernel's hooks (clock, thread, xcall) count into it; the
@@ -32,17 +32,17 @@ ARG_DEFINE_U64("pmu_soft.intr", 0, 1);
 ARG_DEFINE_STRING("pmu_soft.nmi");
 
 struct pmu_soft_cpu {
-    uint64_t unread[PMU_SOFT_NR_PMCS];      /* polling: counted since the
+    uint64_t unread[PMU_SOFT_NR_COUNTERS];      /* polling: counted since the
                                                last start or read */
-    unsigned int events[PMU_SOFT_NR_PMCS];
+    unsigned int events[PMU_SOFT_NR_COUNTERS];
     uint32_t counting[PMU_SOFT_NR_EVENTS];  /* counters per event */
     uint32_t sync;                          /* wraps reported at once */
     uint32_t preset;                        /* preset since started */
 
     /* NMI mode: where each pending overflow happened (the first wrap),
        naming the call chain captured there. */
-    struct perfmon_intr_ctx where[PMU_SOFT_NR_PMCS];
-    struct perfmon_chain chains[PMU_SOFT_NR_PMCS];
+    struct perfmon_intr_ctx where[PMU_SOFT_NR_COUNTERS];
+    struct perfmon_chain chains[PMU_SOFT_NR_COUNTERS];
     struct syscnt sc_intrs;
     struct syscnt sc_lost;
 };

@@ -19,7 +19,7 @@
  *                          the CPU where the counter is loaded (channel 0
  *                          is pmu_soft_emit(n))
  *
- * The device has PMU_SOFT_NR_PMCS counters. Their width comes from the
+ * The device has PMU_SOFT_NR_COUNTERS counters. Their width comes from the
  * command line, pmu_soft.width=N (8 to 64, default 64); with
  * pmu_soft.intr=1 a counter that wraps raises an emulated overflow
  * interrupt, a self-IPI on its own vector, as a real PMI would; with
@@ -64,13 +64,13 @@
 #define PMU_SOFT_NR_CHANNELS    30
 #define PMU_SOFT_NR_EVENTS      (PMU_SOFT_EV_EMIT + PMU_SOFT_NR_CHANNELS)
 
-#define PMU_SOFT_NR_PMCS        8
+#define PMU_SOFT_NR_COUNTERS        8
 
 /*
  * A counter id that reads 0 forever: what perfmon reads for a slot that
  * holds no counter (multiplexed out), so that its reads need no test.
  */
-#define PMU_SOFT_NULL_PMC       PMU_SOFT_NR_PMCS
+#define PMU_SOFT_NULL_COUNTER       PMU_SOFT_NR_COUNTERS
 
 /*
  * Count n occurrences of an event on the calling CPU. Any context; called
@@ -98,12 +98,12 @@ pmu_soft_emit_channel(unsigned int channel, uint64_t n)
  * The counters of a CPU: a perfmon counter bank (kern/perfmon_types.h),
  * which the device declares, so that perfmon reads them inline on its hot
  * paths instead of through the driver's read operation, and reloads a
- * preset one with a store. values[PMU_SOFT_NULL_PMC] stays 0; hooked:
+ * preset one with a store. values[PMU_SOFT_NULL_COUNTER] stays 0; hooked:
  * counters whose read needs pmu_soft_read_hooked.
  */
 extern struct perfmon_bank pmu_soft_bank __percpu;
 
-_Static_assert(PMU_SOFT_NR_PMCS <= PERFMON_MAX_PMCS,
+_Static_assert(PMU_SOFT_NR_COUNTERS <= PERFMON_MAX_COUNTERS,
                "the software PMU's counters fit a perfmon bank");
 
 /* The read of a hooked counter (a tick counter, or any counter polled

@@ -31,9 +31,9 @@ pmu_soft_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 }
 
 static int
-pmu_soft_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
+pmu_soft_alloc(unsigned int *counterp, unsigned int *widthp, uint64_t config)
 {
-    uint32_t avail = ~pmu_soft_used & ((1U << PMU_SOFT_NR_PMCS) - 1);
+    uint32_t avail = ~pmu_soft_used & ((1U << PMU_SOFT_NR_COUNTERS) - 1);
 
     (void)config;
 
@@ -42,34 +42,34 @@ pmu_soft_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
         return EAGAIN;
     }
 
-    *pmc_idp = (unsigned int)__builtin_ctz(avail);
+    *counterp = (unsigned int)__builtin_ctz(avail);
     *widthp = pmu_soft_width();
-    pmu_soft_used |= 1U << *pmc_idp;
+    pmu_soft_used |= 1U << *counterp;
     return 0;
 }
 
 static void
-pmu_soft_free(unsigned int pmc_id)
+pmu_soft_free(unsigned int counter)
 {
-    pmu_soft_used &= ~(1U << pmc_id);
+    pmu_soft_used &= ~(1U << counter);
 }
 
 static uint64_t
-pmu_soft_start(unsigned int pmc_id, uint64_t config)
+pmu_soft_start(unsigned int counter, uint64_t config)
 {
-    return pmu_soft_counter_start(pmc_id, (unsigned int)config);
+    return pmu_soft_counter_start(counter, (unsigned int)config);
 }
 
 static void
-pmu_soft_stop(unsigned int pmc_id)
+pmu_soft_stop(unsigned int counter)
 {
-    pmu_soft_counter_stop(pmc_id);
+    pmu_soft_counter_stop(counter);
 }
 
 static uint64_t
-pmu_soft_read(unsigned int pmc_id)
+pmu_soft_read(unsigned int counter)
 {
-    return pmu_soft_read_local(pmc_id);
+    return pmu_soft_read_local(counter);
 }
 
 static uint64_t
@@ -102,9 +102,9 @@ pmu_soft_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 }
 
 static uint64_t
-pmu_soft_preset(unsigned int pmc_id, uint64_t n)
+pmu_soft_preset(unsigned int counter, uint64_t n)
 {
-    return pmu_soft_counter_preset(pmc_id, n);
+    return pmu_soft_counter_preset(counter, n);
 }
 
 /*
@@ -136,7 +136,7 @@ pmu_soft_dev_setup(void)
     pmu_soft_dev.ops = &pmu_soft_ops;
     pmu_soft_dev.overflow_intr = pmu_soft_intr_mode();
     pmu_soft_dev.nmi = pmu_soft_nmi_mode();
-    pmu_soft_dev.nr_pmcs = PMU_SOFT_NR_PMCS;
+    pmu_soft_dev.nr_counters = PMU_SOFT_NR_COUNTERS;
     pmu_soft_dev.min_width = pmu_soft_width();
     pmu_soft_dev.max_rate = pmu_soft_max_rate();
     pmu_soft_dev.sw = true;

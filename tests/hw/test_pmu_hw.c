@@ -187,7 +187,7 @@ TEST_DEFINE(pmu_hw, all_counters_at_once)
     unsigned int n = 0;
 
     test_diag("%s: %u counters, %u reachable by generic events",
-              pmu->dev->name, pmu->dev->nr_pmcs,
+              pmu->dev->name, pmu->dev->nr_counters,
               pmu->nr_generic_slots);
 
     for (unsigned int i = 0; i < ARRAY_SIZE(hw_all_specs); i++) {
@@ -206,7 +206,7 @@ TEST_DEFINE(pmu_hw, all_counters_at_once)
     }
 
     TEST_ASSERT_EQ(n, pmu->nr_generic_slots);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(perfmon_get_dev(false)), n);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(perfmon_get_dev(false)), n);
 
     if (pmu->nr_generic_slots == pmu->nr_general) {
         hw_assert_counters_used(hw_low_bits(n));

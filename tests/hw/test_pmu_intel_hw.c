@@ -410,7 +410,7 @@ TEST_DEFINE(pmu_intel_hw, all_counters_at_once)
 
     TEST_ASSERT_EQ(nr_gp, info->nr_gp);
     bits |= hw_gp_bits(nr_gp);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(perfmon_get_dev(false)), n);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(perfmon_get_dev(false)), n);
     hw_assert_counters_used(bits);
     tsc = hw_measure(events, n, counts, HW_N);
 

@@ -262,7 +262,7 @@ bench_broadcast(void)
 static uint64_t
 bench_rotate(unsigned int nr_events)
 {
-    static struct perfmon_event events[2 * PMU_SOFT_NR_PMCS];
+    static struct perfmon_event events[2 * PMU_SOFT_NR_COUNTERS];
     struct perfmon_dev *soft = perfmon_get_dev(true);
 
     TEST_ASSERT(nr_events <= ARRAY_SIZE(events));
@@ -672,10 +672,10 @@ bench_record_all_counters(void)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[c], c), 0);
     }
 
-    nr_counters = perfmon_dev_nr_used_pmcs(soft);
+    nr_counters = perfmon_dev_nr_used_slots(soft);
 
     for (unsigned int c = 0; c < cpu_count(); c++) {
-        TEST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(c), 1);
+        TEST_ASSERT_EQ(perfmon_cpu_nr_used_slots(c), 1);
         TEST_ASSERT_EQ(perfmon_event_detach(&events[c]), 0);
     }
 

@@ -17,7 +17,7 @@
 
 #define TEST_PX_ROTATIONS       30
 #define TEST_PX_STEPS_PER_TICK  4
-#define TEST_PX_MAX_EVENTS      (2 * PMU_SOFT_NR_PMCS + 2)
+#define TEST_PX_MAX_EVENTS      (2 * PMU_SOFT_NR_COUNTERS + 2)
 #define TEST_PX_PATIENCE        100
 
 /*

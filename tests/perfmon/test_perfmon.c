@@ -66,7 +66,7 @@ TEST_DEFINE(perfmon, attach_errors_change_nothing)
     unsigned int refs = self->refs;
     uint64_t value = 7;
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 
     /* Never initialized. */
     memset(&garbage, 0xa5, sizeof(garbage));
@@ -98,18 +98,18 @@ TEST_DEFINE(perfmon, attach_errors_change_nothing)
     /* Attached twice. */
     TEST_ASSERT_EQ(perfmon_event_attach(&event, self), 0);
     TEST_ASSERT_EQ(self->refs, refs + 1);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
     TEST_ASSERT_EQ(perfmon_event_attach(&event, self), EINVAL);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, 0), EINVAL);
     TEST_ASSERT_EQ(self->refs, refs + 1);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
 
     /* Initialized again while attached: refused, nothing leaks. */
     TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_TICK,
                                       PERFMON_EF_SW), EINVAL);
     TEST_ASSERT(perfmon_event_attached(&event));
     TEST_ASSERT_EQ(self->refs, refs + 1);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
 
     /* The event still works after the refusals. */
     pmu_soft_emit(5);
@@ -118,7 +118,7 @@ TEST_DEFINE(perfmon, attach_errors_change_nothing)
     TEST_ASSERT_EQ(perfmon_event_detach(&event), EINVAL);
     TEST_ASSERT_EQ(perfmon_event_read(&event), 5);
     TEST_ASSERT_EQ(self->refs, refs);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 }
 
 TEST_DEFINE(perfmon, hardware_event_without_pmu_is_enodev)
@@ -139,7 +139,7 @@ TEST_DEFINE(perfmon, hardware_event_without_pmu_is_enodev)
     TEST_ASSERT_EQ(perfmon_event_init(&event, 0xc0, PERFMON_EF_RAW
                                                     | PERFMON_EF_KERN), 0);
     TEST_ASSERT_EQ(perfmon_event_attach(&event, thread_self()), ENODEV);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 
     /* Software events keep working. */
     test_pm_init(&event, PMU_SOFT_EV_EMIT);
@@ -161,20 +161,20 @@ TEST_DEFINE(perfmon, hardware_event_without_pmu_is_enodev)
 TEST_DEFINE(perfmon, slots_shared_by_raw_event_and_pinned)
 {
     struct perfmon_dev *soft = test_pm_soft_dev();
-    struct perfmon_event events[PMU_SOFT_NR_PMCS];
+    struct perfmon_event events[PMU_SOFT_NR_COUNTERS];
     struct perfmon_event twin, extra, waiting;
-    unsigned int refs = thread_self()->refs, pmc_id, width;
+    unsigned int refs = thread_self()->refs, counter, width;
 
-    TEST_ASSERT_EQ(soft->nr_pmcs, PMU_SOFT_NR_PMCS);
+    TEST_ASSERT_EQ(soft->nr_counters, PMU_SOFT_NR_COUNTERS);
 
     /* One distinct pinned event per counter: emit channels. */
-    for (unsigned int i = 0; i < PMU_SOFT_NR_PMCS; i++) {
+    for (unsigned int i = 0; i < PMU_SOFT_NR_COUNTERS; i++) {
         TEST_ASSERT_EQ(perfmon_event_init(&events[i],
                                           PMU_SOFT_NR_EVENTS - 1 - i,
                                           PERFMON_EF_SW | PERFMON_EF_PINNED),
                        0);
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[i], 0), 0);
-        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), i + 1);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), i + 1);
     }
 
     /* A pinned raw event more finds no counter, and nothing changes. */
@@ -182,7 +182,7 @@ TEST_DEFINE(perfmon, slots_shared_by_raw_event_and_pinned)
                                       PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, 0), EAGAIN);
     TEST_ASSERT_EQ(perfmon_event_attach(&extra, thread_self()), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PMU_SOFT_NR_PMCS);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), PMU_SOFT_NR_COUNTERS);
     TEST_ASSERT_EQ(thread_self()->refs, refs);
     TEST_ASSERT(!perfmon_event_attached(&extra));
 
@@ -190,30 +190,30 @@ TEST_DEFINE(perfmon, slots_shared_by_raw_event_and_pinned)
     test_pm_init(&waiting, PMU_SOFT_EV_CSWITCH);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&waiting, 0), EAGAIN);
     TEST_ASSERT_EQ(perfmon_event_attach(&waiting, thread_self()), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PMU_SOFT_NR_PMCS);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), PMU_SOFT_NR_COUNTERS);
     TEST_ASSERT_EQ(thread_self()->refs, refs);
     TEST_ASSERT(!perfmon_mux_rotate(soft));
 
     /* An event already counted shares its slot, thread or CPU. */
     test_pm_init(&twin, events[3].id);
     TEST_ASSERT_EQ(perfmon_event_attach(&twin, thread_self()), 0);
-    TEST_ASSERT_EQ(perfmon_event_pmc_index(&twin),
-                   perfmon_event_pmc_index(&events[3]));
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PMU_SOFT_NR_PMCS);
+    TEST_ASSERT_EQ(perfmon_event_slot_index(&twin),
+                   perfmon_event_slot_index(&events[3]));
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), PMU_SOFT_NR_COUNTERS);
     TEST_ASSERT_EQ(perfmon_event_detach(&twin), 0);
 
     /* Freeing one counter lets the refused event in. */
     TEST_ASSERT_EQ(perfmon_event_detach(&events[0]), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, 0), 0);
-    TEST_ASSERT(perfmon_dev_pmc(soft, perfmon_event_pmc_index(&extra),
-                                &pmc_id, &width));
+    TEST_ASSERT(perfmon_slot_counter(soft, perfmon_event_slot_index(&extra),
+                                     &counter, &width));
     TEST_ASSERT_EQ(perfmon_event_detach(&extra), 0);
 
-    for (unsigned int i = 1; i < PMU_SOFT_NR_PMCS; i++) {
+    for (unsigned int i = 1; i < PMU_SOFT_NR_COUNTERS; i++) {
         TEST_ASSERT_EQ(perfmon_event_detach(&events[i]), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 }
 
 /*
@@ -234,11 +234,11 @@ TEST_DEFINE(perfmon, slots_exhausted)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[i], 0), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PERFMON_MAX_SLOTS);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), PERFMON_MAX_SLOTS);
     test_pm_init(&extra, PERFMON_MAX_SLOTS);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&extra, 0), EAGAIN);
     TEST_ASSERT_EQ(perfmon_event_attach(&extra, thread_self()), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), PERFMON_MAX_SLOTS);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), PERFMON_MAX_SLOTS);
     TEST_ASSERT_EQ(thread_self()->refs, refs);
     TEST_ASSERT(!perfmon_event_attached(&extra));
 
@@ -246,7 +246,7 @@ TEST_DEFINE(perfmon, slots_exhausted)
         TEST_ASSERT_EQ(perfmon_event_detach(&events[i]), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 }
 
 /* ------------------------------------------------------------------ */
@@ -262,33 +262,33 @@ test_pm_fake_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 }
 
 static int
-test_pm_fake_alloc(unsigned int *pmc_idp, unsigned int *widthp,
+test_pm_fake_alloc(unsigned int *counterp, unsigned int *widthp,
                    uint64_t config)
 {
     (void)config;
-    *pmc_idp = 0;
+    *counterp = 0;
     *widthp = 32;
     return 0;
 }
 
 static void
-test_pm_fake_free(unsigned int pmc_id)
+test_pm_fake_free(unsigned int counter)
 {
-    (void)pmc_id;
+    (void)counter;
 }
 
 static uint64_t
-test_pm_fake_start(unsigned int pmc_id, uint64_t config)
+test_pm_fake_start(unsigned int counter, uint64_t config)
 {
-    (void)pmc_id;
+    (void)counter;
     (void)config;
     return 0;
 }
 
 static uint64_t
-test_pm_fake_read(unsigned int pmc_id)
+test_pm_fake_read(unsigned int counter)
 {
-    (void)pmc_id;
+    (void)counter;
     return 0;
 }
 
@@ -330,15 +330,15 @@ TEST_DEFINE(perfmon, register_rejects_bad_devices)
 {
     struct perfmon_dev *hw = perfmon_get_dev(false);
     struct perfmon_dev dev = {
-        .name = "fake", .ops = &test_pm_fake_ops, .nr_pmcs = 4,
+        .name = "fake", .ops = &test_pm_fake_ops, .nr_counters = 4,
         .min_width = 32, .sw = false, .max_rate = 1000,
     };
 
-    dev.nr_pmcs = 0;
+    dev.nr_counters = 0;
     TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
-    dev.nr_pmcs = PERFMON_MAX_PMCS + 1;
+    dev.nr_counters = PERFMON_MAX_COUNTERS + 1;
     TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
-    dev.nr_pmcs = 4;
+    dev.nr_counters = 4;
     dev.min_width = 0;
     TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
     dev.min_width = 65;

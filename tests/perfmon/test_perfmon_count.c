@@ -249,8 +249,8 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
         test_pm_init(&other_evs[i], PMU_SOFT_EV_EMIT);
         TEST_ASSERT_EQ(perfmon_event_attach(&other_evs[i], others[i].thread),
                        0);
-        TEST_ASSERT_EQ(perfmon_event_pmc_index(&other_evs[i]),
-                       perfmon_event_pmc_index(&target_ev));
+        TEST_ASSERT_EQ(perfmon_event_slot_index(&other_evs[i]),
+                       perfmon_event_slot_index(&target_ev));
     }
 
     /*
@@ -321,7 +321,7 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
         TEST_ASSERT_LE(nr_remote_reads, nr_reads);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(test_pm_soft_dev()), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(test_pm_soft_dev()), 0);
 }
 
 /*
@@ -343,9 +343,9 @@ TEST_DEFINE(perfmon, cpu_and_thread_events_share_a_slot)
     test_pm_emitter_start(&b, "emit-b", 1ULL << c);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&cpu_ev, c), 0);
     TEST_ASSERT_EQ(perfmon_event_attach(&thread_ev, a.thread), 0);
-    TEST_ASSERT_EQ(perfmon_event_pmc_index(&cpu_ev),
-                   perfmon_event_pmc_index(&thread_ev));
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(test_pm_soft_dev()), 1);
+    TEST_ASSERT_EQ(perfmon_event_slot_index(&cpu_ev),
+                   perfmon_event_slot_index(&thread_ev));
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(test_pm_soft_dev()), 1);
     a.go = b.go = true;
     thread_join(a.thread);
     thread_join(b.thread);

@@ -38,7 +38,7 @@ TEST_DEFINE(perfmon_group, group_errors_change_nothing)
     struct thread *self = thread_self();
     unsigned int refs = self->refs;
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(perfmon_group_init(NULL), EINVAL);
     memset(&garbage, 0xa5, sizeof(garbage));
     memset(&ev_garbage, 0xa5, sizeof(ev_garbage));
@@ -86,12 +86,12 @@ TEST_DEFINE(perfmon_group, group_errors_change_nothing)
     /* Bad targets. */
     TEST_ASSERT_EQ(perfmon_group_attach(&group, NULL), EINVAL);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, cpu_count()), EINVAL);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
     TEST_ASSERT_EQ(self->refs, refs + 1);
 
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
     TEST_ASSERT_EQ(self->refs, refs + 3);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 3);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 3);
 
     /* Attached: no second attach, no add, no member alone, no init. */
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EINVAL);
@@ -105,7 +105,7 @@ TEST_DEFINE(perfmon_group, group_errors_change_nothing)
     TEST_ASSERT_EQ(perfmon_event_init(&a, PMU_SOFT_EV_TICK,
                                       PERFMON_EF_SW), EINVAL);
     TEST_ASSERT_EQ(self->refs, refs + 3);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 3);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 3);
 
     /* Still counting, read at one instant. */
     pmu_soft_emit_channel(0, 3);
@@ -124,17 +124,17 @@ TEST_DEFINE(perfmon_group, group_errors_change_nothing)
     TEST_ASSERT_EQ(value.counts[0], 3);
     TEST_ASSERT_EQ(value.counts[1], 0);
     TEST_ASSERT_EQ(self->refs, refs + 1);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
 
     /* A member initialized again has left: the group cannot attach. */
     test_pm_init(&b, PMU_SOFT_EV_EMIT + 1);
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EINVAL);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
     TEST_ASSERT_EQ(self->refs, refs + 1);
 
     TEST_ASSERT_EQ(perfmon_event_detach(&alone), 0);
     TEST_ASSERT_EQ(self->refs, refs);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 }
 
 /*
@@ -157,7 +157,7 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
 
     /* CPU 0 runs this thread: its CPU group counts this thread's units. */
     thread_set_affinity(self, 1ULL << 0);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
     test_group_detach_on_failure(&group);
 
@@ -183,7 +183,7 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
         TEST_ASSERT(!perfmon_event_attached(&events[i]));
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(self->refs, refs);
 
     /* Added back, it takes its old place, once; so does the leader. */
@@ -208,7 +208,7 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
             TEST_ASSERT_EQ(self->refs, refs);
         }
 
-        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr);
 
         for (unsigned int i = 0; i < nr; i++) {
             pmu_soft_emit_channel(i, 4 + i + pass);
@@ -223,7 +223,7 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
 
         TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
         TEST_ASSERT_EQ(self->refs, refs);
-        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
         TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);  /* finals */
 
         for (unsigned int i = 0; i < nr; i++) {
@@ -257,7 +257,7 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
 
     TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
     TEST_ASSERT_EQ(self->refs, refs);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     thread_set_affinity(self, THREAD_AFFINITY_ALL);
 }
 
@@ -265,10 +265,11 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
 static bool
 test_pg_holds_counter(const struct perfmon_event *event)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    return perfmon_dev_pmc(test_pm_soft_dev(), perfmon_event_pmc_index(event),
-                           &pmc_id, &width);
+    return perfmon_slot_counter(test_pm_soft_dev(),
+                                perfmon_event_slot_index(event), &counter,
+                                &width);
 }
 
 /*
@@ -283,7 +284,7 @@ TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
 {
     struct perfmon_dev *soft = test_pm_soft_dev();
     static struct perfmon_event events[PERFMON_GROUP_MAX + 1];
-    static struct perfmon_event blockers[PERFMON_MAX_PMCS];
+    static struct perfmon_event blockers[PERFMON_MAX_COUNTERS];
     static const unsigned int ids[] = {
         PMU_SOFT_EV_CSWITCH, PMU_SOFT_EV_MIGRATION, PMU_SOFT_EV_TICK,
         PMU_SOFT_EV_XCALL, PMU_SOFT_EV_EMIT, PMU_SOFT_EV_EMIT + 1,
@@ -294,21 +295,21 @@ TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
     struct perfmon_group_value value;
     struct thread *self = thread_self();
     unsigned int refs = self->refs;
-    unsigned int nr_pmcs = soft->nr_pmcs;
+    unsigned int nr_counters = soft->nr_counters;
 
-    TEST_ASSERT_LT(nr_pmcs, ARRAY_SIZE(ids));
+    TEST_ASSERT_LT(nr_counters, ARRAY_SIZE(ids));
 
-    /* nr_pmcs + 1 distinct raw events. */
+    /* nr_counters + 1 distinct raw events. */
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
 
-    for (unsigned int i = 0; i <= nr_pmcs; i++) {
+    for (unsigned int i = 0; i <= nr_counters; i++) {
         test_pm_init(&events[i], ids[i]);
         TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
     }
 
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), E2BIG);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), E2BIG);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(self->refs, refs);
     TEST_ASSERT(!perfmon_event_attached(&events[0]));
 
@@ -326,7 +327,7 @@ TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
     TEST_ASSERT_EQ(perfmon_group_add(&group, &events[PERFMON_GROUP_MAX]),
                    E2BIG);
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 2);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 2);
     pmu_soft_emit_channel(0, 5);
     pmu_soft_emit_channel(1, 6);
     TEST_ASSERT_EQ(perfmon_group_read(&group, &value), 0);
@@ -336,14 +337,14 @@ TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
     }
 
     TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(self->refs, refs);
 
     /*
      * Every counter but one pinned by other raw events: a group of two new
      * ones could never hold both: EAGAIN, and it releases what it took.
      */
-    for (unsigned int i = 0; i < nr_pmcs - 1; i++) {
+    for (unsigned int i = 0; i < nr_counters - 1; i++) {
         TEST_ASSERT_EQ(perfmon_event_init(&blockers[i], ids[i],
                                           PERFMON_EF_SW | PERFMON_EF_PINNED),
                        0);
@@ -353,17 +354,17 @@ TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
     /* Pinned (the second time), it gets EAGAIN all the same. */
     for (unsigned int pin = 0; pin < 2; pin++) {
         TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
-        TEST_ASSERT_EQ(perfmon_event_init(&events[0], ids[nr_pmcs - 1],
+        TEST_ASSERT_EQ(perfmon_event_init(&events[0], ids[nr_counters - 1],
                                           PERFMON_EF_SW
                                           | (pin ? PERFMON_EF_PINNED : 0)),
                        0);
-        test_pm_init(&events[1], ids[nr_pmcs]);
+        test_pm_init(&events[1], ids[nr_counters]);
         TEST_ASSERT_EQ(perfmon_group_add(&group, &events[0]), 0);
         TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), 0);
         TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EAGAIN);
         TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
-        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_pmcs - 1);
-        TEST_ASSERT_EQ(self->refs, refs + nr_pmcs - 1);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_counters - 1);
+        TEST_ASSERT_EQ(self->refs, refs + nr_counters - 1);
         TEST_ASSERT(!perfmon_event_attached(&events[0]));
     }
 
@@ -372,16 +373,16 @@ TEST_DEFINE(perfmon_group, group_too_big_or_no_room)
     /* Room again: the same group attaches, on counters. */
     TEST_ASSERT_EQ(perfmon_event_detach(&blockers[0]), 0);
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_pmcs);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_counters);
     TEST_ASSERT(test_pg_holds_counter(&events[0]));
     TEST_ASSERT(test_pg_holds_counter(&events[1]));
     TEST_ASSERT_EQ(perfmon_group_detach(&group), 0);
 
-    for (unsigned int i = 1; i < nr_pmcs - 1; i++) {
+    for (unsigned int i = 1; i < nr_counters - 1; i++) {
         TEST_ASSERT_EQ(perfmon_event_detach(&blockers[i]), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(self->refs, refs);
 }
 

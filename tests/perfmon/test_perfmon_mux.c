@@ -63,7 +63,7 @@ TEST_DEFINE(perfmon_mux, cpu_events_take_fair_turns)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     unsigned int cpu = cpu_count() - 1;
 
     test_px_pin_self(cpu);
@@ -73,7 +73,7 @@ TEST_DEFINE(perfmon_mux, cpu_events_take_fair_turns)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 2 * nr_slots);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 2 * nr_slots);
     test_px_run_rotations(set, false);
     test_px_finish(set);
     test_px_assert_exact(set);
@@ -96,7 +96,7 @@ TEST_DEFINE(perfmon_mux, pinned_event_never_loses_time)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     unsigned int cpu = 0;
 
     test_px_pin_self(cpu);
@@ -138,7 +138,7 @@ TEST_DEFINE(perfmon_mux, turns_stay_exact_while_a_recording_holds_a_counter)
     static struct perfmon_event samplers[CPU_MAX];
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs - 1;
+    unsigned int nr_slots = soft->nr_counters - 1;
     unsigned int cpu = cpu_count() - 1;
     struct perfmon_session *session;
     uint64_t count, nr;
@@ -158,13 +158,13 @@ TEST_DEFINE(perfmon_mux, turns_stay_exact_while_a_recording_holds_a_counter)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&samplers[c], c), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1 + 2 * nr_slots);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1 + 2 * nr_slots);
     test_px_run_rotations(set, false);
     test_px_finish(set);
     test_px_assert_exact(set);
@@ -185,7 +185,7 @@ TEST_DEFINE(perfmon_mux, turns_stay_exact_while_a_recording_holds_a_counter)
         TEST_ASSERT_GT(count, 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
@@ -201,7 +201,7 @@ TEST_DEFINE(perfmon_mux, thread_events_take_turns_across_cpus)
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
     struct thread *self = thread_self();
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     uint64_t run;
 
     test_px_init(set, 2 * nr_slots, 2);
@@ -234,7 +234,7 @@ TEST_DEFINE(perfmon_mux, groups_take_turns_as_units)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int size = soft->nr_pmcs / 2 + 1;
+    unsigned int size = soft->nr_counters / 2 + 1;
     struct perfmon_group *groups = set->groups;
     struct perfmon_group_value value;
     unsigned int cpu = cpu_count() - 1;
@@ -313,7 +313,7 @@ TEST_DEFINE(perfmon_mux, rotation_only_while_needed)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     uint64_t rotations;
 
     test_px_init(set, nr_slots + 1, 0);
@@ -335,7 +335,7 @@ TEST_DEFINE(perfmon_mux, rotation_only_while_needed)
         TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 }
 
 /*
@@ -449,7 +449,7 @@ TEST_DEFINE(perfmon_mux, disabled_event_gives_up_its_turns)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     unsigned int cpu = cpu_count() - 1;
 
     test_px_pin_self(cpu);
@@ -468,7 +468,7 @@ TEST_DEFINE(perfmon_mux, disabled_group_gives_up_its_turns)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int size = soft->nr_pmcs / 2 + 1;
+    unsigned int size = soft->nr_counters / 2 + 1;
     unsigned int cpu = cpu_count() - 1;
 
     test_px_pin_self(cpu);

@@ -32,7 +32,7 @@ TEST_DEFINE(perfmon_mux, detach_frees_a_counter_for_a_waiting_event)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     unsigned int cpu = cpu_count() - 1;
     unsigned int gone = nr_slots + 1, idle = 0;
     unsigned long flags;
@@ -89,7 +89,7 @@ TEST_DEFINE(perfmon_mux, unit_that_could_never_run_is_refused)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     unsigned int cpu = cpu_count() - 1;
     struct perfmon_group *group = &set->groups[0];
 
@@ -105,7 +105,7 @@ TEST_DEFINE(perfmon_mux, unit_that_could_never_run_is_refused)
     }
 
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(group, cpu), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
     TEST_ASSERT(!perfmon_event_attached(&set->events[1]));
 
     for (unsigned int i = nr_slots + 1; i < set->nr_events; i++) {
@@ -165,7 +165,7 @@ TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs, nr_a = nr_slots - 2;
+    unsigned int nr_slots = soft->nr_counters, nr_a = nr_slots - 2;
     unsigned int cpu = cpu_count() - 1;
     uint64_t seq;
     struct perfmon_group *a = &set->groups[0], *b = &set->groups[1];
@@ -190,7 +190,7 @@ TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
     seq = perfmon_mux_sched_seq(soft);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(b, cpu), EAGAIN);
     TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_a);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_a);
     TEST_ASSERT(!perfmon_event_attached(&set->events[nr_a]));
     TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a));
 
@@ -233,7 +233,7 @@ TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
     seq = perfmon_mux_sched_seq(soft);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(b, cpu), EAGAIN);
     TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), nr_a + 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_a + 1);
     TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a + 1));
 
     for (unsigned int i = 0; i <= nr_a; i++) {
@@ -271,7 +271,7 @@ TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     struct test_px_spinner spinner = { .started = false, .go = false };
     struct perfmon_event *event = &set->extra;
     struct perfmon_value value;
@@ -330,7 +330,7 @@ TEST_DEFINE(perfmon_mux, enabled_again_starts_level_with_new_slots)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     unsigned int cpu = cpu_count() - 1;
     struct perfmon_event *event = &set->events[0];
     bool counted = false;
@@ -381,7 +381,7 @@ TEST_DEFINE(perfmon_mux, attach_to_disabled_slot_does_not_catch_up)
 {
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_pmcs;
+    unsigned int nr_slots = soft->nr_counters;
     unsigned int cpu = cpu_count() - 1;
     struct perfmon_event *last = &set->events[nr_slots];
     struct perfmon_value mark, now;
@@ -461,11 +461,11 @@ TEST_DEFINE(perfmon_mux, attach_beside_disabled_event_moves_nothing)
     test_px_init(set, 2, 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[0], cpu), 0);
     TEST_ASSERT_EQ(perfmon_event_disable(&set->events[0]), 0);
-    held_before = perfmon_dev_pmc(soft, set->events[0].pmc_index, &before,
-                                  &width);
+    held_before = perfmon_slot_counter(soft, set->events[0].slot_index, &before,
+                                       &width);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[1], cpu), 0);
-    held_after = perfmon_dev_pmc(soft, set->events[0].pmc_index, &after,
-                                 &width);
+    held_after = perfmon_slot_counter(soft, set->events[0].slot_index, &after,
+                                      &width);
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
         TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);

@@ -43,7 +43,7 @@ test_pr_detach_own(void *arg)
 {
     struct perfmon_event *own = arg;
 
-    for (unsigned int i = 0; i < 2 * PMU_SOFT_NR_PMCS; i++) {
+    for (unsigned int i = 0; i < 2 * PMU_SOFT_NR_COUNTERS; i++) {
         if (perfmon_event_attached(&own[i])) {
             perfmon_event_detach(&own[i]);
         }
@@ -88,7 +88,7 @@ TEST_DEFINE(perfmon_mux, rotation_reaches_only_the_cpus_that_count)
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
     unsigned int busy = cpu_count() - 1;
-    unsigned int nr = 2 * (soft->nr_pmcs - 1);
+    unsigned int nr = 2 * (soft->nr_counters - 1);
     uint64_t before[CPU_MAX], after[CPU_MAX];
     uint64_t rotations;
 
@@ -134,7 +134,7 @@ TEST_DEFINE(perfmon_mux, rotation_reaches_only_the_cpus_that_count)
         TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL), 0);
 }
 
@@ -149,12 +149,12 @@ TEST_DEFINE(perfmon_mux, rotation_reaches_only_the_cpus_that_count)
  */
 TEST_DEFINE(perfmon_mux, quiet_cpu_follows_at_first_use)
 {
-    static struct perfmon_event own[2 * PMU_SOFT_NR_PMCS];
-    static uint64_t counted[2 * PMU_SOFT_NR_PMCS];
+    static struct perfmon_event own[2 * PMU_SOFT_NR_COUNTERS];
+    static uint64_t counted[2 * PMU_SOFT_NR_COUNTERS];
     struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
     unsigned int busy = cpu_count() - 1;
-    unsigned int nr = 2 * soft->nr_pmcs;
+    unsigned int nr = 2 * soft->nr_counters;
     unsigned long flags;
 
     test_require_cpus(2);

@@ -93,8 +93,8 @@ TEST_DEFINE(perfmon_sample, api_errors_change_nothing)
     TEST_ASSERT_EQ(perfmon_event_init(&counting, PMU_SOFT_EV_EMIT,
                                       PERFMON_EF_SW), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&counting, cpu_id()), 0);
-    TEST_ASSERT_NE(perfmon_event_pmc_index(&counting),
-                   perfmon_event_pmc_index(&event));
+    TEST_ASSERT_NE(perfmon_event_slot_index(&counting),
+                   perfmon_event_slot_index(&event));
     TEST_ASSERT_EQ(perfmon_event_detach(&counting), 0);
 
     TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
@@ -384,7 +384,7 @@ TEST_DEFINE(perfmon_sample, event_in_no_valid_state_is_refused)
         TEST_ASSERT_EQ(perfmon_group_add(&group, &event), EINVAL);
         TEST_ASSERT_EQ(group.nr_events, 0);
         TEST_ASSERT_EQ(memcmp(&event, &copy, sizeof(event)), 0);
-        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
         TEST_ASSERT_EQ(self->refs, refs);
     }
 

@@ -162,7 +162,7 @@ TEST_DEFINE(perfmon_sample, cpu_samplers_share_one_slot)
     static struct test_ss_emitter emitters[CPU_MAX];
     static uint64_t got[CPU_MAX][CPU_MAX];
     static uint32_t tids[CPU_MAX];
-    struct perfmon_event others[PMU_SOFT_NR_PMCS];
+    struct perfmon_event others[PMU_SOFT_NR_COUNTERS];
     struct perfmon_dev *soft = perfmon_get_dev(true);
     struct perfmon_session *session = test_ps_session(TEST_PS_RING);
     unsigned int n = cpu_count();
@@ -173,26 +173,26 @@ TEST_DEFINE(perfmon_sample, cpu_samplers_share_one_slot)
     for (unsigned int c = 0; c < n; c++) {
         test_ss_init(&events[c], session, 41 + c, c);
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&events[c], c), 0);
-        TEST_ASSERT_EQ(perfmon_event_pmc_index(&events[c]),
-                       perfmon_event_pmc_index(&events[0]));
+        TEST_ASSERT_EQ(perfmon_event_slot_index(&events[c]),
+                       perfmon_event_slot_index(&events[0]));
         tids[c] = ~0U;
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
 
     for (unsigned int c = 0; c < n; c++) {
-        TEST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(c), 1);
+        TEST_ASSERT_EQ(perfmon_cpu_nr_used_slots(c), 1);
     }
 
     /* The other counters are free for counting, pinned even. */
-    for (unsigned int i = 0; i + 1 < soft->nr_pmcs; i++) {
+    for (unsigned int i = 0; i + 1 < soft->nr_counters; i++) {
         TEST_ASSERT_EQ(perfmon_event_init(&others[i], PMU_SOFT_EV_EMIT + 1 + i,
                                           PERFMON_EF_SW | PERFMON_EF_PINNED),
                        0);
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&others[i], 0), 0);
     }
 
-    for (unsigned int i = 0; i + 1 < soft->nr_pmcs; i++) {
+    for (unsigned int i = 0; i + 1 < soft->nr_counters; i++) {
         TEST_ASSERT_EQ(perfmon_event_detach(&others[i]), 0);
     }
 
@@ -234,7 +234,7 @@ TEST_DEFINE(perfmon_sample, cpu_samplers_share_one_slot)
         }
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
 }
 
@@ -274,11 +274,11 @@ TEST_DEFINE(perfmon_sample, thread_samplers_share_one_slot)
         test_ss_init(&events[k], session, emitters[k].period, k);
         TEST_ASSERT_EQ(perfmon_event_attach(&events[k], emitters[k].thread),
                        0);
-        TEST_ASSERT_EQ(perfmon_event_pmc_index(&events[k]),
-                       perfmon_event_pmc_index(&events[0]));
+        TEST_ASSERT_EQ(perfmon_event_slot_index(&events[k]),
+                       perfmon_event_slot_index(&events[0]));
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
 
     test_ss_fresh_window();
 
@@ -309,7 +309,7 @@ TEST_DEFINE(perfmon_sample, thread_samplers_share_one_slot)
         }
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
 }
 
@@ -355,12 +355,12 @@ TEST_DEFINE(perfmon_sample, samplers_live_together_take_slots_apart)
         test_detach_on_failure(&events[k]);
 
         for (unsigned int j = 0; j < k; j++) {
-            TEST_ASSERT_NE(perfmon_event_pmc_index(&events[k]),
-                           perfmon_event_pmc_index(&events[j]));
+            TEST_ASSERT_NE(perfmon_event_slot_index(&events[k]),
+                           perfmon_event_slot_index(&events[j]));
         }
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 4);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 4);
     test_ss_fresh_window();
     sampled.go = true;
     plain.go = true;

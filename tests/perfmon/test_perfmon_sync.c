@@ -417,12 +417,12 @@ test_sync_query_timer(struct timer *timer)
 {
     struct test_sync_query *q = timer_arg(timer);
 
-    q->result = perfmon_dev_nr_used_pmcs(q->dev);
+    q->result = perfmon_dev_nr_used_slots(q->dev);
     q->done = true;
 }
 
 /*
- * perfmon_dev_nr_used_pmcs is documented for any context: an interrupt
+ * perfmon_dev_nr_used_slots is documented for any context: an interrupt
  * handler may call it on a CPU where a thread holds the device lock (as
  * attach and detach do, with interrupts enabled).
  */

@@ -66,11 +66,11 @@ static const unsigned int torture_event_ids[] = {
  * the workers' group channels) always find counters: no EAGAIN. The
  * others outnumber what is left.
  */
-_Static_assert(TORTURE_CHANNELS + 1 + TORTURE_G_EVENTS <= PMU_SOFT_NR_PMCS,
+_Static_assert(TORTURE_CHANNELS + 1 + TORTURE_G_EVENTS <= PMU_SOFT_NR_COUNTERS,
                "the torture expects no EAGAIN");
-_Static_assert(ARRAY_SIZE(torture_event_ids) >= PMU_SOFT_NR_PMCS + 1,
+_Static_assert(ARRAY_SIZE(torture_event_ids) >= PMU_SOFT_NR_COUNTERS + 1,
                "a group of distinct raw events too many for the counters");
-_Static_assert(ARRAY_SIZE(torture_event_ids) + 1 > PMU_SOFT_NR_PMCS,
+_Static_assert(ARRAY_SIZE(torture_event_ids) + 1 > PMU_SOFT_NR_COUNTERS,
                "the torture multiplexes");
 
 /* A channel of the targets: its events are pinned, and checked exactly. */
@@ -107,7 +107,7 @@ struct torture_worker {
     struct perfmon_group group;
     struct perfmon_event group_events[TORTURE_G_EVENTS];
     struct perfmon_group big;
-    struct perfmon_event big_events[PMU_SOFT_NR_PMCS + 1];
+    struct perfmon_event big_events[PMU_SOFT_NR_COUNTERS + 1];
     struct perfmon_event bogus;
 
     uint64_t nr_attach, nr_refused, nr_read, nr_detach, nr_toggle, nr_reset;
@@ -345,7 +345,7 @@ torture_groups_setup(struct torture_worker *w)
     /* Distinct raw events, one more than the device has counters. */
     TEST_ASSERT_EQ(perfmon_group_init(&w->big), 0);
 
-    for (unsigned int i = 0; i <= soft->nr_pmcs; i++) {
+    for (unsigned int i = 0; i <= soft->nr_counters; i++) {
         TEST_ASSERT_EQ(perfmon_event_init(&w->big_events[i],
                                           torture_event_ids[i],
                                           PERFMON_EF_SW), 0);
@@ -452,8 +452,8 @@ torture_refuse(struct torture_worker *w, uint64_t r)
 
     flags = cpu_intr_save();
     cpu = cpu_id();
-    used = perfmon_cpu_nr_used_pmcs(cpu);
-    used_dev = perfmon_dev_nr_used_pmcs(soft);
+    used = perfmon_cpu_nr_used_slots(cpu);
+    used_dev = perfmon_dev_nr_used_slots(soft);
 
     if (group != NULL) {
         error = cpu_target ? perfmon_group_attach_cpu(group, cpu)
@@ -464,10 +464,10 @@ torture_refuse(struct torture_worker *w, uint64_t r)
     }
 
     TEST_ASSERT_EQ(error, want);
-    TEST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(cpu), used);
+    TEST_ASSERT_EQ(perfmon_cpu_nr_used_slots(cpu), used);
 
     if (cpu_count() == 1) {
-        TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), used_dev);
+        TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), used_dev);
     }
 
     cpu_intr_restore(flags);
@@ -617,7 +617,7 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
     test_diag("torture: %llu operations per CPU, seed 0x%llx",
               (unsigned long long)ops, (unsigned long long)seed);
     TEST_ASSERT(soft != NULL);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 
     torture_nr_targets = cpu_count() * TORTURE_TARGETS_PER_CPU;
 
@@ -676,10 +676,10 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
     TEST_ASSERT_GT(totals[5], 0);
     TEST_ASSERT_GT(totals[6], 0);
     TEST_ASSERT_GT(totals[7], 0);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 
     for (unsigned int c = 0; c < cpu_count(); c++) {
-        TEST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(c), 0);
+        TEST_ASSERT_EQ(perfmon_cpu_nr_used_slots(c), 0);
     }
 
     TEST_ASSERT_EQ(thread_nr_alive(), alive);

@@ -295,7 +295,7 @@ TEST_DEFINE(perfmon_torture, sampling_accounts_for_every_sample)
 
     arg_get_u64("torture.ops", &ops);
     arg_get_u64("torture.seed", &seed);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     torture_s_nr_targets = cpu_count() * TORTURE_TARGETS_PER_CPU;
 
     for (unsigned int i = 0; i < torture_s_nr_targets; i++) {
@@ -337,10 +337,10 @@ TEST_DEFINE(perfmon_torture, sampling_accounts_for_every_sample)
               (unsigned long long)totals[3]);
     TEST_ASSERT_GT(totals[1], 0);
     TEST_ASSERT_GT(totals[3], 0);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
 
     for (unsigned int c = 0; c < cpu_count(); c++) {
-        TEST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(c), 0);
+        TEST_ASSERT_EQ(perfmon_cpu_nr_used_slots(c), 0);
     }
 
     TEST_ASSERT_EQ(thread_nr_alive(), alive);

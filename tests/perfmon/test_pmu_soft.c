@@ -224,15 +224,15 @@ TEST_DEFINE(pmu_soft, xcalls_received_counted)
 
 /*
  * Emit channels are independent events. More channels than counters:
- * they are checked PMU_SOFT_NR_PMCS at a time, none multiplexed.
+ * they are checked PMU_SOFT_NR_COUNTERS at a time, none multiplexed.
  */
 TEST_DEFINE(pmu_soft, emit_channels_are_independent)
 {
-    struct perfmon_event events[PMU_SOFT_NR_PMCS];
+    struct perfmon_event events[PMU_SOFT_NR_COUNTERS];
 
     for (unsigned int base = 0; base < PMU_SOFT_NR_CHANNELS;
-         base += PMU_SOFT_NR_PMCS) {
-        unsigned int n = MIN(PMU_SOFT_NR_PMCS, PMU_SOFT_NR_CHANNELS - base);
+         base += PMU_SOFT_NR_COUNTERS) {
+        unsigned int n = MIN(PMU_SOFT_NR_COUNTERS, PMU_SOFT_NR_CHANNELS - base);
 
         for (unsigned int i = 0; i < n; i++) {
             test_soft_attach_self(&events[i], PMU_SOFT_EV_EMIT + base + i);

@@ -253,7 +253,7 @@ pmu_amd_allowed(uint64_t config)
  * more common than the floating-point ones confined to the high three.
  */
 static int
-pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
+pmu_amd_alloc(unsigned int *counterp, unsigned int *widthp, uint64_t config)
 {
     uint32_t all = (uint32_t)pmu_amd_counter_bits();
     uint32_t allowed = pmu_amd_allowed(config);
@@ -271,15 +271,15 @@ pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
     }
 
     pmu_amd_used |= 1U << n;
-    *pmc_idp = n;
+    *counterp = n;
     *widthp = pmu_amd_width();
     return 0;
 }
 
 static void
-pmu_amd_free(unsigned int pmc_id)
+pmu_amd_free(unsigned int counter)
 {
-    pmu_amd_used &= ~(1U << pmc_id);
+    pmu_amd_used &= ~(1U << counter);
 }
 
 /*
@@ -305,22 +305,22 @@ pmu_amd_start_value(void)
  * PerfEvtSel goes last but for the global enable, which starts it.
  */
 static uint64_t
-pmu_amd_start(unsigned int pmc_id, uint64_t config)
+pmu_amd_start(unsigned int counter, uint64_t config)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t bit = 1ULL << pmc_id;
+    uint64_t bit = 1ULL << counter;
     uint64_t value = pmu_amd_start_value();
     uint64_t evtsel = config | PMU_X86_EVTSEL_EN
                       | (pmu_amd_has_pmi() ? PMU_X86_EVTSEL_INT : 0);
 
-    cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
+    cpu_set_msr(pmu_amd_msr_ctr(counter), value);
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
         cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
     }
 
-    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), evtsel);
-    cpu->evtsel[pmc_id] = evtsel;
+    cpu_set_msr(pmu_amd_msr_ctl(counter), evtsel);
+    cpu->evtsel[counter] = evtsel;
     cpu->global_ctrl |= bit;
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
@@ -331,10 +331,10 @@ pmu_amd_start(unsigned int pmc_id, uint64_t config)
 }
 
 static void
-pmu_amd_stop(unsigned int pmc_id)
+pmu_amd_stop(unsigned int counter)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t bit = 1ULL << pmc_id;
+    uint64_t bit = 1ULL << counter;
 
     cpu->global_ctrl &= ~bit;
     cpu->unguarded &= ~bit;     /* its status bit is cleared below */
@@ -343,8 +343,8 @@ pmu_amd_stop(unsigned int pmc_id)
         cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl);
     }
 
-    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), 0);
-    cpu->evtsel[pmc_id] = 0;
+    cpu_set_msr(pmu_amd_msr_ctl(counter), 0);
+    cpu->evtsel[counter] = 0;
 
     /*
      * An overflow of this use must not be reported to the next one: the
@@ -394,10 +394,10 @@ pmu_amd_max_period(void)
  * its preset.
  */
 static uint64_t
-pmu_amd_preset(unsigned int pmc_id, uint64_t n)
+pmu_amd_preset(unsigned int counter, uint64_t n)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t bit = 1ULL << pmc_id;
+    uint64_t bit = 1ULL << counter;
     uint64_t value;
 
     n = MAX(n, PMU_AMD_MIN_PERIOD);
@@ -409,7 +409,7 @@ pmu_amd_preset(unsigned int pmc_id, uint64_t n)
         cpu->unguarded |= bit;
     }
 
-    cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
+    cpu_set_msr(pmu_amd_msr_ctr(counter), value);
     return value;
 }
 
@@ -422,9 +422,9 @@ pmu_amd_check_period(uint64_t config, uint64_t period)
 }
 
 static uint64_t
-pmu_amd_read(unsigned int pmc_id)
+pmu_amd_read(unsigned int counter)
 {
-    return cpu_get_msr(pmu_amd_msr_ctr(pmc_id)) & PMU_AMD_COUNTER_MASK;
+    return cpu_get_msr(pmu_amd_msr_ctr(counter)) & PMU_AMD_COUNTER_MASK;
 }
 
 /*
@@ -434,23 +434,23 @@ pmu_amd_read(unsigned int pmc_id)
  * events in that window go uncounted, as by any stopped counter.
  */
 static void
-pmu_amd_rearm(unsigned int pmc_id)
+pmu_amd_rearm(unsigned int counter)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint32_t ctr = pmu_amd_msr_ctr(pmc_id);
+    uint32_t ctr = pmu_amd_msr_ctr(counter);
     uint64_t value;
 
-    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), 0);
+    cpu_set_msr(pmu_amd_msr_ctl(counter), 0);
     value = cpu_get_msr(ctr) & PMU_AMD_COUNTER_MASK;
     cpu_set_msr(ctr, value | PMU_AMD_TOP_BIT);
-    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), cpu->evtsel[pmc_id]);
+    cpu_set_msr(pmu_amd_msr_ctl(counter), cpu->evtsel[counter]);
 }
 
 /* Top-bit mode: a counter whose flag reads 0 wrapped unreported. */
 static bool
-pmu_amd_top_bit_cleared(unsigned int pmc_id)
+pmu_amd_top_bit_cleared(unsigned int counter)
 {
-    return !(cpu_get_msr(pmu_amd_msr_ctr(pmc_id)) & PMU_AMD_TOP_BIT);
+    return !(cpu_get_msr(pmu_amd_msr_ctr(counter)) & PMU_AMD_TOP_BIT);
 }
 
 /*
@@ -851,20 +851,20 @@ pmu_amd_setup(void)
     pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
     pmu_amd_dev.nmi = pmu_amd_dev.overflow_intr && perfmon_pmi_nmi();
     pmu_amd_dev.preset_ends_overflows = pmu_amd_dev.overflow_intr;
-    pmu_amd_dev.nr_pmcs = info->nr_counters - bitops_popcount(pmu_amd_fw);
-    pmu_amd_dev.fw_pmcs = pmu_amd_fw;
+    pmu_amd_dev.nr_counters = info->nr_counters - bitops_popcount(pmu_amd_fw);
+    pmu_amd_dev.fw_counters = pmu_amd_fw;
     pmu_amd_dev.min_width = pmu_amd_width();
     pmu_amd_dev.max_period = pmu_amd_max_period();
 
-    if (pmu_amd_dev.nr_pmcs == 0) {
+    if (pmu_amd_dev.nr_counters == 0) {
         log_info("pmu_amd: no counter left to use: software events only");
         return 0;
     }
 
     vendor->counters = pmu_amd_counter_bits() & ~(uint64_t)pmu_amd_fw;
     vendor->ack_mask = vendor->counters;
-    vendor->nr_general = pmu_amd_dev.nr_pmcs;
-    vendor->nr_generic_slots = pmu_amd_dev.nr_pmcs;
+    vendor->nr_general = pmu_amd_dev.nr_counters;
+    vendor->nr_generic_slots = pmu_amd_dev.nr_counters;
     error = pmu_x86_register(vendor, pmu_amd_setup_local);
 
     if (error) {

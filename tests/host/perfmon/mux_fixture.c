@@ -39,7 +39,7 @@ px_boot(void)
     host_env_tsc_hold();
     px_setup_error = init_op_perfmon_setup.fn();
     px_register_error = pmu_fake_register(&(struct pmu_fake_config){
-        .nr_pmcs = PX_NR_PMCS,
+        .nr_counters = PX_NR_COUNTERS,
         .width = PX_WIDTH,
         .overflow_intr = PX_INTR,
         .max_rate = 1ULL << 20,
@@ -69,7 +69,7 @@ px_begin(void)
         pmu_fake_constrain(PX_CONFIG_OF(i), 0);
     }
 
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(px_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(px_dev()), 0);
     HOST_ASSERT_EQ(pmu_fake_reserved(), 0);
 }
 
@@ -77,8 +77,8 @@ px_begin(void)
 void
 px_end(void)
 {
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(px_dev()), 0);
-    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(px_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_slots(0), 0);
     HOST_ASSERT_EQ(pmu_fake_reserved(), 0);
     HOST_ASSERT_EQ(pmu_fake_started(), 0);
     HOST_ASSERT_EQ(pmu_fake_nr_bad_frees(), 0);
@@ -141,20 +141,21 @@ px_counting_mask(unsigned int first, unsigned int nr)
 
 /* Whether the slot of event i holds a counter (the schedule). */
 bool
-px_held(unsigned int i, unsigned int *pmc_idp)
+px_held(unsigned int i, unsigned int *counterp)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
     bool held;
 
-    held = perfmon_dev_pmc(px_dev(), perfmon_event_pmc_index(&px_events[i]),
-                           &pmc_id, &width);
+    held = perfmon_slot_counter(px_dev(),
+                                perfmon_event_slot_index(&px_events[i]),
+                                &counter, &width);
 
     if (held) {
         HOST_ASSERT_EQ(width, PX_WIDTH);
     }
 
-    if (pmc_idp != NULL) {
-        *pmc_idp = held ? pmc_id : UINT32_MAX;
+    if (counterp != NULL) {
+        *counterp = held ? counter : UINT32_MAX;
     }
 
     return held;

@@ -17,26 +17,26 @@
 #include "pmu_fake.h"
 
 #if PX_CONFIG == 1
-#define PX_NR_PMCS      1
+#define PX_NR_COUNTERS      1
 #define PX_WIDTH        16
 #define PX_INTR         true
 #elif PX_CONFIG == 2
-#define PX_NR_PMCS      2
+#define PX_NR_COUNTERS      2
 #define PX_WIDTH        48
 #define PX_INTR         true
 #elif PX_CONFIG == 4
-#define PX_NR_PMCS      4
+#define PX_NR_COUNTERS      4
 #define PX_WIDTH        32
 #define PX_INTR         false
 #elif PX_CONFIG == 16
-#define PX_NR_PMCS      PERFMON_MAX_PMCS
+#define PX_NR_COUNTERS      PERFMON_MAX_COUNTERS
 #define PX_WIDTH        64
 #define PX_INTR         false
 #else
 #error "PX_CONFIG must be 1, 2, 4 or 16"
 #endif
 
-#define PX_S            PX_NR_PMCS
+#define PX_S            PX_NR_COUNTERS
 #define PX_STEP         1000            /* TSC cycles (ns) per step */
 #define PX_UNITS        7               /* events per step and raw event */
 #define PX_MAX_EVENTS   (PERFMON_MAX_SLOTS + 2)
@@ -80,9 +80,9 @@ uint64_t px_counting_mask(unsigned int first, unsigned int nr);
 
 /*
  * Whether the slot of event i holds a counter (the schedule), and which
- * (UINT32_MAX if none) when pmc_idp is not NULL.
+ * (UINT32_MAX if none) when counterp is not NULL.
  */
-bool px_held(unsigned int i, unsigned int *pmc_idp);
+bool px_held(unsigned int i, unsigned int *counterp);
 
 /*
  * One step of PX_STEP cycles: every raw event of events 0 to nr - 1

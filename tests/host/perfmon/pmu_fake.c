@@ -29,8 +29,8 @@ static struct pmu_fake {
     uint32_t reserved;
     uint32_t started;
     uint32_t pending;               /* wrapped, interrupt not taken */
-    uint64_t values[PERFMON_MAX_PMCS];
-    uint64_t configs[PERFMON_MAX_PMCS];
+    uint64_t values[PERFMON_MAX_COUNTERS];
+    uint64_t configs[PERFMON_MAX_COUNTERS];
     struct pmu_fake_constraint constraints[PMU_FAKE_MAX_CONSTRAINTS];
     unsigned int nr_allocs;
     unsigned int nr_frees;
@@ -58,7 +58,7 @@ pmu_fake_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 static uint32_t
 pmu_fake_allowed(uint64_t config)
 {
-    uint32_t all = (uint32_t)((1ULL << pmu_fake.dev.nr_pmcs) - 1);
+    uint32_t all = (uint32_t)((1ULL << pmu_fake.dev.nr_counters) - 1);
 
     for (unsigned int i = 0; i < PMU_FAKE_MAX_CONSTRAINTS; i++) {
         if (pmu_fake.constraints[i].ids != 0
@@ -72,7 +72,7 @@ pmu_fake_allowed(uint64_t config)
 
 /* The lowest free counter config may go on: deterministic ids. */
 static int
-pmu_fake_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
+pmu_fake_alloc(unsigned int *counterp, unsigned int *widthp, uint64_t config)
 {
     uint32_t free = pmu_fake_allowed(config) & ~pmu_fake.reserved;
     unsigned int id;
@@ -89,57 +89,57 @@ pmu_fake_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
     pmu_fake.reserved |= 1U << id;
     pmu_fake.configs[id] = config;
     pmu_fake.nr_allocs++;
-    *pmc_idp = id;
+    *counterp = id;
     *widthp = pmu_fake.dev.min_width;
     return 0;
 }
 
 static void
-pmu_fake_free(unsigned int pmc_id)
+pmu_fake_free(unsigned int counter)
 {
     pmu_fake.nr_frees++;
 
-    if (pmc_id >= pmu_fake.dev.nr_pmcs
-        || !(pmu_fake.reserved & (1U << pmc_id))) {
+    if (counter >= pmu_fake.dev.nr_counters
+        || !(pmu_fake.reserved & (1U << counter))) {
         pmu_fake.nr_bad_frees++;
         return;
     }
 
-    pmu_fake.reserved &= ~(1U << pmc_id);
+    pmu_fake.reserved &= ~(1U << counter);
 }
 
 static void
-pmu_fake_check_local(unsigned int pmc_id)
+pmu_fake_check_local(unsigned int counter)
 {
-    if (cpu_intr_enabled() || pmc_id >= pmu_fake.dev.nr_pmcs) {
+    if (cpu_intr_enabled() || counter >= pmu_fake.dev.nr_counters) {
         panic("pmu_fake: counter %u touched with interrupts enabled or "
-              "out of range", pmc_id);
+              "out of range", counter);
     }
 }
 
 static uint64_t
-pmu_fake_start(unsigned int pmc_id, uint64_t config)
+pmu_fake_start(unsigned int counter, uint64_t config)
 {
-    pmu_fake_check_local(pmc_id);
-    pmu_fake.configs[pmc_id] = config;
-    pmu_fake.started |= 1U << pmc_id;
-    pmu_fake.pending &= ~(1U << pmc_id);
-    return pmu_fake.values[pmc_id];
+    pmu_fake_check_local(counter);
+    pmu_fake.configs[counter] = config;
+    pmu_fake.started |= 1U << counter;
+    pmu_fake.pending &= ~(1U << counter);
+    return pmu_fake.values[counter];
 }
 
 static void
-pmu_fake_stop(unsigned int pmc_id)
+pmu_fake_stop(unsigned int counter)
 {
-    pmu_fake_check_local(pmc_id);
-    pmu_fake.started &= ~(1U << pmc_id);
-    pmu_fake.pending &= ~(1U << pmc_id);
+    pmu_fake_check_local(counter);
+    pmu_fake.started &= ~(1U << counter);
+    pmu_fake.pending &= ~(1U << counter);
 }
 
 static uint64_t
-pmu_fake_read(unsigned int pmc_id)
+pmu_fake_read(unsigned int counter)
 {
-    pmu_fake_check_local(pmc_id);
-    return pmu_fake.values[pmc_id];
+    pmu_fake_check_local(counter);
+    return pmu_fake.values[counter];
 }
 
 static uint64_t
@@ -168,17 +168,17 @@ pmu_fake_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 }
 
 static uint64_t
-pmu_fake_preset(unsigned int pmc_id, uint64_t n)
+pmu_fake_preset(unsigned int counter, uint64_t n)
 {
-    pmu_fake_check_local(pmc_id);
+    pmu_fake_check_local(counter);
 
     if (n == 0 || n > pmu_fake.dev.max_period) {
         panic("pmu_fake: preset of %llu", (unsigned long long)n);
     }
 
-    pmu_fake.values[pmc_id] = (pmu_fake.mask - n + 1) & pmu_fake.mask;
-    pmu_fake.pending &= ~(1U << pmc_id);
-    return pmu_fake.values[pmc_id];
+    pmu_fake.values[counter] = (pmu_fake.mask - n + 1) & pmu_fake.mask;
+    pmu_fake.pending &= ~(1U << counter);
+    return pmu_fake.values[counter];
 }
 
 static const struct perfmon_dev_ops pmu_fake_ops = {
@@ -201,7 +201,7 @@ pmu_fake_register(const struct pmu_fake_config *config)
     pmu_fake.mask = (width >= 64) ? UINT64_MAX : (1ULL << width) - 1;
     pmu_fake.dev.name = "pmu_fake";
     pmu_fake.dev.ops = &pmu_fake_ops;
-    pmu_fake.dev.nr_pmcs = config->nr_pmcs;
+    pmu_fake.dev.nr_counters = config->nr_counters;
     pmu_fake.dev.min_width = width;
     pmu_fake.dev.sw = false;
     pmu_fake.dev.overflow_intr = config->overflow_intr;
@@ -270,7 +270,7 @@ pmu_fake_deliver(void)
 void
 pmu_fake_count(uint64_t config, uint64_t n)
 {
-    for (unsigned int id = 0; id < pmu_fake.dev.nr_pmcs; id++) {
+    for (unsigned int id = 0; id < pmu_fake.dev.nr_counters; id++) {
         uint64_t old = pmu_fake.values[id];
 
         if (!(pmu_fake.started & (1U << id)) || pmu_fake.configs[id] != config
@@ -297,15 +297,15 @@ pmu_fake_count(uint64_t config, uint64_t n)
 }
 
 void
-pmu_fake_set(unsigned int pmc_id, uint64_t raw)
+pmu_fake_set(unsigned int counter, uint64_t raw)
 {
-    pmu_fake.values[pmc_id] = raw & pmu_fake.mask;
+    pmu_fake.values[counter] = raw & pmu_fake.mask;
 }
 
 uint64_t
-pmu_fake_get(unsigned int pmc_id)
+pmu_fake_get(unsigned int counter)
 {
-    return pmu_fake.values[pmc_id];
+    return pmu_fake.values[counter];
 }
 
 uint32_t
@@ -321,9 +321,9 @@ pmu_fake_started(void)
 }
 
 uint64_t
-pmu_fake_pmc_config(unsigned int pmc_id)
+pmu_fake_counter_config(unsigned int counter)
 {
-    return pmu_fake.configs[pmc_id];
+    return pmu_fake.configs[counter];
 }
 
 unsigned int

@@ -5,7 +5,7 @@
  * policies (multiplexing, slots, times, sampling) are tested with exact
  * values and nothing of a vendor's driver in between.
  *
- * The device has nr_pmcs counters (ids 0 to nr_pmcs - 1) of one width,
+ * The device has nr_counters counters (ids 0 to nr_counters - 1) of one width,
  * with an overflow interrupt or polled. A configuration word is the
  * event's raw code (PERFMON_EF_RAW, 1 to 0xffffffff) or PMU_FAKE_GENERIC
  * plus a generic id, with the ring flags above (PMU_FAKE_CONFIG), so that
@@ -38,7 +38,7 @@
         << PMU_FAKE_RING_SHIFT))
 
 struct pmu_fake_config {
-    unsigned int nr_pmcs;       /* 1 to PERFMON_MAX_PMCS */
+    unsigned int nr_counters;       /* 1 to PERFMON_MAX_COUNTERS */
     unsigned int width;         /* 1 to 64 */
     bool overflow_intr;         /* else perfmon polls (max_rate) */
     uint64_t max_rate;          /* polled: events per tick at most */
@@ -54,7 +54,7 @@ int pmu_fake_register(const struct pmu_fake_config *config);
 struct perfmon_dev *pmu_fake_dev(void);
 
 /*
- * Let config go only on the counters of ids (bit pmc_id); 0 lifts the
+ * Let config go only on the counters of ids (bit counter); 0 lifts the
  * constraint. At most 8 constrained configurations; set them while no
  * slot holds config.
  */
@@ -68,8 +68,8 @@ void pmu_fake_constrain(uint64_t config, uint32_t ids);
 void pmu_fake_count(uint64_t config, uint64_t n);
 
 /* Set or read a counter's raw value directly (it need not be started). */
-void pmu_fake_set(unsigned int pmc_id, uint64_t raw);
-uint64_t pmu_fake_get(unsigned int pmc_id);
+void pmu_fake_set(unsigned int counter, uint64_t raw);
+uint64_t pmu_fake_get(unsigned int counter);
 
 /*
  * Raise the overflow interrupt for the overflows left pending (counted
@@ -85,7 +85,7 @@ bool pmu_fake_deliver(void);
  */
 uint32_t pmu_fake_reserved(void);
 uint32_t pmu_fake_started(void);
-uint64_t pmu_fake_pmc_config(unsigned int pmc_id);
+uint64_t pmu_fake_counter_config(unsigned int counter);
 unsigned int pmu_fake_nr_allocs(void);
 unsigned int pmu_fake_nr_frees(void);
 unsigned int pmu_fake_nr_bad_frees(void);

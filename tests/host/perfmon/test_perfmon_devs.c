@@ -24,7 +24,7 @@
 #include "host_env.h"
 #include "host_test.h"
 
-#define DEVS_NR_PMCS    2
+#define DEVS_NR_COUNTERS    2
 #define DEVS_WIDTH      48
 
 /* Raw codes: device 0 counts 0x100-0x1ff, device 1 0x180-0x2ff. */
@@ -38,7 +38,7 @@ struct devs_dev {
     uint64_t lo;
     uint64_t hi;
     uint32_t reserved;
-    uint64_t values[DEVS_NR_PMCS];
+    uint64_t values[DEVS_NR_COUNTERS];
 };
 
 static struct devs_dev devs_devs[2];
@@ -59,29 +59,29 @@ devs_translate_##d(uint64_t *configp, uint64_t id, unsigned int flags)  \
 }                                                                       \
                                                                         \
 static int                                                              \
-devs_alloc_##d(unsigned int *pmc_idp, unsigned int *widthp,             \
+devs_alloc_##d(unsigned int *counterp, unsigned int *widthp,             \
                uint64_t config)                                         \
 {                                                                       \
-    return devs_alloc(devs_of(d), pmc_idp, widthp, config);             \
+    return devs_alloc(devs_of(d), counterp, widthp, config);             \
 }                                                                       \
                                                                         \
 static void                                                             \
-devs_free_##d(unsigned int pmc_id)                                      \
+devs_free_##d(unsigned int counter)                                      \
 {                                                                       \
-    devs_of(d)->reserved &= ~(1U << pmc_id);                            \
+    devs_of(d)->reserved &= ~(1U << counter);                            \
 }                                                                       \
                                                                         \
 static uint64_t                                                         \
-devs_read_##d(unsigned int pmc_id)                                      \
+devs_read_##d(unsigned int counter)                                      \
 {                                                                       \
-    return devs_of(d)->values[pmc_id];                                  \
+    return devs_of(d)->values[counter];                                  \
 }                                                                       \
                                                                         \
 static uint64_t                                                         \
-devs_start_##d(unsigned int pmc_id, uint64_t config)                    \
+devs_start_##d(unsigned int counter, uint64_t config)                    \
 {                                                                       \
     (void)config;                                                       \
-    return devs_of(d)->values[pmc_id];                                  \
+    return devs_of(d)->values[counter];                                  \
 }                                                                       \
                                                                         \
 static const struct perfmon_dev_ops devs_ops_##d = {                    \
@@ -106,15 +106,15 @@ devs_translate(const struct devs_dev *d, uint64_t *configp, uint64_t id,
 }
 
 static int
-devs_alloc(struct devs_dev *d, unsigned int *pmc_idp, unsigned int *widthp,
+devs_alloc(struct devs_dev *d, unsigned int *counterp, unsigned int *widthp,
            uint64_t config)
 {
     (void)config;
 
-    for (unsigned int i = 0; i < DEVS_NR_PMCS; i++) {
+    for (unsigned int i = 0; i < DEVS_NR_COUNTERS; i++) {
         if (!(d->reserved & (1U << i))) {
             d->reserved |= 1U << i;
-            *pmc_idp = i;
+            *counterp = i;
             *widthp = DEVS_WIDTH;
             return 0;
         }
@@ -124,9 +124,9 @@ devs_alloc(struct devs_dev *d, unsigned int *pmc_idp, unsigned int *widthp,
 }
 
 static void
-devs_stop(unsigned int pmc_id)
+devs_stop(unsigned int counter)
 {
-    (void)pmc_id;
+    (void)counter;
 }
 
 DEVS_OPS(0)
@@ -142,7 +142,7 @@ devs_init(struct perfmon_dev *dev, const char *name,
 {
     dev->name = name;
     dev->ops = ops;
-    dev->nr_pmcs = DEVS_NR_PMCS;
+    dev->nr_counters = DEVS_NR_COUNTERS;
     dev->min_width = DEVS_WIDTH;
     dev->max_rate = 1ULL << 20;
 }
@@ -180,7 +180,7 @@ static void
 devs_end(void)
 {
     for (unsigned int d = 0; d < 2; d++) {
-        HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(&devs_devs[d].dev), 0);
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(&devs_devs[d].dev), 0);
         HOST_ASSERT_EQ(devs_devs[d].reserved, 0);
     }
 
@@ -223,7 +223,7 @@ HOST_TEST(event_goes_to_the_first_device_that_translates_it)
         struct devs_dev *d = &devs_devs[cases[k].dev];
         struct devs_dev *other = &devs_devs[1 - cases[k].dev];
         struct perfmon_event event;
-        unsigned int pmc_id, width;
+        unsigned int counter, width;
 
         HOST_ASSERT_EQ(perfmon_event_check(cases[k].code,
                                            PERFMON_EF_RAW | PERFMON_EF_KERN),
@@ -232,16 +232,17 @@ HOST_TEST(event_goes_to_the_first_device_that_translates_it)
                                           PERFMON_EF_RAW | PERFMON_EF_KERN),
                        0);
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(&event, 0), 0);
-        HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(&d->dev), 1);
-        HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(&other->dev), 0);
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(&d->dev), 1);
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(&other->dev), 0);
         HOST_ASSERT_EQ(other->reserved, 0);
-        HOST_ASSERT(perfmon_dev_pmc(&d->dev, perfmon_event_pmc_index(&event),
-                                    &pmc_id, &width));
+        HOST_ASSERT(perfmon_slot_counter(&d->dev,
+                                         perfmon_event_slot_index(&event),
+                                         &counter, &width));
         HOST_ASSERT_EQ(width, DEVS_WIDTH);
 
         /* The other device's counter with the same id moves: no count. */
-        d->values[pmc_id] += 1000 + k;
-        other->values[pmc_id] += 77;
+        d->values[counter] += 1000 + k;
+        other->values[counter] += 77;
         HOST_ASSERT_EQ(perfmon_event_read(&event), 1000 + k);
         HOST_ASSERT_EQ(perfmon_event_detach(&event), 0);
         HOST_ASSERT_EQ(perfmon_event_read(&event), 1000 + k);

@@ -15,7 +15,7 @@
  *   1  1 counter of 16 bits, overflow interrupt;
  *   2  2 counters of 48 bits, overflow interrupt;
  *   4  4 counters of 32 bits, polled;
- *   16 PERFMON_MAX_PMCS counters of 64 bits (never wrap).
+ *   16 PERFMON_MAX_COUNTERS counters of 64 bits (never wrap).
  * Tests are written for S counters; a test that needs more than the
  * device has says so and passes.
  *
@@ -241,7 +241,7 @@ HOST_TEST(pinned_attach_without_room_is_eagain_and_moves_nothing)
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(px_event(PX_S + 1, 0), 0),
                    EAGAIN);
     HOST_ASSERT_EQ(perfmon_mux_sched_seq(dev), seq);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PX_S);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), PX_S);
     HOST_ASSERT(!perfmon_event_attached(&px_events[PX_S]));
 
     for (unsigned int i = 0; i < PX_S; i++) {
@@ -444,19 +444,19 @@ HOST_TEST(events_of_one_raw_event_share_a_slot)
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(a, 0), 0);
     pmu_fake_count(PX_CONFIG_OF(0), 5);
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(b, 0), 0);
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(b), perfmon_event_pmc_index(a));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), 1);
+    HOST_ASSERT_EQ(perfmon_event_slot_index(b), perfmon_event_slot_index(a));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 1);
     HOST_ASSERT_EQ(pmu_fake_nr_allocs() - pmu_fake_nr_frees(), 1);
     pmu_fake_count(PX_CONFIG_OF(0), 3);
     HOST_ASSERT_EQ(perfmon_event_read(a), 8);
     HOST_ASSERT_EQ(perfmon_event_read(b), 3);
 
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(c, 0), 0);
-    HOST_ASSERT(perfmon_event_pmc_index(c) != perfmon_event_pmc_index(a));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), 2);
+    HOST_ASSERT(perfmon_event_slot_index(c) != perfmon_event_slot_index(a));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 2);
 
     px_detach(0, 1);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), 2);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 2);
     pmu_fake_count(PX_CONFIG_OF(0), 4);
     HOST_ASSERT_EQ(perfmon_event_read(a), 8);
     HOST_ASSERT_EQ(perfmon_event_read(b), 7);
@@ -476,7 +476,7 @@ HOST_TEST(slots_run_out_at_perfmon_max_slots)
 
     px_begin();
     px_attach_cpu(0, PERFMON_MAX_SLOTS, 0);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PERFMON_MAX_SLOTS);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), PERFMON_MAX_SLOTS);
     seq = perfmon_mux_sched_seq(dev);
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(px_event(PERFMON_MAX_SLOTS, 0),
                                             0), EAGAIN);
@@ -485,7 +485,7 @@ HOST_TEST(slots_run_out_at_perfmon_max_slots)
                                       PX_CODE(3), PX_FLAGS), 0);
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(&px_events[PERFMON_MAX_SLOTS + 1],
                                             0), 0);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PERFMON_MAX_SLOTS);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), PERFMON_MAX_SLOTS);
     HOST_ASSERT_EQ(perfmon_event_detach(&px_events[PERFMON_MAX_SLOTS + 1]),
                    0);
     px_detach(0, PERFMON_MAX_SLOTS);

@@ -122,7 +122,7 @@ HOST_TEST(refused_group_attach_moves_no_counter)
     seq = perfmon_mux_sched_seq(dev);
     HOST_ASSERT_EQ(perfmon_group_attach_cpu(b, 0), EAGAIN);
     HOST_ASSERT_EQ(perfmon_mux_sched_seq(dev), seq);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PX_S);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), PX_S);
     HOST_ASSERT(!perfmon_event_attached(&px_events[PX_S]));
     HOST_ASSERT_EQ(px_counting_mask(0, PX_S), (1ULL << PX_S) - 1);
 
@@ -164,7 +164,7 @@ HOST_TEST(refused_pinned_group_moves_no_counter)
                                                      PERFMON_EF_PINNED), 0),
                    EAGAIN);
     HOST_ASSERT_EQ(perfmon_mux_sched_seq(dev), seq);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PX_S);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), PX_S);
     HOST_ASSERT_EQ(px_counting_mask(0, PX_S), (1ULL << PX_S) - 1);
     px_detach(0, PX_S);
     px_end();
@@ -240,7 +240,7 @@ HOST_TEST(unit_that_could_never_run_is_refused_and_others_take_turns)
     HOST_ASSERT_EQ(perfmon_group_attach_cpu(px_group(0, 1, PX_S, 0), 0),
                    EAGAIN);
     HOST_ASSERT_EQ(perfmon_mux_sched_seq(dev), seq);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), 1);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 1);
     HOST_ASSERT(!perfmon_event_attached(&px_events[1]));
 
     /* The singles: PX_S of them on the S - 1 counters left. */
@@ -342,7 +342,7 @@ HOST_TEST(pinned_group_refused_for_constraints_is_undone_whole)
     HOST_ASSERT_EQ(perfmon_group_attach_cpu(px_group(0, PX_S, 2,
                                                      PERFMON_EF_PINNED), 0),
                    EAGAIN);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PX_S);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), PX_S);
     HOST_ASSERT(!perfmon_event_attached(&px_events[PX_S]));
     HOST_ASSERT(px_held(0, &id));
     HOST_ASSERT_EQ(id, 0);
@@ -494,9 +494,9 @@ HOST_TEST(sampling_event_takes_its_own_slot_one_sample_per_period)
                                                   .period = PX_PERIOD,
                                               }), 0);
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(sampler, 0), 0);
-    HOST_ASSERT(perfmon_event_pmc_index(sampler)
-                != perfmon_event_pmc_index(&px_events[0]));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(px_dev()), 2);
+    HOST_ASSERT(perfmon_event_slot_index(sampler)
+                != perfmon_event_slot_index(&px_events[0]));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(px_dev()), 2);
     HOST_ASSERT(px_counting(1));
     HOST_ASSERT_EQ(px_counting(0), shared);
 

@@ -312,8 +312,8 @@ pmu_test_end(void)
 {
     pmu_test_assert_no_fault();
     HOST_ASSERT(!model_amd_pmi_pending());
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
-    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_slots(0), 0);
     HOST_ASSERT_EQ(host_env_nr_locks_held(), 0);
     HOST_ASSERT(cpu_intr_enabled());
 
@@ -365,11 +365,12 @@ pmu_test_read(struct perfmon_event *event)
 static unsigned int
 pmu_test_counter(const struct perfmon_event *event)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_dev_pmc(pmu_test_dev(), perfmon_event_pmc_index(event),
-                                &pmc_id, &width));
-    return pmc_id;
+    HOST_ASSERT(perfmon_slot_counter(pmu_test_dev(),
+                                     perfmon_event_slot_index(event), &counter,
+                                     &width));
+    return counter;
 }
 
 static uint64_t
@@ -439,7 +440,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     dev = pmu_test_dev();
     HOST_ASSERT_STREQ(dev->name, "pmu_amd");
     HOST_ASSERT_EQ(dev->sw, false);
-    HOST_ASSERT_EQ(dev->nr_pmcs, PMU_TEST_NR);
+    HOST_ASSERT_EQ(dev->nr_counters, PMU_TEST_NR);
     HOST_ASSERT_EQ(dev->min_width, PMU_TEST_WIDTH);
     HOST_ASSERT_EQ(dev->overflow_intr, PMU_TEST_HAS_PMI);
     HOST_ASSERT_EQ(perfmon_dev_poll_ticks(dev), PMU_TEST_POLL_TICKS);
@@ -604,7 +605,7 @@ HOST_TEST(refused_raw_codes_touch_no_register)
 HOST_TEST(exhausted_counters_multiplex)
 {
     struct perfmon_event *extra;
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
     uint32_t seen = 0;
 
     pmu_test_begin();
@@ -622,13 +623,13 @@ HOST_TEST(exhausted_counters_multiplex)
     /* It waits for its turn, then a rotation gives it a counter. */
     extra = pmu_test_event(0x40, PERFMON_EF_RAW | PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(extra, 0), 0);
-    HOST_ASSERT(!perfmon_dev_pmc(pmu_test_dev(),
-                                 perfmon_event_pmc_index(extra), &pmc_id,
-                                 &width));
+    HOST_ASSERT(!perfmon_slot_counter(pmu_test_dev(),
+                                      perfmon_event_slot_index(extra), &counter,
+                                      &width));
     HOST_ASSERT(perfmon_mux_rotate(pmu_test_dev()));
-    HOST_ASSERT(perfmon_dev_pmc(pmu_test_dev(),
-                                perfmon_event_pmc_index(extra), &pmc_id,
-                                &width));
+    HOST_ASSERT(perfmon_slot_counter(pmu_test_dev(),
+                                     perfmon_event_slot_index(extra), &counter,
+                                     &width));
 
     for (unsigned int i = 0; i < pmu_test_nr_events; i++) {
         HOST_ASSERT_EQ(perfmon_event_detach(&pmu_test_events[i]), 0);
@@ -1135,16 +1136,16 @@ pmu_test_sample_retire(unsigned int id, uint64_t n)
 }
 
 static uint64_t
-pmu_test_sample_counter(unsigned int pmc_id)
+pmu_test_sample_counter(unsigned int counter)
 {
-    return model_amd_msr(pmu_test_msr_ctr(pmc_id));
+    return model_amd_msr(pmu_test_msr_ctr(counter));
 }
 
 /* Every counter is 48 bits, whatever perfmon counts of it. */
 static unsigned int
-pmu_test_sample_counter_width(unsigned int pmc_id)
+pmu_test_sample_counter_width(unsigned int counter)
 {
-    (void)pmc_id;
+    (void)counter;
     return 48;
 }
 
@@ -1542,14 +1543,14 @@ static void
 pmu_test_assert_confined(struct perfmon_event *const *events,
                          unsigned int nr, uint32_t confined)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
     for (unsigned int k = 0; k < nr; k++) {
         if ((confined & (1U << k))
-            && perfmon_dev_pmc(pmu_test_dev(),
-                               perfmon_event_pmc_index(events[k]), &pmc_id,
-                               &width)) {
-            HOST_ASSERT(pmc_id <= 2);
+            && perfmon_slot_counter(pmu_test_dev(),
+                                    perfmon_event_slot_index(events[k]),
+                                    &counter, &width)) {
+            HOST_ASSERT(counter <= 2);
         }
     }
 }

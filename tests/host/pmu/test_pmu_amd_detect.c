@@ -275,7 +275,7 @@ HOST_TEST(counters_firmware_enabled_are_left_alone)
         .ext_core = true, .perfmon_v2 = true, .v2_nr = 6,
     };
     struct perfmon_dev *dev;
-    unsigned int pmc_id, width, lines;
+    unsigned int counter, width, lines;
     uint64_t fw_count;
 
     model_amd_reset(&config);
@@ -287,8 +287,8 @@ HOST_TEST(counters_firmware_enabled_are_left_alone)
     HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_CTL), 1ULL << 2);
     dev = perfmon_get_dev(false);
     HOST_ASSERT(dev != NULL);
-    HOST_ASSERT_EQ(dev->fw_pmcs, 1ULL << 2);
-    HOST_ASSERT_EQ(dev->nr_pmcs, 5);
+    HOST_ASSERT_EQ(dev->fw_counters, 1ULL << 2);
+    HOST_ASSERT_EQ(dev->nr_counters, 5);
     HOST_ASSERT_EQ(host_env_nr_log_lines_with("firmware holds"), 1);
     HOST_ASSERT(host_env_nr_log_lines() - lines >= 1);
 
@@ -300,9 +300,9 @@ HOST_TEST(counters_firmware_enabled_are_left_alone)
                        0);
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(&events[k], 0), 0);
 
-        if (perfmon_dev_pmc(dev, perfmon_event_pmc_index(&events[k]),
-                            &pmc_id, &width)) {
-            HOST_ASSERT(pmc_id != 2);
+        if (perfmon_slot_counter(dev, perfmon_event_slot_index(&events[k]),
+                                 &counter, &width)) {
+            HOST_ASSERT(counter != 2);
         }
     }
 

@@ -53,7 +53,7 @@
 #define PMU_TEST_FIXED_MASK     0x0
 #define PMU_TEST_EVENTS         0x77
 #define PMU_TEST_FULL_WIDTH     false
-#define PMU_TEST_NR_PMCS        2
+#define PMU_TEST_NR_COUNTERS        2
 /* Half the time 2^40 events take at 100 per cycle at 1 GHz, in ticks. */
 #define PMU_TEST_POLL_TICKS     549
 #define PMU_TEST_UNAVAILABLE    PERFMON_EV_CACHE_REF
@@ -72,7 +72,7 @@ static const struct model_config pmu_test_config = {
 #define PMU_TEST_FIXED_MASK     0x7
 #define PMU_TEST_EVENTS         0x3f
 #define PMU_TEST_FULL_WIDTH     false
-#define PMU_TEST_NR_PMCS        7
+#define PMU_TEST_NR_COUNTERS        7
 #define PMU_TEST_POLL_TICKS     0
 #define PMU_TEST_UNAVAILABLE    PERFMON_EV_BRANCH_MISS
 
@@ -94,7 +94,7 @@ static const struct model_config pmu_test_config = {
 #define PMU_TEST_FIXED_MASK     0x5
 #define PMU_TEST_EVENTS         0xef
 #define PMU_TEST_FULL_WIDTH     true
-#define PMU_TEST_NR_PMCS        10
+#define PMU_TEST_NR_COUNTERS        10
 #define PMU_TEST_POLL_TICKS     0
 #define PMU_TEST_UNAVAILABLE    PERFMON_EV_CACHE_MISS
 
@@ -282,9 +282,9 @@ pmu_test_begin(void)
 }
 
 static bool
-pmu_test_global_enabled(unsigned int pmc_id)
+pmu_test_global_enabled(unsigned int counter)
 {
-    return (model_msr(MODEL_MSR_GLOBAL_CTRL) & (1ULL << pmc_id)) != 0;
+    return (model_msr(MODEL_MSR_GLOBAL_CTRL) & (1ULL << counter)) != 0;
 }
 
 /*
@@ -293,12 +293,12 @@ pmu_test_global_enabled(unsigned int pmc_id)
  * stay programmed: SDM vol. 3B, 21.2.2, the enables are ANDed).
  */
 static void
-pmu_test_assert_disabled(unsigned int pmc_id)
+pmu_test_assert_disabled(unsigned int counter)
 {
     if (PMU_TEST_HAS_PMI) {
-        HOST_ASSERT(!pmu_test_global_enabled(pmc_id));
+        HOST_ASSERT(!pmu_test_global_enabled(counter));
     } else {
-        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(pmc_id))
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(counter))
                        & MODEL_EVTSEL_EN, 0);
     }
 }
@@ -308,8 +308,8 @@ pmu_test_end(void)
 {
     pmu_test_assert_no_fault();
     HOST_ASSERT(!model_pmi_pending());
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
-    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_slots(0), 0);
     HOST_ASSERT_EQ(host_env_nr_locks_held(), 0);
     HOST_ASSERT(cpu_intr_enabled());
 
@@ -387,15 +387,15 @@ pmu_test_read(struct perfmon_event *event)
 
 /* The hardware counter behind an attached event. */
 static unsigned int
-pmu_test_pmc_id(const struct perfmon_event *event)
+pmu_test_counter(const struct perfmon_event *event)
 {
     struct perfmon_dev *dev = pmu_test_dev();
 
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_dev_pmc(dev, perfmon_event_pmc_index(event), &pmc_id,
-                                &width));
-    return pmc_id;
+    HOST_ASSERT(perfmon_slot_counter(dev, perfmon_event_slot_index(event),
+                                     &counter, &width));
+    return counter;
 }
 
 /* What the driver must write to PERFEVTSELi for a code and flags. */
@@ -426,32 +426,32 @@ pmu_test_fixed_ctrl_field(unsigned int j)
 
 /* The counter exists, counts code with flags, and is enabled. */
 static void
-pmu_test_assert_programmed(unsigned int pmc_id, uint64_t code,
+pmu_test_assert_programmed(unsigned int counter, uint64_t code,
                            unsigned int flags)
 {
     struct perfmon_dev *dev = pmu_test_dev();
 
-    HOST_ASSERT(model_counter_exists(pmc_id));
+    HOST_ASSERT(model_counter_exists(counter));
 
-    if (pmc_id >= MODEL_FIXED_BASE) {
-        unsigned int j = pmc_id - MODEL_FIXED_BASE;
+    if (counter >= MODEL_FIXED_BASE) {
+        unsigned int j = counter - MODEL_FIXED_BASE;
 
         HOST_ASSERT(j < 3);
         HOST_ASSERT_EQ(code, model_event_code(pmu_test_fixed_events[j]));
         HOST_ASSERT_EQ(pmu_test_fixed_ctrl_field(j),
                        pmu_test_fixed_field(flags));
     } else {
-        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(pmc_id)),
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(counter)),
                        pmu_test_evtsel(code, flags));
     }
 
-    HOST_ASSERT_EQ(pmu_test_global_enabled(pmc_id), PMU_TEST_HAS_PMI);
+    HOST_ASSERT_EQ(pmu_test_global_enabled(counter), PMU_TEST_HAS_PMI);
 
-    for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
+    for (unsigned int i = 0; i < dev->nr_counters; i++) {
         unsigned int id, width;
 
-        if (perfmon_dev_pmc(dev, i, &id, &width) && id == pmc_id) {
-            HOST_ASSERT_EQ(width, model_counter_width(pmc_id));
+        if (perfmon_slot_counter(dev, i, &id, &width) && id == counter) {
+            HOST_ASSERT_EQ(width, model_counter_width(counter));
         }
     }
 }
@@ -479,11 +479,11 @@ pmu_test_catch_up(void)
     }
 }
 
-/* Events from one wrap of counter pmc_id to the next. */
+/* Events from one wrap of counter counter to the next. */
 static uint64_t
-pmu_test_period(unsigned int pmc_id)
+pmu_test_period(unsigned int counter)
 {
-    return 1ULL << model_counter_width(pmc_id);
+    return 1ULL << model_counter_width(counter);
 }
 
 /* A counter's expected position, to know when it wraps. */
@@ -494,9 +494,9 @@ struct pmu_test_ref {
 };
 
 static void
-pmu_test_ref_init(struct pmu_test_ref *ref, unsigned int pmc_id)
+pmu_test_ref_init(struct pmu_test_ref *ref, unsigned int counter)
 {
-    ref->period = pmu_test_period(pmc_id);
+    ref->period = pmu_test_period(counter);
     ref->pos = 0;
     ref->wraps = 0;
 }
@@ -547,7 +547,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     dev = pmu_test_dev();
     HOST_ASSERT_STREQ(dev->name, "pmu_intel");
     HOST_ASSERT_EQ(dev->sw, false);
-    HOST_ASSERT_EQ(dev->nr_pmcs, PMU_TEST_NR_PMCS);
+    HOST_ASSERT_EQ(dev->nr_counters, PMU_TEST_NR_COUNTERS);
     HOST_ASSERT_EQ(dev->min_width, PMU_TEST_MIN_WIDTH);
     HOST_ASSERT_EQ(perfmon_dev_poll_ticks(dev), PMU_TEST_POLL_TICKS);
     HOST_ASSERT_EQ(dev->overflow_intr, PMU_TEST_HAS_PMI);
@@ -659,7 +659,7 @@ HOST_TEST(generic_events_program_documented_codes)
     for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_generics); k++) {
         const struct pmu_test_generic *row = &pmu_test_generics[k];
         struct perfmon_event *event;
-        unsigned int pmc_id;
+        unsigned int counter;
 
         event = pmu_test_event(row->id, PERFMON_EF_KERN);
 
@@ -669,9 +669,9 @@ HOST_TEST(generic_events_program_documented_codes)
         }
 
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
-        pmc_id = pmu_test_pmc_id(event);
-        HOST_ASSERT_EQ(pmc_id, row->alone);
-        pmu_test_assert_programmed(pmc_id, model_event_code(row->event),
+        counter = pmu_test_counter(event);
+        HOST_ASSERT_EQ(counter, row->alone);
+        pmu_test_assert_programmed(counter, model_event_code(row->event),
                                    PERFMON_EF_KERN);
 
         /* Counted: the event in the kernel; not: user ring, decoy. */
@@ -681,7 +681,7 @@ HOST_TEST(generic_events_program_documented_codes)
         HOST_ASSERT_EQ(pmu_test_read(event), 1000);
 
         HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
-        pmu_test_assert_disabled(pmc_id);
+        pmu_test_assert_disabled(counter);
         HOST_ASSERT_EQ(pmu_test_read(event), 1000);
     }
 
@@ -692,10 +692,10 @@ HOST_TEST(generic_events_program_documented_codes)
 static bool
 pmu_test_holds_counter(const struct perfmon_event *event)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    return perfmon_dev_pmc(pmu_test_dev(), perfmon_event_pmc_index(event),
-                           &pmc_id, &width);
+    return perfmon_slot_counter(pmu_test_dev(), perfmon_event_slot_index(event),
+                                &counter, &width);
 }
 
 /*
@@ -742,7 +742,7 @@ HOST_TEST(generic_events_together_get_distinct_counters)
         }
 
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(events[k], 0), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(events[k]),
+        HOST_ASSERT_EQ(pmu_test_counter(events[k]),
                        pmu_test_gp_order(row->together));
         pmu_test_assert_programmed(pmu_test_gp_order(row->together),
                                    model_event_code(row->event), flags);
@@ -802,8 +802,8 @@ HOST_TEST(ring_flags_select_os_and_usr)
         insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, flags);
         raw = pmu_test_attach_cpu((unsigned int)branches,
                                   PERFMON_EF_RAW | flags);
-        insns_id = pmu_test_pmc_id(insns);
-        raw_id = pmu_test_pmc_id(raw);
+        insns_id = pmu_test_counter(insns);
+        raw_id = pmu_test_counter(raw);
         HOST_ASSERT_EQ(insns_id, (PMU_TEST_FIXED_MASK & 1)
                                  ? PMU_TEST_FIXED(0) : 0);
         HOST_ASSERT_EQ(raw_id, (PMU_TEST_FIXED_MASK & 1) ? 0 : 1);
@@ -843,12 +843,12 @@ HOST_TEST(same_code_other_rings_falls_back_to_gp)
                                PERFMON_EF_KERN | PERFMON_EF_USER);
     kern2 = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
 
-    HOST_ASSERT_EQ(pmu_test_pmc_id(kern), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(user), 0);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(both), 1);
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(kern2),
-                   perfmon_event_pmc_index(kern));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 3);
+    HOST_ASSERT_EQ(pmu_test_counter(kern), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_counter(user), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(both), 1);
+    HOST_ASSERT_EQ(perfmon_event_slot_index(kern2),
+                   perfmon_event_slot_index(kern));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 3);
     pmu_test_assert_programmed(PMU_TEST_FIXED(0), code, PERFMON_EF_KERN);
     pmu_test_assert_programmed(0, code, PERFMON_EF_USER);
     pmu_test_assert_programmed(1, code, PERFMON_EF_KERN | PERFMON_EF_USER);
@@ -886,21 +886,21 @@ HOST_TEST(ref_cycles_use_only_fixed_counter_2)
 
     if (!(PMU_TEST_FIXED_MASK & 0x4)) {
         /* No fixed counter 2: the generic event is the general one. */
-        HOST_ASSERT_EQ(pmu_test_pmc_id(raw), 0);
+        HOST_ASSERT_EQ(pmu_test_counter(raw), 0);
         kern = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE, PERFMON_EF_KERN);
-        HOST_ASSERT_EQ(perfmon_event_pmc_index(kern),
-                       perfmon_event_pmc_index(raw));
+        HOST_ASSERT_EQ(perfmon_event_slot_index(kern),
+                       perfmon_event_slot_index(raw));
         pmu_test_detach_all();
         pmu_test_end();
         return;
     }
 
-    HOST_ASSERT_EQ(pmu_test_pmc_id(raw), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(raw), 0);
     pmu_test_assert_programmed(0, code, PERFMON_EF_KERN);
     kern = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(kern), PMU_TEST_FIXED(2));
-    HOST_ASSERT(perfmon_event_pmc_index(kern)
-                != perfmon_event_pmc_index(raw));
+    HOST_ASSERT_EQ(pmu_test_counter(kern), PMU_TEST_FIXED(2));
+    HOST_ASSERT(perfmon_event_slot_index(kern)
+                != perfmon_event_slot_index(raw));
 
     /* Fixed counter 2 taken: the user event waits (multiplexed). */
     model_snapshot(&before);
@@ -908,7 +908,7 @@ HOST_TEST(ref_cycles_use_only_fixed_counter_2)
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(user, 0), 0);
     model_snapshot(&after);
     pmu_test_assert_regs_eq(&before, &after);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 3);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 3);
     HOST_ASSERT(!pmu_test_holds_counter(user));
 
     model_retire(MODEL_EV_REF_CYCLES, 25, MODEL_RING_KERN);
@@ -962,7 +962,7 @@ HOST_TEST(exhausted_counters_multiplex)
 
     for (i = 0; i < PMU_TEST_NR_GP; i++) {
         HOST_ASSERT_EQ(pmu_test_attach_raw(i, &event), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(event), pmu_test_gp_order(i));
+        HOST_ASSERT_EQ(pmu_test_counter(event), pmu_test_gp_order(i));
         pmu_test_assert_programmed(pmu_test_gp_order(i), 0x0100 | (0xd0 + i),
                                    PERFMON_EF_KERN);
     }
@@ -977,7 +977,7 @@ HOST_TEST(exhausted_counters_multiplex)
     model_snapshot(&after);
     pmu_test_assert_regs_eq(&before, &after);
     HOST_ASSERT_EQ(model_nr_accesses(), accesses);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PMU_TEST_NR_GP + 1);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), PMU_TEST_NR_GP + 1);
     HOST_ASSERT(!pmu_test_holds_counter(waiting));
 
     for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_fixed_after_full); k++) {
@@ -992,8 +992,8 @@ HOST_TEST(exhausted_counters_multiplex)
             HOST_ASSERT(!pmu_test_holds_counter(event));
         } else {
             HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
-            HOST_ASSERT_EQ(pmu_test_pmc_id(event), result);
-            HOST_ASSERT(model_counter_exists(pmu_test_pmc_id(event)));
+            HOST_ASSERT_EQ(pmu_test_counter(event), result);
+            HOST_ASSERT(model_counter_exists(pmu_test_counter(event)));
         }
     }
 
@@ -1003,8 +1003,8 @@ HOST_TEST(exhausted_counters_multiplex)
      */
     HOST_ASSERT(perfmon_mux_rotate(dev));
     HOST_ASSERT(pmu_test_holds_counter(waiting));
-    HOST_ASSERT(pmu_test_pmc_id(waiting) < PMU_TEST_NR_GP);
-    pmu_test_assert_programmed(pmu_test_pmc_id(waiting),
+    HOST_ASSERT(pmu_test_counter(waiting) < PMU_TEST_NR_GP);
+    pmu_test_assert_programmed(pmu_test_counter(waiting),
                                0x0100 | (0xd0 + PMU_TEST_NR_GP),
                                PERFMON_EF_KERN);
     pmu_test_detach_all();
@@ -1021,16 +1021,16 @@ HOST_TEST(detach_disables_freed_counter)
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     branches2 = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    insns_id = pmu_test_pmc_id(insns);
-    branches_id = pmu_test_pmc_id(branches);
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(branches2),
-                   perfmon_event_pmc_index(branches));
+    insns_id = pmu_test_counter(insns);
+    branches_id = pmu_test_counter(branches);
+    HOST_ASSERT_EQ(perfmon_event_slot_index(branches2),
+                   perfmon_event_slot_index(branches));
 
     /* A second fixed counter, which must outlive its neighbour. */
     if (PMU_TEST_FIXED_MASK & 0x4) {
         ref = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE,
                                   PERFMON_EF_KERN | PERFMON_EF_USER);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(ref), PMU_TEST_FIXED(2));
+        HOST_ASSERT_EQ(pmu_test_counter(ref), PMU_TEST_FIXED(2));
     }
 
     model_retire(MODEL_EV_BRANCHES, 40, MODEL_RING_KERN);
@@ -1060,7 +1060,7 @@ HOST_TEST(detach_disables_freed_counter)
         pmu_test_assert_disabled(PMU_TEST_FIXED(2));
     }
 
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 0);
     HOST_ASSERT_EQ(pmu_test_read(branches), 40);
     HOST_ASSERT_EQ(pmu_test_read(branches2), 40);
     HOST_ASSERT_EQ(pmu_test_read(insns), 30);
@@ -1104,8 +1104,8 @@ pmu_test_assert_rejected(struct perfmon_event *event, struct thread *thread,
     HOST_ASSERT_EQ(model_nr_accesses(), accesses);
     HOST_ASSERT(!model_pmi_pending());
     HOST_ASSERT(!perfmon_event_attached(event));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
-    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_slots(0), 0);
     HOST_ASSERT(perfmon_td_unused(&thread->perfmon_td));
     HOST_ASSERT_EQ(thread->refs, 1);
 }
@@ -1133,7 +1133,7 @@ HOST_TEST(rejected_events_touch_nothing)
         unsigned int id = pmu_test_good_raws[k];
 
         event = pmu_test_attach_cpu(id, PERFMON_EF_RAW | PERFMON_EF_KERN);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(event), 0);
+        HOST_ASSERT_EQ(pmu_test_counter(event), 0);
         pmu_test_assert_programmed(0, id, PERFMON_EF_KERN);
         HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     }
@@ -1189,10 +1189,10 @@ HOST_TEST(thread_event_counts_only_while_switched_in)
     event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
     HOST_ASSERT_EQ(thread->refs, 2);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(event), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(event), 0);
 
     /* Off every CPU: the slot is reserved but no counter runs. */
-    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_slots(0), 0);
     pmu_test_assert_disabled(0);
     model_retire(MODEL_EV_BRANCHES, 1000, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(event), 0);
@@ -1234,9 +1234,9 @@ HOST_TEST(threads_sharing_a_counter_count_their_own)
     event_b = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach(event_a, a), 0);
     HOST_ASSERT_EQ(perfmon_event_attach(event_b, b), 0);
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(event_a),
-                   perfmon_event_pmc_index(event_b));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 1);
+    HOST_ASSERT_EQ(perfmon_event_slot_index(event_a),
+                   perfmon_event_slot_index(event_b));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 1);
 
     host_env_switch_in(a);
     model_retire(MODEL_EV_BRANCHES, 10, MODEL_RING_KERN);
@@ -1263,10 +1263,10 @@ HOST_TEST(threads_sharing_a_counter_count_their_own)
  * period allows, at 100 events per cycle.
  */
 static uint64_t
-pmu_test_chunk(unsigned int pmc_id)
+pmu_test_chunk(unsigned int counter)
 {
     if (PMU_TEST_HAS_PMI) {
-        return pmu_test_period(pmc_id) / 2 + 777;
+        return pmu_test_period(counter) / 2 + 777;
     }
 
     return PMU_TEST_POLL_TICKS * (HOST_ENV_CPU_FREQ / CLOCK_HZ * 100);
@@ -1285,7 +1285,7 @@ pmu_test_many_wraps(uint64_t gap)
     struct pmu_test_ref cpu_ref, td_ref;
     uint64_t overflows, pmis, spurious, cpu_wraps, td_wraps;
     uint64_t cpu_chunk, td_chunk, cpu_expected = 0, td_expected = 0;
-    unsigned int cpu_pmc, td_pmc, nr_pmis = 0, expected_pmis = 0;
+    unsigned int cpu_slot, td_slot, nr_pmis = 0, expected_pmis = 0;
     struct perfmon_event *cpu_event, *td_event;
     struct thread *thread;
     bool loaded = true;
@@ -1300,16 +1300,16 @@ pmu_test_many_wraps(uint64_t gap)
     host_env_switch_in(thread);
     td_event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach(td_event, thread), 0);
-    cpu_pmc = pmu_test_pmc_id(cpu_event);
-    td_pmc = pmu_test_pmc_id(td_event);
-    cpu_chunk = pmu_test_chunk(cpu_pmc);
-    td_chunk = pmu_test_chunk(td_pmc);
-    HOST_ASSERT(cpu_chunk < pmu_test_period(cpu_pmc));
-    HOST_ASSERT(td_chunk < pmu_test_period(td_pmc));
-    cpu_wraps = model_nr_wraps(cpu_pmc);
-    td_wraps = model_nr_wraps(td_pmc);
-    pmu_test_ref_init(&cpu_ref, cpu_pmc);
-    pmu_test_ref_init(&td_ref, td_pmc);
+    cpu_slot = pmu_test_counter(cpu_event);
+    td_slot = pmu_test_counter(td_event);
+    cpu_chunk = pmu_test_chunk(cpu_slot);
+    td_chunk = pmu_test_chunk(td_slot);
+    HOST_ASSERT(cpu_chunk < pmu_test_period(cpu_slot));
+    HOST_ASSERT(td_chunk < pmu_test_period(td_slot));
+    cpu_wraps = model_nr_wraps(cpu_slot);
+    td_wraps = model_nr_wraps(td_slot);
+    pmu_test_ref_init(&cpu_ref, cpu_slot);
+    pmu_test_ref_init(&td_ref, td_slot);
     pmu_test_ref_start(&cpu_ref, gap);
     pmu_test_ref_start(&td_ref, gap);
 
@@ -1352,8 +1352,8 @@ pmu_test_many_wraps(uint64_t gap)
 
     HOST_ASSERT_EQ(pmu_test_read(cpu_event), cpu_expected);
     HOST_ASSERT_EQ(pmu_test_read(td_event), td_expected);
-    HOST_ASSERT_EQ(model_nr_wraps(cpu_pmc) - cpu_wraps, cpu_ref.wraps);
-    HOST_ASSERT_EQ(model_nr_wraps(td_pmc) - td_wraps, td_ref.wraps);
+    HOST_ASSERT_EQ(model_nr_wraps(cpu_slot) - cpu_wraps, cpu_ref.wraps);
+    HOST_ASSERT_EQ(model_nr_wraps(td_slot) - td_wraps, td_ref.wraps);
     HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows,
                    cpu_ref.wraps + td_ref.wraps);
     HOST_ASSERT_EQ(nr_pmis, expected_pmis);
@@ -1462,7 +1462,7 @@ HOST_TEST(start_gap_limits_and_start_values)
     overflows = perfmon_nr_overflows(0);
 
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(0)), PMU_TEST_GP_PERIOD - max_gap);
     HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_PMC(0)) - pmc_writes,
                    PMU_TEST_FULL_WIDTH ? 0 : 1);
@@ -1471,7 +1471,7 @@ HOST_TEST(start_gap_limits_and_start_values)
 
     if (PMU_TEST_FIXED_MASK & 1) {
         insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
+        HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
         HOST_ASSERT_EQ(model_msr(MODEL_MSR_FIXED_CTR(0)),
                        (1ULL << PMU_TEST_FIXED_WIDTH) - max_gap);
     }
@@ -1531,13 +1531,13 @@ HOST_TEST(thread_counts_exactly_when_counter_wraps_before_first_read)
     struct perfmon_event *event;
     struct thread *thread;
     uint64_t expected = 0;
-    unsigned int pmc_id;
+    unsigned int counter;
 
     pmu_test_begin();
     thread = pmu_test_thread();
     event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
-    pmc_id = pmu_test_pmc_id(event);
+    counter = pmu_test_counter(event);
 
     for (uint64_t drift = 2; drift <= 6; drift++) {
         /* Wraps at the status check, or between it and the read. */
@@ -1550,20 +1550,20 @@ HOST_TEST(thread_counts_exactly_when_counter_wraps_before_first_read)
 
             HOST_ASSERT_EQ(pmu_intel_set_start_gap(gaps[k]), 0);
             model_set_drift(drift);
-            wraps = model_nr_wraps(pmc_id);
+            wraps = model_nr_wraps(counter);
             host_env_switch_in(thread);
-            start = model_counted_at_write(pmc_id);
+            start = model_counted_at_write(counter);
 
             /* The premise: the wrap comes by perfmon's first sync. */
             pmu_test_read(event);
-            HOST_ASSERT_EQ(model_nr_wraps(pmc_id) - wraps, 1);
+            HOST_ASSERT_EQ(model_nr_wraps(counter) - wraps, 1);
             pmu_test_catch_up();
 
             model_retire(MODEL_EV_BRANCHES, 100 + drift, MODEL_RING_KERN);
             pmu_test_catch_up();
             host_env_switch_out(thread);
             pmu_test_catch_up();
-            expected += model_counted_at_read(pmc_id) - start;
+            expected += model_counted_at_read(counter) - start;
             model_set_drift(0);
             HOST_ASSERT_EQ(pmu_test_read(event), expected);
         }
@@ -1593,10 +1593,10 @@ HOST_TEST(cpu_events_count_exactly_when_counters_wrap_at_attach)
         branches_wraps = model_nr_wraps(branches_id);
 
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(insns, 0), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(insns), insns_id);
+        HOST_ASSERT_EQ(pmu_test_counter(insns), insns_id);
         insns_start = model_counted_at_read(insns_id);
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(branches, 0), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(branches), branches_id);
+        HOST_ASSERT_EQ(pmu_test_counter(branches), branches_id);
         branches_start = model_counted_at_read(branches_id);
         pmu_test_catch_up();
         HOST_ASSERT_EQ(model_nr_wraps(insns_id) - insns_wraps, 1);
@@ -1633,8 +1633,8 @@ HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
 
     model_retire(MODEL_EV_INSTRUCTIONS, 15, MODEL_RING_KERN);
     model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
@@ -1697,7 +1697,7 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
     HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI);
 
     model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
@@ -1848,13 +1848,13 @@ HOST_TEST(stray_overflow_bits_are_never_reported)
     /* General counter 0 is left free after serving the slot insns gets. */
     first = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     second = pmu_test_attach_cpu(0x01d0, PERFMON_EF_RAW | PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(first), 0);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(second), 1);
+    HOST_ASSERT_EQ(pmu_test_counter(first), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(second), 1);
     HOST_ASSERT_EQ(perfmon_event_detach(first), 0);
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(insns),
-                   perfmon_event_pmc_index(first));
+    HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(perfmon_event_slot_index(insns),
+                   perfmon_event_slot_index(first));
     model_retire(MODEL_EV_INSTRUCTIONS, 20, MODEL_RING_KERN);
 
     /* An overflow of the free counter: acknowledged, reported to no one. */
@@ -1874,7 +1874,7 @@ HOST_TEST(stray_overflow_bits_are_never_reported)
     /* Starting the counter again clears an overflow left from before. */
     model_poke(MODEL_MSR_GLOBAL_STATUS, 1ULL << 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(event), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(event), 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     host_env_raise_trap(TRAP_PMI);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
@@ -1933,8 +1933,8 @@ HOST_TEST(pmi_handler_stops_counting_and_rereads_status)
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
     model_retire(MODEL_EV_INSTRUCTIONS, 15, MODEL_RING_KERN);
     model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
     ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
@@ -1984,7 +1984,7 @@ HOST_TEST(pmi_with_stuck_status_bit_returns)
 
     pmu_test_begin();
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT(pmu_test_pmc_id(event) != stray);
+    HOST_ASSERT(pmu_test_counter(event) != stray);
     ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
     giveups = pmu_test_nr_giveups();
     pmis = pmu_intel_nr_pmis(0);
@@ -2083,8 +2083,8 @@ HOST_TEST(freeze_left_on_does_not_stop_counting)
     model_set_debugctl_sticky(MODEL_DEBUGCTL_FREEZE_PERFMON);
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
     pmis = pmu_intel_nr_pmis(0);
     overflows = perfmon_nr_overflows(0);
 
@@ -2133,23 +2133,23 @@ HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
 {
     struct perfmon_event *event;
     uint64_t overflows, giveups;
-    unsigned int pmc_id;
+    unsigned int counter;
     unsigned long acks;
 
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    pmc_id = pmu_test_pmc_id(event);
+    counter = pmu_test_counter(event);
     model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << pmc_id);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << counter);
     overflows = perfmon_nr_overflows(0);
-    acks = model_nr_acks(pmc_id);
+    acks = model_nr_acks(counter);
 
     /* No acknowledgment clears it during this PMI. */
     giveups = pmu_test_nr_giveups();
-    model_set_stuck_status(1ULL << pmc_id);
+    model_set_stuck_status(1ULL << counter);
     pmu_test_deliver_pmi();
-    HOST_ASSERT_EQ(model_nr_acks(pmc_id) - acks, PMU_TEST_PMI_MAX_PASSES + 1);
+    HOST_ASSERT_EQ(model_nr_acks(counter) - acks, PMU_TEST_PMI_MAX_PASSES + 1);
     HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(pmu_test_nr_giveups() - giveups, 1);
 
@@ -2168,18 +2168,18 @@ HOST_TEST(pmi_reports_a_reappearing_bit_once)
 {
     struct perfmon_event *event;
     uint64_t overflows, giveups;
-    unsigned int pmc_id;
+    unsigned int counter;
 
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    pmc_id = pmu_test_pmc_id(event);
+    counter = pmu_test_counter(event);
     model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
     overflows = perfmon_nr_overflows(0);
 
     /* Set again after the first acknowledgment, once: no give-up. */
     giveups = pmu_test_nr_giveups();
-    pmu_test_set_status_hook(1ULL << pmc_id, false);
+    pmu_test_set_status_hook(1ULL << counter, false);
     pmu_test_deliver_pmi();
     model_set_wrmsr_hook(NULL);
     HOST_ASSERT_EQ(pmu_test_hook_acks, 2);
@@ -2228,7 +2228,7 @@ HOST_TEST(max_period_follows_write_width)
 #define PMU_TEST_MAX_REPORTS    16
 
 struct pmu_test_report {
-    unsigned int pmc_id;
+    unsigned int counter;
     bool has_ctx;
     struct perfmon_intr_ctx ctx;
 };
@@ -2238,22 +2238,22 @@ static unsigned int pmu_test_nr_reports;
 static uint64_t pmu_test_reload;
 
 void __real_perfmon_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int pmc_id,
+                                    unsigned int counter,
                                     const struct perfmon_intr_ctx *ctx);
 void __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int pmc_id,
+                                    unsigned int counter,
                                     const struct perfmon_intr_ctx *ctx);
 
 void
 __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
-                               unsigned int pmc_id,
+                               unsigned int counter,
                                const struct perfmon_intr_ctx *ctx)
 {
     if (pmu_test_nr_reports < PMU_TEST_MAX_REPORTS) {
         struct pmu_test_report *report;
 
         report = &pmu_test_reports[pmu_test_nr_reports];
-        report->pmc_id = pmc_id;
+        report->counter = counter;
         report->has_ctx = (ctx != NULL);
 
         if (ctx != NULL) {
@@ -2262,10 +2262,10 @@ __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
     }
 
     pmu_test_nr_reports++;
-    __real_perfmon_report_overflow(dev, pmc_id, ctx);
+    __real_perfmon_report_overflow(dev, counter, ctx);
 
     if (pmu_test_reload != 0) {
-        dev->ops->preset(pmc_id, pmu_test_reload);
+        dev->ops->preset(counter, pmu_test_reload);
     }
 }
 
@@ -2280,14 +2280,14 @@ pmu_test_reports_reset(void)
 
 /* The counter an attached event's slot holds. */
 static unsigned int
-pmu_test_event_pmc_id(const struct perfmon_event *event)
+pmu_test_event_counter(const struct perfmon_event *event)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_dev_pmc(perfmon_get_dev(false),
-                                perfmon_event_pmc_index(event), &pmc_id,
-                                &width));
-    return pmc_id;
+    HOST_ASSERT(perfmon_slot_counter(perfmon_get_dev(false),
+                                     perfmon_event_slot_index(event), &counter,
+                                     &width));
+    return counter;
 }
 
 /* Report k was for event's counter, at ip and fp. */
@@ -2296,7 +2296,7 @@ pmu_test_assert_report(unsigned int k, const struct perfmon_event *event,
                        uintptr_t ip, uintptr_t fp)
 {
     HOST_ASSERT(k < pmu_test_nr_reports);
-    HOST_ASSERT_EQ(pmu_test_reports[k].pmc_id, pmu_test_event_pmc_id(event));
+    HOST_ASSERT_EQ(pmu_test_reports[k].counter, pmu_test_event_counter(event));
     HOST_ASSERT(pmu_test_reports[k].has_ctx);
     HOST_ASSERT_EQ(pmu_test_reports[k].ctx.ip, ip);
     HOST_ASSERT_EQ(pmu_test_reports[k].ctx.fp, fp);
@@ -2307,7 +2307,7 @@ static uint64_t
 pmu_test_preset(const struct perfmon_event *event, uint64_t n)
 {
     unsigned long flags = cpu_intr_save();
-    uint64_t value = pmu_test_dev()->ops->preset(pmu_test_pmc_id(event), n);
+    uint64_t value = pmu_test_dev()->ops->preset(pmu_test_counter(event), n);
 
     cpu_intr_restore(flags);
     return value;
@@ -2338,8 +2338,8 @@ HOST_TEST(preset_writes_two_to_the_width_minus_n)
     pmu_test_begin();
     gp = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     fixed = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    gp_id = pmu_test_pmc_id(gp);
-    fixed_id = pmu_test_pmc_id(fixed);
+    gp_id = pmu_test_counter(gp);
+    fixed_id = pmu_test_counter(fixed);
     HOST_ASSERT_EQ(fixed_id, PMU_TEST_FIXED(0));
 
     for (unsigned int k = 0; k < ARRAY_SIZE(ns); k++) {
@@ -2422,7 +2422,7 @@ HOST_TEST(preset_counter_overflow_reports_it_with_the_context)
                            0xffff800000001230ULL);
     HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmu_test_pmc_id(event))), 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmu_test_counter(event))), 0);
     pmu_test_detach_all();
     pmu_test_end();
 }
@@ -2462,8 +2462,8 @@ HOST_TEST(several_preset_counters_in_one_pmi_are_each_reported_once)
 
     for (unsigned int r = 0; r < 3; r++) {
         for (unsigned int k = 0; k < 3; k++) {
-            if (pmu_test_reports[r].pmc_id
-                == pmu_test_event_pmc_id(events[k])) {
+            if (pmu_test_reports[r].counter
+                == pmu_test_event_counter(events[k])) {
                 HOST_ASSERT(!seen[k]);
                 seen[k] = true;
                 pmu_test_assert_report(r, events[k], 0x1000, 0x2000);
@@ -2502,14 +2502,14 @@ HOST_TEST(reloaded_counter_overflowing_at_once_gets_its_own_pmi)
 {
     struct perfmon_event *event;
     uint64_t pmis, wraps;
-    unsigned int pmc_id;
+    unsigned int counter;
 
     pmu_test_begin();
     pmu_test_reports_reset();
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    pmc_id = pmu_test_pmc_id(event);
+    counter = pmu_test_counter(event);
     pmis = pmu_intel_nr_pmis(0);
-    wraps = model_nr_wraps(pmc_id);
+    wraps = model_nr_wraps(counter);
     pmu_test_preset(event, 50);
     model_retire(MODEL_EV_BRANCHES, 50, MODEL_RING_KERN);
 
@@ -2521,10 +2521,10 @@ HOST_TEST(reloaded_counter_overflowing_at_once_gets_its_own_pmi)
     model_set_wrmsr_hook(NULL);
     HOST_ASSERT_EQ(pmu_test_hook_events, 0);
     HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
-    HOST_ASSERT_EQ(model_nr_wraps(pmc_id) - wraps, 2);
+    HOST_ASSERT_EQ(model_nr_wraps(counter) - wraps, 2);
 
     /* The second overflow: its bit, and a PMI of its own. */
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << pmc_id);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << counter);
     HOST_ASSERT(model_pmi_pending());
     host_env_set_intr_ctx(0x30, 0x40);
     pmu_test_deliver_pmi();
@@ -2533,7 +2533,7 @@ HOST_TEST(reloaded_counter_overflowing_at_once_gets_its_own_pmi)
     HOST_ASSERT_EQ(pmu_test_nr_reports, 2);
     pmu_test_assert_report(0, event, 0x10, 0x20);
     pmu_test_assert_report(1, event, 0x30, 0x40);
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmc_id)), -3ULL
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(counter)), -3ULL
                    & (PMU_TEST_GP_PERIOD - 1));
     pmu_test_reports_reset();
     pmu_test_detach_all();
@@ -2571,7 +2571,7 @@ pmu_test_counter_reads(void)
  */
 HOST_TEST(switch_between_threads_with_same_events_only_reads)
 {
-    unsigned int max = MIN(4, pmu_test_dev()->nr_pmcs), n = 0;
+    unsigned int max = MIN(4, pmu_test_dev()->nr_counters), n = 0;
     unsigned long accesses, counter_reads, status_reads;
     struct thread *a, *b;
     unsigned long flags;
@@ -2688,7 +2688,7 @@ pmu_test_switch_budget(unsigned int nr_shared)
     unsigned int ids[PERFMON_NR_GENERIC_EVENTS];
     unsigned int owner[PERFMON_NR_GENERIC_EVENTS];
     unsigned int nr_only[2] = { 0, 0 }, nr = 0;
-    unsigned int max = pmu_test_dev()->nr_pmcs;
+    unsigned int max = pmu_test_dev()->nr_counters;
     unsigned long writes[2], global_writes[2], control_reads[2];
     struct thread *threads[2];
 
@@ -2800,7 +2800,7 @@ HOST_TEST(switch_between_threads_with_different_events_within_budget)
     pmu_test_switch_budget(0);
 }
 
-#if PMU_TEST_NR_PMCS >= 3
+#if PMU_TEST_NR_COUNTERS >= 3
 HOST_TEST(switch_between_threads_sharing_some_events_within_budget)
 {
     pmu_test_switch_budget(1);
@@ -2818,11 +2818,11 @@ pmu_test_sample_retire(unsigned int id, uint64_t n)
 }
 
 static uint64_t
-pmu_test_sample_counter(unsigned int pmc_id)
+pmu_test_sample_counter(unsigned int counter)
 {
-    return model_msr((pmc_id >= MODEL_FIXED_BASE)
-                     ? MODEL_MSR_FIXED_CTR(pmc_id - MODEL_FIXED_BASE)
-                     : MODEL_MSR_PMC(pmc_id));
+    return model_msr((counter >= MODEL_FIXED_BASE)
+                     ? MODEL_MSR_FIXED_CTR(counter - MODEL_FIXED_BASE)
+                     : MODEL_MSR_PMC(counter));
 }
 
 /* IA32_PMCx, IA32_A_PMCx and IA32_FIXED_CTRx read counters. */
@@ -2978,23 +2978,23 @@ HOST_TEST(sampling_overflow_before_preset_is_discarded)
  * requested clears it and reports nothing (the counter's top bit is set:
  * it has not wrapped since the preset); a status read outside the PMI
  * (overflow_consume) returns nothing and leaves the bit to the PMI; a
- * short period preset that way still overflows and interrupts. In the PMI the preset is the counter
- * write alone too (counting is off, the bit acknowledged before the
- * report).
+ * short period preset that way still overflows and interrupts. In the PMI
+ * the preset is the counter write alone too (counting is off, the bit
+ * acknowledged before the report).
  */
 HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
 {
     struct perfmon_event *event;
     unsigned long ctrl_writes, ovf_writes, spurious;
-    unsigned int pmc_id;
+    unsigned int counter;
     uint64_t bit, ctrl;
     unsigned long flags;
 
     pmu_test_begin();
     pmu_test_reports_reset();
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    pmc_id = pmu_test_pmc_id(event);
-    bit = 1ULL << pmc_id;
+    counter = pmu_test_counter(event);
+    bit = 1ULL << counter;
     ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
     HOST_ASSERT(ctrl & bit);
     pmu_test_preset(event, 10);
@@ -3048,7 +3048,7 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
     HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_CTRL) - ctrl_writes, 2);
     HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_OVF) - ovf_writes, 1);
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmc_id)),
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(counter)),
                    -40ULL & (PMU_TEST_GP_PERIOD - 1));
     pmu_test_reports_reset();
     pmu_test_detach_all();
@@ -3107,7 +3107,7 @@ HOST_TEST(batch_restart_of_a_stopped_counter_keeps_its_new_overflow)
 
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
-    HOST_ASSERT_EQ(pmu_test_reports[0].pmc_id, 0);
+    HOST_ASSERT_EQ(pmu_test_reports[0].counter, 0);
 
     flags = cpu_intr_save();
     ops->stop(0);
@@ -3179,35 +3179,35 @@ HOST_TEST(constrained_event_gets_only_a_counter_that_counts_it)
 {
     const uint64_t code = model_event_code(MODEL_EV_L1D_PEND_MISS);
     struct perfmon_event *pend, *other, *second;
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
     pmu_test_begin();
     pend = pmu_test_attach_cpu(code, PERFMON_EF_RAW | PERFMON_EF_KERN);
 
     if (!PMU_TEST_HASWELL) {
-        HOST_ASSERT_EQ(pmu_test_pmc_id(pend), 0);
+        HOST_ASSERT_EQ(pmu_test_counter(pend), 0);
         pmu_test_detach_all();
         pmu_test_end();
         return;
     }
 
-    HOST_ASSERT_EQ(pmu_test_pmc_id(pend), 2);
+    HOST_ASSERT_EQ(pmu_test_counter(pend), 2);
     other = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(other), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(other), 0);
     model_retire(MODEL_EV_L1D_PEND_MISS, 100, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(pend), 100);
 
     second = pmu_test_attach_cpu(code, PERFMON_EF_RAW | PERFMON_EF_USER);
-    HOST_ASSERT(!perfmon_dev_pmc(pmu_test_dev(),
-                                 perfmon_event_pmc_index(second), &pmc_id,
-                                 &width));
+    HOST_ASSERT(!perfmon_slot_counter(pmu_test_dev(),
+                                      perfmon_event_slot_index(second),
+                                      &counter, &width));
 
     /* Its turn: counter 2, taken from the first use. */
     HOST_ASSERT(perfmon_mux_rotate(pmu_test_dev()));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(second), 2);
-    HOST_ASSERT(!perfmon_dev_pmc(pmu_test_dev(),
-                                 perfmon_event_pmc_index(pend), &pmc_id,
-                                 &width));
+    HOST_ASSERT_EQ(pmu_test_counter(second), 2);
+    HOST_ASSERT(!perfmon_slot_counter(pmu_test_dev(),
+                                      perfmon_event_slot_index(pend), &counter,
+                                      &width));
     model_retire(MODEL_EV_L1D_PEND_MISS, 10, MODEL_RING_USER);
     HOST_ASSERT_EQ(pmu_test_read(second), 10);
     HOST_ASSERT_EQ(pmu_test_read(pend), 100);
@@ -3233,7 +3233,7 @@ HOST_TEST(refused_pinned_group_is_undone_whole)
     if (PMU_TEST_FIXED_MASK & 0x4) {
         event = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE,
                                     PERFMON_EF_KERN | PERFMON_EF_PINNED);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(event), PMU_TEST_FIXED(2));
+        HOST_ASSERT_EQ(pmu_test_counter(event), PMU_TEST_FIXED(2));
         HOST_ASSERT_EQ(perfmon_group_init(&group), 0);
         HOST_ASSERT_EQ(perfmon_group_add(&group,
                                          pmu_test_event(PERFMON_EV_REF_CYCLE,
@@ -3245,11 +3245,11 @@ HOST_TEST(refused_pinned_group_is_undone_whole)
                                                         PERFMON_EF_KERN)),
                        0);
         HOST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
-        HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 1);
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 1);
         pmu_test_detach_all();
     }
 
-    if (PMU_TEST_NR_PMCS > PMU_TEST_NR_GP + 1
+    if (PMU_TEST_NR_COUNTERS > PMU_TEST_NR_GP + 1
         && PMU_TEST_NR_GP + 1 <= PERFMON_GROUP_MAX) {
         (void)pmu_test_attach_cpu(0x11, PERFMON_EF_RAW | PERFMON_EF_KERN
                                         | PERFMON_EF_PINNED);
@@ -3262,7 +3262,7 @@ HOST_TEST(refused_pinned_group_is_undone_whole)
         }
 
         HOST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
-        HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 1);
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 1);
         pmu_test_detach_all();
     }
 

@@ -150,7 +150,7 @@ quirk_end(void)
     }
 
     quirk_assert_no_fault();
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(quirk_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(quirk_dev()), 0);
     HOST_ASSERT_EQ(host_env_nr_locks_held(), 0);
 }
 
@@ -185,12 +185,12 @@ quirk_read(struct perfmon_event *event)
 
 /* Whether an attached event holds a counter, and which. */
 static bool
-quirk_pmc_id(const struct perfmon_event *event, unsigned int *pmc_idp)
+quirk_counter(const struct perfmon_event *event, unsigned int *counterp)
 {
     unsigned int width;
 
-    return perfmon_dev_pmc(quirk_dev(), perfmon_event_pmc_index(event),
-                           pmc_idp, &width);
+    return perfmon_slot_counter(quirk_dev(), perfmon_event_slot_index(event),
+                                counterp, &width);
 }
 
 #if QUIRK_CONFIG == 1
@@ -207,11 +207,11 @@ HOST_TEST(fixed_only_pmu_never_reads_a_general_counter)
 {
     struct perfmon_event *kern, *user, *cycles;
     struct thread *thread = &quirk_thread;
-    unsigned int pmc_id;
+    unsigned int counter;
 
     quirk_begin();
     HOST_ASSERT_EQ(quirk_boot_faults, 0);
-    HOST_ASSERT_EQ(quirk_dev()->nr_pmcs, 3);
+    HOST_ASSERT_EQ(quirk_dev()->nr_counters, 3);
     HOST_ASSERT_EQ(pmu_intel_get_info()->nr_gp, 0);
 
     host_env_thread_init(thread);
@@ -221,9 +221,9 @@ HOST_TEST(fixed_only_pmu_never_reads_a_general_counter)
     HOST_ASSERT_EQ(perfmon_event_attach(kern, thread), 0);
     HOST_ASSERT_EQ(perfmon_event_attach(user, thread), 0);
     HOST_ASSERT_EQ(perfmon_event_attach(cycles, thread), 0);
-    HOST_ASSERT(quirk_pmc_id(kern, &pmc_id));
-    HOST_ASSERT_EQ(pmc_id, QUIRK_FIXED(0));
-    HOST_ASSERT(!quirk_pmc_id(user, &pmc_id));
+    HOST_ASSERT(quirk_counter(kern, &counter));
+    HOST_ASSERT_EQ(counter, QUIRK_FIXED(0));
+    HOST_ASSERT(!quirk_counter(user, &counter));
 
     host_env_switch_in(thread);
     model_retire(MODEL_EV_INSTRUCTIONS, 100, MODEL_RING_KERN);
@@ -236,8 +236,8 @@ HOST_TEST(fixed_only_pmu_never_reads_a_general_counter)
 
     /* Its turn: the user event gets fixed counter 0 and counts. */
     HOST_ASSERT(perfmon_mux_rotate(quirk_dev()));
-    HOST_ASSERT(quirk_pmc_id(user, &pmc_id));
-    HOST_ASSERT_EQ(pmc_id, QUIRK_FIXED(0));
+    HOST_ASSERT(quirk_counter(user, &counter));
+    HOST_ASSERT_EQ(counter, QUIRK_FIXED(0));
     host_env_switch_in(thread);
     model_retire(MODEL_EV_INSTRUCTIONS, 40, MODEL_RING_USER);
     model_retire(MODEL_EV_INSTRUCTIONS, 7, MODEL_RING_KERN);
@@ -260,7 +260,7 @@ HOST_TEST(partially_emulated_pmu_uses_the_counters_that_work)
 {
     const struct pmu_intel_info *info;
     struct perfmon_event *events[6];
-    unsigned int pmc_id;
+    unsigned int counter;
 
     quirk_begin();
     HOST_ASSERT_EQ(quirk_boot_faults, 0);
@@ -268,7 +268,7 @@ HOST_TEST(partially_emulated_pmu_uses_the_counters_that_work)
     info = pmu_intel_get_info();
     HOST_ASSERT_EQ(info->nr_gp, 3);
     HOST_ASSERT_EQ(info->fixed_mask, 0x5);
-    HOST_ASSERT_EQ(quirk_dev()->nr_pmcs, 5);
+    HOST_ASSERT_EQ(quirk_dev()->nr_counters, 5);
     HOST_ASSERT_EQ(host_env_nr_log_lines_with("using 3 general counters"),
                    1);
 
@@ -281,19 +281,19 @@ HOST_TEST(partially_emulated_pmu_uses_the_counters_that_work)
     events[5] = quirk_attach_cpu(PERFMON_EV_BRANCH_MISS, PERFMON_EF_KERN);
 
     for (unsigned int k = 0; k < 5; k++) {
-        HOST_ASSERT(quirk_pmc_id(events[k], &pmc_id));
-        HOST_ASSERT(pmc_id < 3 || pmc_id == QUIRK_FIXED(0)
-                    || pmc_id == QUIRK_FIXED(2));
+        HOST_ASSERT(quirk_counter(events[k], &counter));
+        HOST_ASSERT(counter < 3 || counter == QUIRK_FIXED(0)
+                    || counter == QUIRK_FIXED(2));
     }
 
-    HOST_ASSERT(!quirk_pmc_id(events[5], &pmc_id));
+    HOST_ASSERT(!quirk_counter(events[5], &counter));
     model_retire(MODEL_EV_CYCLES, 70, MODEL_RING_KERN);
     model_retire(MODEL_EV_BRANCHES, 30, MODEL_RING_KERN);
     HOST_ASSERT_EQ(quirk_read(events[2]), 70);
     HOST_ASSERT_EQ(quirk_read(events[3]), 30);
     HOST_ASSERT(perfmon_mux_rotate(quirk_dev()));
-    HOST_ASSERT(quirk_pmc_id(events[5], &pmc_id));
-    HOST_ASSERT(pmc_id < 3);
+    HOST_ASSERT(quirk_counter(events[5], &counter));
+    HOST_ASSERT(counter < 3);
     quirk_end();
 }
 
@@ -312,7 +312,7 @@ HOST_TEST(counters_firmware_enabled_are_left_alone)
     const uint64_t fw_bits = (1ULL << 1) | (1ULL << QUIRK_FIXED(1));
     struct perfmon_event *events[6];
     bool seen3 = false;
-    unsigned int pmc_id;
+    unsigned int counter;
     uint64_t fw_count, fw_cycles;
 
     quirk_begin();
@@ -323,8 +323,8 @@ HOST_TEST(counters_firmware_enabled_are_left_alone)
                    quirk_regs_before_setup.fixed_ctrl);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), fw_bits);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(3)), 0);
-    HOST_ASSERT_EQ(quirk_dev()->fw_pmcs, fw_bits);
-    HOST_ASSERT_EQ(quirk_dev()->nr_pmcs, 5);
+    HOST_ASSERT_EQ(quirk_dev()->fw_counters, fw_bits);
+    HOST_ASSERT_EQ(quirk_dev()->nr_counters, 5);
     HOST_ASSERT_EQ(host_env_nr_log_lines_with("firmware holds"), 1);
 
     fw_count = model_msr(MODEL_MSR_PMC(1));
@@ -338,9 +338,9 @@ HOST_TEST(counters_firmware_enabled_are_left_alone)
 
     for (unsigned int r = 0; r < 4; r++) {
         for (unsigned int k = 0; k < ARRAY_SIZE(events); k++) {
-            if (quirk_pmc_id(events[k], &pmc_id)) {
-                HOST_ASSERT(!(fw_bits & (1ULL << pmc_id)));
-                seen3 |= (pmc_id == 3);
+            if (quirk_counter(events[k], &counter)) {
+                HOST_ASSERT(!(fw_bits & (1ULL << counter)));
+                seen3 |= (counter == 3);
             }
         }
 
