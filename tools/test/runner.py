@@ -26,6 +26,9 @@ import time
 # are imported from it.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# perf_profile (make profile's checks) is in tools/perf/.
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "perf"))
 import perf_profile  # noqa: E402
 import runner_checks  # noqa: E402
 import runner_ktap  # noqa: E402

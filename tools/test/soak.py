@@ -29,6 +29,9 @@ import time
 # tools/ is not a package, and keeps no __pycache__.
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# perf_profile (make profile's checks) is in tools/perf/.
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "perf"))
 import runner  # noqa: E402
 
 DEFAULT_SEED = 0x5eed       # perfmon_torture's own default
