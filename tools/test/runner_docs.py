@@ -11,6 +11,8 @@ docs/*.md show must be what the tree does, so that they cannot drift.
   `make help` lists.
 - Command line: docs/cmdline.md lists exactly the keys the kernel
   declares with ARG_DEFINE_* (kern/, arch/, tests/ but tests/host/).
+- Links: every relative link of the docs names a file of the tree and,
+  with #anchor, a heading of that file.
 
   runner_docs.py [--logdir build/logs]
 
@@ -273,6 +275,44 @@ def check_cmdline(root, result):
                   listed, keys, result, "cmdline-keys")
 
 
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def heading_anchor(heading):
+    """The anchor GitHub gives a Markdown heading.
+
+    >>> heading_anchor("The overflow interrupt as an NMI (`kern/x.h`)")
+    'the-overflow-interrupt-as-an-nmi-kernxh'
+    """
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def check_links(docs, root, result):
+    """One result: ok when every relative link of docs ({path: text})
+    leads to a file and, with an anchor, to one of its headings."""
+    detail = []
+    for path in sorted(docs):
+        text = re.sub(r"^```.*?^```", "", docs[path], flags=re.S | re.M)
+        for target in LINK.findall(text):
+            if re.match(r"^[a-z]+:", target):
+                continue
+            name, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(root, os.path.dirname(path),
+                                                 name)) if name else \
+                os.path.join(root, path)
+            if not os.path.exists(dest):
+                detail.append("%s: no file %s" % (path, target))
+                continue
+            if anchor and dest.endswith(".md"):
+                with open(dest) as f:
+                    heads = [heading_anchor(l.lstrip("#")) for l in f
+                             if re.match(r"^#+ ", l)]
+                if anchor not in heads:
+                    detail.append("%s: no heading #%s in %s"
+                                  % (path, anchor, name or path))
+    result.add("fail" if detail else "ok", "links", detail)
+
+
 def read_docs(root):
     docs = {}
     for path in ["README.md"] + sorted(glob.glob(os.path.join(
@@ -292,7 +332,9 @@ def check_docs(done, root=ROOT):
 
 def run_checks(logs, root):
     result = Result("docs")
-    check_examples(read_docs(root), logs, result)
+    docs = read_docs(root)
+    check_examples(docs, logs, result)
+    check_links(docs, root, result)
     check_targets(root, result)
     check_cmdline(root, result)
     return result
