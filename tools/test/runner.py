@@ -31,6 +31,7 @@ sys.path.insert(1, os.path.join(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))), "perf"))
 import perf_profile  # noqa: E402
 import runner_checks  # noqa: E402
+import runner_docs  # noqa: E402
 import runner_ktap  # noqa: E402
 import runner_qemu  # noqa: E402
 from runner_checks import (check_logs_saved, check_plan,  # noqa: E402,F401
@@ -94,6 +95,11 @@ def cmd_check(args):
             res = check_logs_saved(done)
             done.append((None, res, None))
             account(res)
+            res = runner_docs.check_docs(done)
+            done.append((None, res, None))
+            account(res)
+            print("docs check (docs/testing.md): %d passed, %d failed"
+                  % (res.passed, res.failed), flush=True)
             if args.host_list or args.host_py:
                 res = run_host_tests(args)
                 done.append((None, res, None))
@@ -400,7 +406,7 @@ def run_self_tests():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     tests = []
     for module in (sys.modules[__name__], runner_qemu, runner_ktap,
-                   runner_checks, perf_profile):
+                   runner_checks, runner_docs, perf_profile):
         tests += finder.find(module, module.__name__)
     tests.sort(key=lambda test: test.name.split(".", 1)[-1])
     for test in tests:
