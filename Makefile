@@ -244,9 +244,9 @@ HOST_DEFINES_pmu_intel_v2 := -DPMU_TEST_VERSION=2
 HOST_DEFINES_pmu_intel_v5 := -DPMU_TEST_VERSION=5
 # The tests see each overflow report the driver makes (and can reload the
 # counter from it, as perfmon does for sampling) through a wrapper.
-HOST_LDFLAGS_pmu_intel_v1 := -Wl,--wrap=perfmon_report_overflow
-HOST_LDFLAGS_pmu_intel_v2 := -Wl,--wrap=perfmon_report_overflow
-HOST_LDFLAGS_pmu_intel_v5 := -Wl,--wrap=perfmon_report_overflow
+HOST_LDFLAGS_pmu_intel_v1 := -Wl,--wrap=perfmon_sample_report_overflow
+HOST_LDFLAGS_pmu_intel_v2 := -Wl,--wrap=perfmon_sample_report_overflow
+HOST_LDFLAGS_pmu_intel_v5 := -Wl,--wrap=perfmon_sample_report_overflow
 
 # The AMD PMU driver, the x86 layer and perfmon, unchanged, over the AMD
 # register model (tests/host/pmu/pmu_model_amd.c), one binary per PMU

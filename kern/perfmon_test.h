@@ -36,13 +36,13 @@ unsigned int perfmon_event_slot_index(const struct perfmon_event *event);
 unsigned int perfmon_cpu_nr_used_slots(unsigned int cpu);
 
 /* A CPU's overflow count (syscnt perfmon_overflows/<cpu>). */
-uint64_t perfmon_nr_overflows(unsigned int cpu);
+uint64_t perfmon_cpu_nr_overflows(unsigned int cpu);
 
 /*
  * Run the poll of dev on the calling CPU now, as its timer does (for the
  * benchmark). Local.
  */
-void perfmon_poll_local(struct perfmon_dev *dev);
+void perfmon_cpu_poll_local(struct perfmon_dev *dev);
 
 /*
  * Multiplexing. Whether an attached, enabled event's raw event holds a
@@ -54,7 +54,7 @@ void perfmon_poll_local(struct perfmon_dev *dev);
  * elsewhere the CPU's copy of the schedule may lag, since changes reach
  * only the CPUs that use the slots they change.
  */
-bool perfmon_event_counting_here(const struct perfmon_event *event);
+bool perfmon_cpu_event_counting(const struct perfmon_event *event);
 
 /*
  * Rotate dev's multiplexed raw events now, as the rotation thread does,
@@ -83,7 +83,7 @@ uint64_t perfmon_mux_ticks(void);
  * interrupts left as they are: for tests of what other contexts may do
  * meanwhile. Thread context.
  */
-void perfmon_test_dev_lock(struct perfmon_dev *dev);
-void perfmon_test_dev_unlock(struct perfmon_dev *dev);
+void perfmon_dev_test_lock(struct perfmon_dev *dev);
+void perfmon_dev_test_unlock(struct perfmon_dev *dev);
 
 #endif /* KERN_PERFMON_TEST_H */

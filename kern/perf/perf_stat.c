@@ -102,8 +102,8 @@ static const char *const perfmon_shell_soft_help[] = {
 void
 perfmon_shell_list(void)
 {
-    struct perfmon_dev *hw = perfmon_get_dev(false);
-    struct perfmon_dev *sw = perfmon_get_dev(true);
+    struct perfmon_dev *hw = perfmon_dev_get(false);
+    struct perfmon_dev *sw = perfmon_dev_get(true);
 
     if (hw == NULL) {
         printf("hardware events: none counted here (no hardware PMU)\n");
@@ -792,7 +792,7 @@ perfmon_shell_group_error(const struct perfmon_shell_stat *stat, int error)
         nr_distinct += (j == i);
     }
 
-    dev = perfmon_get_dev(sw);
+    dev = perfmon_dev_get(sw);
 
     if (error == E2BIG && dev != NULL) {
         printf("perf stat: the group cannot count: %u distinct events, %u "

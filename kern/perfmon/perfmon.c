@@ -36,42 +36,6 @@
 #include <machine/cpu.h>
 #include <machine/cpu_mp.h>
 
-/*
- * A CPU event's read on its CPU, into event->final: the cross-CPU call of
- * a remote read, inline in a local one. A plain slot takes the fast path,
- * unmarked: a plain slot's device has no overflow interrupt, so no NMI
- * ever touches it (kern/perfmon_nmi.h); the other path is a marked
- * section.
- */
-struct perfmon_cpu_slot *
-perfmon_cpu_op_update(struct perfmon_event *event)
-{
-    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    struct perfmon_cpu_slot *cslot = event->cpu_slot;
-
-    if (!perfmon_cpu_slot_update_plain(cpu->banks[event->dev_index], cslot)) {
-        perfmon_nmi_enter();
-        cslot = perfmon_cpu_slot_update_slot(event->dev, cslot);
-        perfmon_nmi_leave();
-    }
-
-    return cslot;
-}
-
-/*
- * The count is computed here, where the owner's enable, disable and reset
- * apply (perfmon_snap_end), so that a read sees each wholly or not at all.
- */
-static void
-perfmon_cpu_op_read(void *arg)
-{
-    struct perfmon_event *event = arg;
-    uint64_t value = perfmon_cpu_op_update(event)->value;
-
-    event->final = __builtin_expect(event->disabled, 0)
-                   ? event->frozen : value - event->start;
-}
-
 static const char *const perfmon_generic_names[PERFMON_NR_GENERIC_EVENTS] = {
     [PERFMON_EV_CYCLE] = "cycles",
     [PERFMON_EV_REF_CYCLE] = "ref-cycles",
@@ -141,36 +105,6 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
 }
 
 /*
- * Whether an event was initialized and is in one of its states: the
- * magic alone does not say so (memory that holds it by chance, or an
- * event written over by its owner).
- */
-bool
-perfmon_event_valid(const struct perfmon_event *event)
-{
-    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
-           && event->state >= PERFMON_EVENT_INIT
-           && event->state <= PERFMON_EVENT_DISABLED;
-}
-
-bool
-perfmon_event_attached(const struct perfmon_event *event)
-{
-    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
-           && (event->state == PERFMON_EVENT_THREAD
-               || event->state == PERFMON_EVENT_CPU
-               || event->state == PERFMON_EVENT_DISABLED);
-}
-
-bool
-perfmon_dev_period_ok(const struct perfmon_dev *dev, uint64_t config,
-                      uint64_t period)
-{
-    return dev->ops->check_period == NULL
-           || dev->ops->check_period(config, period) == 0;
-}
-
-/*
  * Check the event can be attached to thread (or, thread NULL, to CPU cpu)
  * and find its device and slot.
  */
@@ -216,6 +150,12 @@ perfmon_event_prepare(struct perfmon_event *event, struct thread *thread,
     return 0;
 }
 
+bool
+perfmon_event_attached(const struct perfmon_event *event)
+{
+    return perfmon_event_is_attached(event);
+}
+
 int
 perfmon_event_check(uint64_t id, unsigned int flags)
 {
@@ -251,9 +191,9 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
         return error;
     }
 
-    perfmon_event_sampling_attach(event);
-    perfmon_event_bind(event, dev, index, thread, 0);
-    perfmon_events_attach(&event, 1);
+    perfmon_sample_event_attach(event);
+    perfmon_snap_bind(event, dev, index, thread, 0);
+    perfmon_snap_attach(&event, 1);
     event->state = PERFMON_EVENT_THREAD;
     return 0;
 }
@@ -276,30 +216,11 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
         return error;
     }
 
-    perfmon_event_sampling_attach(event);
-    perfmon_event_bind(event, dev, index, NULL, cpu);
-    perfmon_events_attach(&event, 1);
+    perfmon_sample_event_attach(event);
+    perfmon_snap_bind(event, dev, index, NULL, cpu);
+    perfmon_snap_attach(&event, 1);
     event->state = PERFMON_EVENT_CPU;
     return 0;
-}
-
-void
-perfmon_event_bind(struct perfmon_event *event, struct perfmon_dev *dev,
-                   unsigned int index, struct thread *thread,
-                   unsigned int cpu)
-{
-    event->dev = dev;
-    event->dev_index = dev->state->index;
-    event->slot_index = index;
-    event->thread = thread;
-
-    if (thread != NULL) {
-        thread_ref(thread);
-    } else {
-        event->cpu = cpu;
-        event->cpu_slot = perfmon_cpu_slot(percpu_ptr(perfmon_cpu, cpu), dev,
-                                           index);
-    }
 }
 
 int
@@ -309,25 +230,8 @@ perfmon_event_detach(struct perfmon_event *event)
         return EINVAL;
     }
 
-    perfmon_events_detach(&event, 1);
+    perfmon_snap_detach(&event, 1);
     return 0;
-}
-
-/*
- * A thread event's count since attach. The thread's own: its counters
- * are loaded on this CPU and written only here, so disabling interrupts
- * is all a read needs (no lock, no cross-CPU call). Any other thread's
- * goes through perfmon_td_run. Either way the count is computed where the
- * owner's enable, disable and reset apply (perfmon_snap_end), so that it
- * sees each of them wholly or not at all.
- */
-static void
-perfmon_td_op_count(struct perfmon_td_op *op, bool loaded)
-{
-    op->value = perfmon_event_count_at(op->event,
-                                       perfmon_td_slot_value(op->td, op->dev,
-                                                             op->index,
-                                                             loaded));
 }
 
 static __attribute__((noinline)) uint64_t
@@ -464,43 +368,6 @@ perfmon_event_read(struct perfmon_event *event)
     return (perfmon_event_get_inline(event, &value) == 0) ? value : 0;
 }
 
-/*
- * floor(a * b / c) for c > 0, UINT64_MAX when it does not fit. A long
- * division when the product needs more than 64 bits (the kernel has no
- * 128-bit division routine); not on a hot path.
- */
-uint64_t
-perfmon_muldiv(uint64_t a, uint64_t b, uint64_t c)
-{
-    unsigned __int128 product = (unsigned __int128)a * b;
-    uint64_t rem = (uint64_t)(product >> 64);
-    uint64_t low = (uint64_t)product;
-    uint64_t quotient = 0;
-
-    if (rem == 0) {
-        return low / c;
-    }
-
-    if (rem >= c) {
-        return UINT64_MAX;      /* the quotient needs more than 64 bits */
-    }
-
-    /* rem < c throughout; carry is its 65th bit after the shift. */
-    for (int i = 63; i >= 0; i--) {
-        bool carry = (rem >> 63) != 0;
-
-        rem = (rem << 1) | ((low >> i) & 1);
-        quotient <<= 1;
-
-        if (carry || rem >= c) {
-            rem -= c;
-            quotient |= 1;
-        }
-    }
-
-    return quotient;
-}
-
 uint64_t
 perfmon_scale(uint64_t value, uint64_t enabled, uint64_t running)
 {
@@ -586,7 +453,7 @@ perfmon_event_enable(struct perfmon_event *event)
     }
 
     if (event->disabled) {
-        perfmon_event_change(event, perfmon_event_apply_enable);
+        perfmon_event_change(event, perfmon_snap_apply_enable);
         perfmon_mux_enabled_add(event->dev, &event->slot_index, 1, 1);
     }
 
@@ -601,7 +468,7 @@ perfmon_event_disable(struct perfmon_event *event)
     }
 
     if (!event->disabled) {
-        perfmon_event_change(event, perfmon_event_apply_disable);
+        perfmon_event_change(event, perfmon_snap_apply_disable);
         perfmon_mux_enabled_add(event->dev, &event->slot_index, 1, -1);
     }
 
@@ -618,7 +485,7 @@ perfmon_event_reset(struct perfmon_event *event)
     if (event->disabled) {
         event->frozen = 0;      /* no read needed */
     } else {
-        perfmon_event_change(event, perfmon_event_apply_reset);
+        perfmon_event_change(event, perfmon_snap_apply_reset);
     }
 
     return 0;
@@ -658,3 +525,122 @@ INIT_OP_DEFINE(perfmon_setup,
                INIT_OP_DEP(thread_setup, true),
                INIT_OP_DEP(timer_setup, true),
                INIT_OP_DEP(xcall_setup, true));
+
+static bool
+perfmon_event_is_sampling(const struct perfmon_event *event)
+{
+    return perfmon_event_valid(event) && event->period != 0;
+}
+
+int
+perfmon_event_set_sampling(struct perfmon_event *event,
+                           const struct perfmon_sample_attr *attr)
+{
+    if (event == NULL || event->magic != PERFMON_EVENT_MAGIC
+        || (event->state != PERFMON_EVENT_INIT
+            && event->state != PERFMON_EVENT_DETACHED)
+        || event->group != NULL) {
+        return EINVAL;
+    }
+
+    if (attr == NULL) {
+        event->period = 0;
+        event->freq = 0;
+        event->session = NULL;
+        return 0;
+    }
+
+    if (attr->session == NULL || attr->freq > PERFMON_FREQ_MAX
+        || (attr->period == 0 && attr->freq == 0)
+        || attr->period > PERFMON_PERIOD_MAX
+        || attr->nr_frames > PERFMON_MAX_FRAMES) {
+        return EINVAL;
+    }
+
+    event->session = attr->session;
+    event->period = (attr->period != 0) ? attr->period : 1;
+    event->freq = attr->freq;
+    event->cookie = attr->cookie;
+    event->nr_frames = attr->nr_frames;
+    event->samples_left = PERFMON_SAMPLES_UNLIMITED;
+    return 0;
+}
+
+int
+perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
+{
+    if (!perfmon_event_is_sampling(event) || event->freq != 0 || period == 0
+        || period > PERFMON_PERIOD_MAX
+        || (perfmon_event_attached(event)
+            && !perfmon_dev_period_ok(event->dev,
+                                      event->dev->state->slots[
+                                          event->slot_index].config,
+                                      period))) {
+        return EINVAL;
+    }
+
+    /* Read where the current period ends, on the counting CPU. */
+    WRITE_ONCE(event->period, period);
+    return 0;
+}
+
+int
+perfmon_event_get_period(struct perfmon_event *event, uint64_t *periodp)
+{
+    if (!perfmon_event_is_sampling(event)) {
+        return EINVAL;
+    }
+
+    *periodp = READ_ONCE(event->period);
+    return 0;
+}
+
+int
+perfmon_event_refresh(struct perfmon_event *event, uint64_t nr_samples)
+{
+    struct perfmon_td_op op;
+
+    if (!perfmon_event_is_sampling(event) || nr_samples == 0) {
+        return EINVAL;
+    }
+
+    switch (event->state) {
+    case PERFMON_EVENT_THREAD:
+        op = (struct perfmon_td_op){
+            .td = thread_perfmon_td(event->thread),
+            .dev = event->dev,
+            .index = event->slot_index,
+            .event = event,
+            .fn = perfmon_td_op_refresh,
+            .value = nr_samples,
+        };
+        perfmon_td_run(&op);
+        break;
+    case PERFMON_EVENT_CPU:
+        op = (struct perfmon_td_op){
+            .dev = event->dev,
+            .index = event->slot_index,
+            .event = event,
+            .value = nr_samples,
+        };
+        xcall_call(event->cpu, perfmon_cpu_op_refresh, &op);
+        break;
+    default:
+        event->samples_left = nr_samples;
+        break;
+    }
+
+    return 0;
+}
+
+int
+perfmon_event_get_samples(struct perfmon_event *event,
+                          uint64_t *nr_samplesp)
+{
+    if (!perfmon_event_is_sampling(event)) {
+        return EINVAL;
+    }
+
+    *nr_samplesp = READ_ONCE(event->nr_samples);
+    return 0;
+}

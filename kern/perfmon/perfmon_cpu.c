@@ -48,52 +48,6 @@ ARG_DEFINE_STRING("perfmon.pmi");
 #define PERFMON_PMI_NMI_DEFAULT true
 
 /*
- * Add what the counter counted since the last update, given its raw value
- * now and whether a wrap was reported since the last update. Between two
- * updates a counter must not wrap twice. Without an overflow interrupt
- * that means advancing less than 2^width (the poll period ensures it),
- * and the difference modulo the width is exact. With one, the report
- * tells that a wrap happened even when the raw value is back at or above
- * the last one read (from a last value near 0 the counter may advance up
- * to 2^width before the wrap's interrupt is taken). An update that sees
- * the raw value go down with no report yet (the counter wrapped after
- * its report was consumed) adds the wrap and sets wrap_seen, so that the
- * report still to come adds nothing.
- */
-__attribute__((noinline)) void
-perfmon_cpu_slot_add_wrap(const struct perfmon_dev *dev,
-                          struct perfmon_cpu_slot *cslot, uint64_t raw,
-                          bool reported)
-{
-    uint64_t mask = cslot->mask;
-    uint64_t delta = (raw - cslot->prev) & mask;
-    bool wrapped = raw < cslot->prev;
-
-    if (reported) {
-        if (cslot->wrap_seen) {
-            /* Already added; a decrease now would be a new wrap. */
-            cslot->wrap_seen = false;
-        } else if (!wrapped && mask != ~0ULL) {
-            /* Back at or above the last value: a whole wrap. A 64-bit
-               counter (preset for sampling) cannot get there. */
-            delta += mask + 1;
-            wrapped = true;
-        } else {
-            wrapped = true;
-        }
-    } else if (wrapped && dev->overflow_intr) {
-        cslot->wrap_seen = true;
-    }
-
-    if (wrapped) {
-        syscnt_inc(&cpu_local_ptr(perfmon_cpu)->sc_overflows);
-    }
-
-    cslot->value += delta;
-    cslot->prev = raw;
-}
-
-/*
  * Bring one slot of this CPU up to date, interrupts disabled: consume its
  * overflow (devices with an interrupt only), one read, the add; a sampling
  * slot then takes the samples due.
@@ -119,7 +73,7 @@ perfmon_cpu_slot_update_slot(struct perfmon_dev *dev,
 
     /* An overflow consumed here is not reported: its samples are due. */
     if (__builtin_expect(cslot->sampler != NULL, 0)) {
-        perfmon_cpu_slot_sample_due(dev, cslot, pending != 0);
+        perfmon_sample_due(dev, cslot, pending != 0);
     }
 
     return cslot;
@@ -140,7 +94,7 @@ perfmon_cpu_slot_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 }
 
 static void
-perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
+perfmon_cpu_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
 {
     if (dev->state->poll_ticks == 0 || cpu->poll_armed[dev->state->index]) {
         return;
@@ -195,7 +149,7 @@ perfmon_cpu_slot_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
             cpu->handoffs[dev->state->index] |= 1U << index;
         }
 
-        perfmon_poll_arm(cpu, dev);
+        perfmon_cpu_poll_arm(cpu, dev);
     }
 
     cslot->nr_refs++;
@@ -392,7 +346,7 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     }
 
     if (gain & cpu->used[d]) {
-        perfmon_poll_arm(cpu, dev);
+        perfmon_cpu_poll_arm(cpu, dev);
     }
 
     cpu->sched_seq[d] = seq;
@@ -408,7 +362,7 @@ perfmon_cpu_loaded_td(void)
 }
 
 void
-perfmon_poll_local(struct perfmon_dev *dev)
+perfmon_cpu_poll_local(struct perfmon_dev *dev)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     const struct perfmon_bank *bank = perfmon_cpu_bank(cpu, dev);
@@ -434,12 +388,12 @@ perfmon_poll_local(struct perfmon_dev *dev)
  * CPU has no timer, and a busy context switch path never touches it.
  */
 void
-perfmon_poll_timer(struct timer *timer)
+perfmon_cpu_poll_timer(struct timer *timer)
 {
     struct perfmon_dev *dev = timer_arg(timer);
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
-    perfmon_poll_local(dev);
+    perfmon_cpu_poll_local(dev);
 
     if (cpu->used[dev->state->index] != 0) {
         timer_schedule(timer, clock_get_time() + dev->state->poll_ticks);
@@ -569,7 +523,7 @@ perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
      * nothing to do (else it would run the handling again, spuriously).
      */
     if (unlikely(cpu_nmi_deferred())) {
-        perfmon_chain_copy(&chain, &nmi->ctx, &deferred);
+        perfmon_sample_chain_copy(&chain, &nmi->ctx, &deferred);
         cpu_nmi_set_deferred(false);
         ctx = &deferred;
     }
@@ -619,7 +573,7 @@ perfmon_nmi_run_deferred(void)
             /* The place is copied, then the flag cleared: an NMI after
                the clear captures anew, the samples use the copy. */
             while (cpu_nmi_deferred()) {
-                perfmon_chain_copy(&chain, &nmi->ctx, &ctx);
+                perfmon_sample_chain_copy(&chain, &nmi->ctx, &ctx);
                 cpu_nmi_set_deferred(false);
                 perfmon_nmi_handle(&ctx);
             }
@@ -647,12 +601,12 @@ perfmon_cpu_nr_used_slots(unsigned int cpu)
 }
 
 bool
-perfmon_event_counting_here(const struct perfmon_event *event)
+perfmon_cpu_event_counting(const struct perfmon_event *event)
 {
     assert(!cpu_intr_enabled());
 
     /* A disabled event's count stands still, counter or not. */
-    if (!perfmon_event_attached(event) || event->disabled) {
+    if (!perfmon_event_is_attached(event) || event->disabled) {
         return false;
     }
 
@@ -661,7 +615,7 @@ perfmon_event_counting_here(const struct perfmon_event *event)
 }
 
 uint64_t
-perfmon_nr_overflows(unsigned int cpu)
+perfmon_cpu_nr_overflows(unsigned int cpu)
 {
     return syscnt_read(&percpu_ptr(perfmon_cpu, cpu)->sc_overflows);
 }
@@ -678,7 +632,7 @@ perfmon_cpu_dev_init(struct perfmon_dev *dev)
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
 
-        timer_init(&pcpu->poll_timers[d], perfmon_poll_timer, dev, cpu);
+        timer_init(&pcpu->poll_timers[d], perfmon_cpu_poll_timer, dev, cpu);
         pcpu->banks[d] = (dev->bank != NULL) ? percpu_ptr(*dev->bank, cpu)
                                              : NULL;
         pcpu->unsched[d] = ~0U;
@@ -712,4 +666,147 @@ perfmon_cpu_setup(void)
     }
 
     return 0;
+}
+
+/*
+ * A CPU event's read on its CPU, into event->final: the cross-CPU call of
+ * a remote read, inline in a local one. A plain slot takes the fast path,
+ * unmarked: a plain slot's device has no overflow interrupt, so no NMI
+ * ever touches it (kern/perfmon_nmi.h); the other path is a marked
+ * section.
+ */
+struct perfmon_cpu_slot *
+perfmon_cpu_op_update(struct perfmon_event *event)
+{
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    struct perfmon_cpu_slot *cslot = event->cpu_slot;
+
+    if (!perfmon_cpu_slot_update_plain(cpu->banks[event->dev_index], cslot)) {
+        perfmon_nmi_enter();
+        cslot = perfmon_cpu_slot_update_slot(event->dev, cslot);
+        perfmon_nmi_leave();
+    }
+
+    return cslot;
+}
+
+/*
+ * The count is computed here, where the owner's enable, disable and reset
+ * apply (perfmon_snap_end), so that a read sees each wholly or not at all.
+ */
+void
+perfmon_cpu_op_read(void *arg)
+{
+    struct perfmon_event *event = arg;
+    uint64_t value = perfmon_cpu_op_update(event)->value;
+
+    event->final = __builtin_expect(event->disabled, 0)
+                   ? event->frozen : value - event->start;
+}
+
+/*
+ * Arm a sampling slot loaded on this CPU for samples_left more samples;
+ * one that had stopped starts a new period.
+ */
+void
+perfmon_cpu_slot_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                         unsigned int index, struct perfmon_event *event,
+                         uint64_t nr_samples)
+{
+    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot_update(cpu, dev, index);
+
+    event->samples_left = nr_samples;
+
+    if (!cslot->armed) {
+        perfmon_sample_arm(dev, cslot, event->period, event->period);
+    }
+}
+
+void
+perfmon_cpu_op_refresh(void *arg)
+{
+    struct perfmon_td_op *op = arg;
+
+    perfmon_nmi_enter();
+    perfmon_cpu_slot_refresh(cpu_local_ptr(perfmon_cpu), op->dev, op->index,
+                             op->event, op->value);
+    perfmon_nmi_leave();
+}
+
+/*
+ * The throttle timer, at the tick after a CPU was throttled: each
+ * sampling slot counts the periods that ended meanwhile, reports them in
+ * a THROTTLE record, and samples again from where its period stands.
+ */
+void
+perfmon_cpu_throttle_timer(struct timer *timer)
+{
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    unsigned int nr_devs = perfmon_nr_devs;
+
+    (void)timer;
+    perfmon_nmi_enter();
+    cpu->throttle.nr_samples = 0;
+    cpu->throttle.window_end = cpu_get_tsc() + clock_tsc_per_tick();
+
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        FOR_EACH_BIT(index, cpu->used[d]) {
+            struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
+
+            if (cslot->sampler == NULL) {
+                continue;
+            }
+
+            /* Still throttled: periods that ended are counted. */
+            perfmon_cpu_slot_update(cpu, dev, index);
+
+            if (cslot->armed || cslot->throttled_periods != 0) {
+                perfmon_sample_write_throttle(cpu, cslot);
+            }
+        }
+    }
+
+    perfmon_sample_throttle_end(cpu);
+    perfmon_nmi_leave();
+}
+
+/*
+ * The frequency timer, each tick while a frequency sampler is live on the
+ * CPU: each one's slot is brought up to date (taking the samples due, as
+ * the throttle timer does) and its period estimated.
+ */
+void
+perfmon_cpu_freq_timer(struct timer *timer)
+{
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    unsigned int nr_devs = perfmon_nr_devs;
+    bool live = false;
+
+    perfmon_nmi_enter();
+
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        FOR_EACH_BIT(index, cpu->used[d]) {
+            struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
+
+            if (cslot->sampler == NULL || cslot->sampler->freq == 0) {
+                continue;
+            }
+
+            live = true;
+            perfmon_cpu_slot_update(cpu, dev, index);
+            perfmon_freq_adjust(cslot->sampler, cslot->value, cpu_get_tsc());
+        }
+    }
+
+    perfmon_nmi_leave();
+
+    if (live) {
+        timer_schedule(timer, clock_get_time() + 1);
+    } else {
+        cpu->freq_armed = false;
+    }
 }

@@ -62,7 +62,7 @@ perfmon_group_init(struct perfmon_group *group)
 
 /* Whether an event is initialized and detached (or never attached). */
 static bool
-perfmon_event_idle(const struct perfmon_event *event)
+perfmon_group_event_idle(const struct perfmon_event *event)
 {
     return event != NULL && event->magic == PERFMON_EVENT_MAGIC
            && (event->state == PERFMON_EVENT_INIT
@@ -75,7 +75,7 @@ perfmon_group_add(struct perfmon_group *group, struct perfmon_event *event)
     unsigned int i;
 
     if (!perfmon_group_valid(group) || perfmon_group_attached(group)
-        || !perfmon_event_idle(event) || event->period != 0
+        || !perfmon_group_event_idle(event) || event->period != 0
         || event->group != NULL) {
         return EINVAL;
     }
@@ -132,7 +132,7 @@ perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
     for (i = 0; i < group->nr_events; i++) {
         const struct perfmon_event *event = group->events[i];
 
-        if (!perfmon_event_idle(event) || event->group != group
+        if (!perfmon_group_event_idle(event) || event->group != group
             || event->period != 0
             || ((event->flags ^ group->events[0]->flags) & PERFMON_EF_SW)) {
             return EINVAL;      /* initialized again, or attached alone */
@@ -200,10 +200,10 @@ perfmon_group_attach_target(struct perfmon_group *group,
     }
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
-        perfmon_event_bind(group->events[i], dev, indexes[i], thread, cpu);
+        perfmon_snap_bind(group->events[i], dev, indexes[i], thread, cpu);
     }
 
-    perfmon_events_attach(group->events, group->nr_events);
+    perfmon_snap_attach(group->events, group->nr_events);
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
         group->events[i]->state = state;
@@ -240,7 +240,7 @@ perfmon_group_detach(struct perfmon_group *group)
         return EINVAL;
     }
 
-    perfmon_events_detach(group->events, group->nr_events);
+    perfmon_snap_detach(group->events, group->nr_events);
     group->state = PERFMON_EVENT_DETACHED;
     return 0;
 }
@@ -332,17 +332,17 @@ perfmon_group_change(struct perfmon_group *group,
 int
 perfmon_group_enable(struct perfmon_group *group)
 {
-    return perfmon_group_change(group, perfmon_event_apply_enable, 1);
+    return perfmon_group_change(group, perfmon_snap_apply_enable, 1);
 }
 
 int
 perfmon_group_disable(struct perfmon_group *group)
 {
-    return perfmon_group_change(group, perfmon_event_apply_disable, -1);
+    return perfmon_group_change(group, perfmon_snap_apply_disable, -1);
 }
 
 int
 perfmon_group_reset(struct perfmon_group *group)
 {
-    return perfmon_group_change(group, perfmon_event_apply_reset, 0);
+    return perfmon_group_change(group, perfmon_snap_apply_reset, 0);
 }

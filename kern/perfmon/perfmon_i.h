@@ -58,6 +58,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/bitops.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
@@ -181,7 +182,7 @@ struct perfmon_cpu_slot {
      * sample is due when value reaches sample_next, ending a period
      * of sample_period; armed while the event may take samples. armed is
      * not the event's samples_left != 0: it is also false from the slot's
-     * start until perfmon_cpu_slot_arm sets sample_next, so an update in
+     * start until perfmon_sample_arm sets sample_next, so an update in
      * between takes no sample against a stale sample_next.
      */
     struct perfmon_event *sampler;
@@ -330,7 +331,7 @@ void perfmon_slot_release(struct perfmon_dev *dev, unsigned int index, bool pin,
                           unsigned int cpu);
 
 /* perfmon_mux.c: the schedule */
-uint32_t perfmon_sched_end(struct perfmon_dev_state *state);
+uint32_t perfmon_mux_sched_end(struct perfmon_dev_state *state);
 bool perfmon_mux_slot_wanted(const struct perfmon_slot *slot);
 uint32_t perfmon_mux_unit(const struct perfmon_dev_state *state,
                           unsigned int index);
@@ -355,9 +356,9 @@ void perfmon_mux_enabled_add(struct perfmon_dev *dev,
 void perfmon_mux_main(void *arg);
 
 /* perfmon_cpu.c: the per-CPU tier */
-void perfmon_cpu_slot_add_wrap(const struct perfmon_dev *dev,
-                               struct perfmon_cpu_slot *cslot, uint64_t raw,
-                               bool reported);
+void perfmon_sample_add_wrap(const struct perfmon_dev *dev,
+                             struct perfmon_cpu_slot *cslot, uint64_t raw,
+                             bool reported);
 struct perfmon_cpu_slot *
 perfmon_cpu_slot_update_slot(struct perfmon_dev *dev,
                              struct perfmon_cpu_slot *cslot);
@@ -377,32 +378,39 @@ void perfmon_cpu_users_trim(struct perfmon_cpu *cpu, struct perfmon_dev *dev);
 void perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                              struct perfmon_td *td, uint64_t now);
 struct perfmon_td *perfmon_cpu_loaded_td(void);
-void perfmon_poll_timer(struct timer *timer);
+void perfmon_cpu_poll_timer(struct timer *timer);
+void perfmon_cpu_op_read(void *arg);
+void perfmon_cpu_op_refresh(void *arg);
+void perfmon_cpu_slot_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                              unsigned int index, struct perfmon_event *event,
+                              uint64_t nr_samples);
 
 /* perfmon_sample.c: sampling */
 void perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
                                    struct perfmon_cpu_slot *cslot);
-void perfmon_cpu_slot_arm(struct perfmon_dev *dev,
+void perfmon_sample_arm(struct perfmon_dev *dev,
+                        struct perfmon_cpu_slot *cslot,
+                        uint64_t left, uint64_t period);
+void perfmon_sample_discard(struct perfmon_dev *dev,
+                            struct perfmon_cpu_slot *cslot);
+void perfmon_sample_take(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                         struct perfmon_cpu_slot *cslot,
+                         const struct perfmon_intr_ctx *ctx, bool reload);
+void perfmon_sample_leave(struct perfmon_cpu *cpu,
+                          struct perfmon_dev *dev,
                           struct perfmon_cpu_slot *cslot,
-                          uint64_t left, uint64_t period);
-void perfmon_cpu_slot_discard(struct perfmon_dev *dev,
-                              struct perfmon_cpu_slot *cslot);
-void perfmon_cpu_slot_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                             struct perfmon_cpu_slot *cslot,
-                             const struct perfmon_intr_ctx *ctx, bool reload);
-void perfmon_cpu_slot_sample_leave(struct perfmon_cpu *cpu,
-                                   struct perfmon_dev *dev,
-                                   struct perfmon_cpu_slot *cslot,
-                                   const struct perfmon_intr_ctx *ctx);
-void perfmon_cpu_slot_sample_due(struct perfmon_dev *dev,
-                                 struct perfmon_cpu_slot *cslot, bool reload);
-void perfmon_throttle_timer(struct timer *timer);
+                          const struct perfmon_intr_ctx *ctx);
+void perfmon_sample_due(struct perfmon_dev *dev,
+                        struct perfmon_cpu_slot *cslot, bool reload);
+void perfmon_cpu_throttle_timer(struct timer *timer);
+void perfmon_sample_throttle_end(struct perfmon_cpu *cpu);
 void perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_slot *cslot);
 void perfmon_freq_unload(struct perfmon_cpu_slot *cslot);
-void perfmon_freq_timer(struct timer *timer);
+void perfmon_cpu_freq_timer(struct timer *timer);
+void perfmon_freq_adjust(struct perfmon_event *event, uint64_t value,
+                         uint64_t now);
 void perfmon_sample_throttle_arm(struct perfmon_cpu *cpu);
-bool perfmon_dev_can_sample(const struct perfmon_dev *dev);
-void perfmon_event_sampling_attach(struct perfmon_event *event);
+void perfmon_sample_event_attach(struct perfmon_event *event);
 
 /* perfmon_td.c: the per-thread tier */
 uint64_t perfmon_td_slot_value(struct perfmon_td *td, struct perfmon_dev *dev,
@@ -411,6 +419,8 @@ void perfmon_td_run(struct perfmon_td_op *op);
 void perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded);
 void perfmon_td_op_read(struct perfmon_td_op *op, bool loaded);
 void perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded);
+void perfmon_td_op_count(struct perfmon_td_op *op, bool loaded);
+void perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded);
 
 /* perfmon_snap.c: snapshots */
 void perfmon_snap_take(struct perfmon_snap *snap,
@@ -419,39 +429,30 @@ void perfmon_snap_take(struct perfmon_snap *snap,
                        void (*apply)(struct perfmon_event *event,
                                      const struct perfmon_snap *snap,
                                      unsigned int i));
-void perfmon_event_apply_disable(struct perfmon_event *event,
-                                 const struct perfmon_snap *snap,
-                                 unsigned int i);
-void perfmon_event_apply_enable(struct perfmon_event *event,
+void perfmon_snap_apply_disable(struct perfmon_event *event,
                                 const struct perfmon_snap *snap,
                                 unsigned int i);
-void perfmon_event_apply_reset(struct perfmon_event *event,
-                               const struct perfmon_snap *snap, unsigned int i);
-void perfmon_events_attach(struct perfmon_event *const *events,
-                           unsigned int nr_events);
-void perfmon_events_detach(struct perfmon_event *const *events,
-                           unsigned int nr_events);
+void perfmon_snap_apply_enable(struct perfmon_event *event,
+                               const struct perfmon_snap *snap,
+                               unsigned int i);
+void perfmon_snap_apply_reset(struct perfmon_event *event,
+                              const struct perfmon_snap *snap, unsigned int i);
+void perfmon_snap_attach(struct perfmon_event *const *events,
+                         unsigned int nr_events);
+void perfmon_snap_detach(struct perfmon_event *const *events,
+                         unsigned int nr_events);
 
 /* perfmon.c: events */
-
-/*
- * Whether dev samples config every period events (its check_period,
- * where it has one). Any context.
- */
-bool perfmon_dev_period_ok(const struct perfmon_dev *dev, uint64_t config,
-                           uint64_t period);
 
 /*
  * Bind an event about to be attached to its device, slot index and target:
  * thread (referenced here), or CPU cpu when thread is NULL. Thread
  * context.
  */
-void perfmon_event_bind(struct perfmon_event *event, struct perfmon_dev *dev,
-                        unsigned int index, struct thread *thread,
-                        unsigned int cpu);
+void perfmon_snap_bind(struct perfmon_event *event, struct perfmon_dev *dev,
+                       unsigned int index, struct thread *thread,
+                       unsigned int cpu);
 struct perfmon_cpu_slot *perfmon_cpu_op_update(struct perfmon_event *event);
-uint64_t perfmon_muldiv(uint64_t a, uint64_t b, uint64_t c);
-bool perfmon_event_valid(const struct perfmon_event *event);
 
 /* perfmon_cpu.c, perfmon_sample.c, perfmon_mux.c: their part of setup */
 int perfmon_cpu_setup(void);
@@ -470,7 +471,7 @@ perfmon_cpu_slot(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
  * The common case inline (no report, no decrease: the plain difference),
  * the rest above. Hot: every switch and poll comes here per slot. (The
  * overflow path has its common case, a wrap reported as it happens,
- * inline too: perfmon_cpu_slot_overflow.)
+ * inline too: perfmon_sample_overflow.)
  */
 static inline void
 perfmon_cpu_slot_add(const struct perfmon_dev *dev,
@@ -481,7 +482,7 @@ perfmon_cpu_slot_add(const struct perfmon_dev *dev,
         cslot->value += raw - cslot->prev;
         cslot->prev = raw;
     } else {
-        perfmon_cpu_slot_add_wrap(dev, cslot, raw, reported);
+        perfmon_sample_add_wrap(dev, cslot, raw, reported);
     }
 }
 
@@ -616,6 +617,85 @@ perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     if (perfmon_cpu_sched_stale(cpu, dev)) {
         perfmon_cpu_sched_apply(cpu, dev, td, cpu_get_tsc());
     }
+}
+
+/*
+ * Whether an event was initialized and is in one of its states: the
+ * magic alone does not say so (memory that holds it by chance, or an
+ * event written over by its owner).
+ */
+static inline bool
+perfmon_event_valid(const struct perfmon_event *event)
+{
+    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
+           && event->state >= PERFMON_EVENT_INIT
+           && event->state <= PERFMON_EVENT_DISABLED;
+}
+
+/* Whether an event is attached (perfmon_event_attached, for the core). */
+static inline bool
+perfmon_event_is_attached(const struct perfmon_event *event)
+{
+    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
+           && (event->state == PERFMON_EVENT_THREAD
+               || event->state == PERFMON_EVENT_CPU
+               || event->state == PERFMON_EVENT_DISABLED);
+}
+
+/*
+ * Whether dev samples config every period events (its check_period,
+ * where it has one). Any context.
+ */
+static inline bool
+perfmon_dev_period_ok(const struct perfmon_dev *dev, uint64_t config,
+                      uint64_t period)
+{
+    return dev->ops->check_period == NULL
+           || dev->ops->check_period(config, period) == 0;
+}
+
+/*
+ * floor(a * b / c) for c > 0, UINT64_MAX when it does not fit. A long
+ * division when the product needs more than 64 bits (the kernel has no
+ * 128-bit division routine); not on a hot path.
+ */
+static inline uint64_t
+perfmon_muldiv(uint64_t a, uint64_t b, uint64_t c)
+{
+    unsigned __int128 product = (unsigned __int128)a * b;
+    uint64_t rem = (uint64_t)(product >> 64);
+    uint64_t low = (uint64_t)product;
+    uint64_t quotient = 0;
+
+    if (rem == 0) {
+        return low / c;
+    }
+
+    if (rem >= c) {
+        return UINT64_MAX;      /* the quotient needs more than 64 bits */
+    }
+
+    /* rem < c throughout; carry is its 65th bit after the shift. */
+    for (int i = 63; i >= 0; i--) {
+        bool carry = (rem >> 63) != 0;
+
+        rem = (rem << 1) | ((low >> i) & 1);
+        quotient <<= 1;
+
+        if (carry || rem >= c) {
+            rem -= c;
+            quotient |= 1;
+        }
+    }
+
+    return quotient;
+}
+
+/* Whether dev can sample: a period it can preset. Any context. */
+static inline bool
+perfmon_dev_can_sample(const struct perfmon_dev *dev)
+{
+    return dev->max_period != 0 && dev->ops->preset != NULL;
 }
 
 #endif /* KERN_PERFMON_I_H */

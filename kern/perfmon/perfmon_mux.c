@@ -61,7 +61,7 @@ static struct thread *perfmon_mux_thread;
  * the others take turns when they do not all fit, at each rotation. It
  * is written under the device lock, interrupts disabled; the CPUs' copies
  * (perfmon_cpu_sched_apply) read it as a sequence count, which moves only
- * when a slot gains or loses a counter (perfmon_sched_write), so that an
+ * when a slot gains or loses a counter (perfmon_mux_sched_write), so that an
  * attach that changes nothing costs no CPU a new copy. Nothing inside a
  * write may take a lock that a CPU may hold while it reads: a CPU in a
  * context switch holds its run queue lock.
@@ -69,7 +69,7 @@ static struct thread *perfmon_mux_thread;
 
 /* Slot index is about to gain or lose its counter. */
 static void
-perfmon_sched_write(struct perfmon_dev_state *state, unsigned int index)
+perfmon_mux_sched_write(struct perfmon_dev_state *state, unsigned int index)
 {
     if (state->sched_changed == 0) {
         __atomic_store_n(&state->sched_seq, state->sched_seq + 1,
@@ -85,7 +85,7 @@ perfmon_sched_write(struct perfmon_dev_state *state, unsigned int index)
  * that gained or lost a counter (including any that did both).
  */
 uint32_t
-perfmon_sched_end(struct perfmon_dev_state *state)
+perfmon_mux_sched_end(struct perfmon_dev_state *state)
 {
     uint32_t changed = state->sched_changed;
 
@@ -139,7 +139,7 @@ perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit)
     struct perfmon_dev_state *state = dev->state;
 
     FOR_EACH_BIT(i, unit & state->sched_mask) {
-        perfmon_sched_write(state, i);
+        perfmon_mux_sched_write(state, i);
         dev->ops->free(state->slots[i].counter);
         WRITE_ONCE(state->sched_mask, state->sched_mask & ~(1U << i));
     }
@@ -164,7 +164,7 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
         /* A counter in memory is an entry of the device's bank. */
         assert(width >= 1 && width <= 64 && counter < 64
                && (dev->bank == NULL || counter < dev->nr_counters));
-        perfmon_sched_write(state, i);
+        perfmon_mux_sched_write(state, i);
         WRITE_ONCE(slot->counter, counter);
         slot->width = width;
         WRITE_ONCE(slot->mask, bitops_width_mask(width));
@@ -544,7 +544,7 @@ perfmon_mux_unlink(struct perfmon_dev *dev, const unsigned int *indexes,
     spinlock_lock_intr_save(&state->lock, &flags);
     perfmon_mux_links_add(state, indexes, nr_indexes, -1);
     perfmon_mux_reschedule(dev);
-    changed = perfmon_sched_end(state);
+    changed = perfmon_mux_sched_end(state);
     spinlock_unlock_intr_restore(&state->lock, flags);
     perfmon_mux_publish(dev, changed);
 }
@@ -592,7 +592,7 @@ perfmon_mux_enabled_add(struct perfmon_dev *dev, const unsigned int *indexes,
 
     if (toggled) {
         perfmon_mux_reschedule(dev);
-        changed = perfmon_sched_end(state);
+        changed = perfmon_mux_sched_end(state);
     }
 
     spinlock_unlock_intr_restore(&state->lock, flags);
@@ -617,7 +617,7 @@ perfmon_mux_rotate(struct perfmon_dev *dev)
         error = perfmon_mux_schedule(dev, true);
         assert(!error);
         state->nr_rotations++;
-        changed = perfmon_sched_end(state);
+        changed = perfmon_mux_sched_end(state);
     }
 
     spinlock_unlock_intr_restore(&state->lock, flags);

@@ -2,7 +2,7 @@
  * perfmon sampling: the overflow report, samples written into the
  * sessions' per-CPU rings, presets for the next period, the per-CPU
  * throttle, and the sampling calls of the API (period, refresh). The
- * overflow path (perfmon_report_overflow down to the ring's commit) is
+ * overflow path (perfmon_sample_report_overflow down to the ring's commit) is
  * one inline chain in this file: local, interrupts disabled, no lock, no
  * allocation. The API calls run in thread context and reach the counting
  * CPU through the thread's operation or a cross-CPU call.
@@ -84,9 +84,9 @@ perfmon_sample_frames(uintptr_t fp, uint64_t *frames, unsigned int max)
 }
 
 void
-perfmon_chain_capture(struct perfmon_chain *chain,
-                      const struct perfmon_intr_ctx *ctx,
-                      struct perfmon_intr_ctx *capturedp)
+perfmon_sample_chain_capture(struct perfmon_chain *chain,
+                             const struct perfmon_intr_ctx *ctx,
+                             struct perfmon_intr_ctx *capturedp)
 {
     chain->nr = perfmon_sample_frames(ctx->fp, chain->frames,
                                       PERFMON_CHAIN_MAX);
@@ -95,9 +95,9 @@ perfmon_chain_capture(struct perfmon_chain *chain,
 }
 
 void
-perfmon_chain_copy(struct perfmon_chain *chain,
-                   const struct perfmon_intr_ctx *ctx,
-                   struct perfmon_intr_ctx *copyp)
+perfmon_sample_chain_copy(struct perfmon_chain *chain,
+                          const struct perfmon_intr_ctx *ctx,
+                          struct perfmon_intr_ctx *copyp)
 {
     const struct perfmon_chain *src;
 
@@ -197,10 +197,10 @@ perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
 /*
  * Count a sample taken at TSC time now against the CPU's budget for this
  * tick; past it, stop sampling on the CPU until the next tick
- * (perfmon_throttle_timer).
+ * (perfmon_cpu_throttle_timer).
  */
 static inline __attribute__((always_inline)) void
-perfmon_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
+perfmon_sample_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
 {
     struct perfmon_throttle *throttle = &cpu->throttle;
 
@@ -238,8 +238,8 @@ perfmon_sample_throttle_arm(struct perfmon_cpu *cpu)
  * since it started (a reload is then a store), else NULL.
  */
 static inline __attribute__((always_inline)) void
-perfmon_cpu_slot_preset(struct perfmon_dev *dev, struct perfmon_bank *bank,
-                        struct perfmon_cpu_slot *cslot)
+perfmon_sample_preset(struct perfmon_dev *dev, struct perfmon_bank *bank,
+                      struct perfmon_cpu_slot *cslot)
 {
     uint64_t left = cslot->sample_next - cslot->value;
 
@@ -266,8 +266,8 @@ perfmon_cpu_slot_preset(struct perfmon_dev *dev, struct perfmon_bank *bank,
  * take samples.
  */
 void
-perfmon_cpu_slot_arm(struct perfmon_dev *dev, struct perfmon_cpu_slot *cslot,
-                     uint64_t left, uint64_t period)
+perfmon_sample_arm(struct perfmon_dev *dev, struct perfmon_cpu_slot *cslot,
+                   uint64_t left, uint64_t period)
 {
     cslot->armed = cslot->sampler->samples_left != 0;
     cslot->sample_next = cslot->value + left;
@@ -285,7 +285,7 @@ perfmon_cpu_slot_arm(struct perfmon_dev *dev, struct perfmon_cpu_slot *cslot,
      * sample: its period's end is reported, and counted as throttled.
      */
     if (cslot->armed) {
-        perfmon_cpu_slot_preset(dev, NULL, cslot);
+        perfmon_sample_preset(dev, NULL, cslot);
     }
 }
 
@@ -296,10 +296,10 @@ perfmon_cpu_slot_arm(struct perfmon_dev *dev, struct perfmon_cpu_slot *cslot,
  * then counted as any unarmed sampler's.
  */
 void
-perfmon_cpu_slot_discard(struct perfmon_dev *dev,
-                         struct perfmon_cpu_slot *cslot)
+perfmon_sample_discard(struct perfmon_dev *dev,
+                       struct perfmon_cpu_slot *cslot)
 {
-    perfmon_cpu_slot_preset(dev, NULL, cslot);
+    perfmon_sample_preset(dev, NULL, cslot);
 }
 
 /*
@@ -312,11 +312,11 @@ perfmon_cpu_slot_discard(struct perfmon_dev *dev,
  * overflowed, or a sample was taken).
  */
 static inline __attribute__((always_inline)) void
-perfmon_cpu_slot_sample_inline(struct perfmon_cpu *cpu,
-                               struct perfmon_dev *dev,
-                               struct perfmon_cpu_slot *cslot,
-                               const struct perfmon_intr_ctx *ctx, bool reload,
-                               bool leaving)
+perfmon_sample_take_inline(struct perfmon_cpu *cpu,
+                           struct perfmon_dev *dev,
+                           struct perfmon_cpu_slot *cslot,
+                           const struct perfmon_intr_ctx *ctx, bool reload,
+                           bool leaving)
 {
     struct perfmon_event *event = cslot->sampler;
     uint64_t now;
@@ -337,7 +337,7 @@ perfmon_cpu_slot_sample_inline(struct perfmon_cpu *cpu,
 
         now = perfmon_sample_write(cpu, event, ctx, cslot->sample_period);
         reload = true;
-        perfmon_throttle_count(cpu, now);
+        perfmon_sample_throttle_count(cpu, now);
 
         if (event->samples_left != PERFMON_SAMPLES_UNLIMITED
             && --event->samples_left == 0) {
@@ -351,17 +351,17 @@ perfmon_cpu_slot_sample_inline(struct perfmon_cpu *cpu,
     }
 
     if (reload && !leaving && !cpu->throttle.active) {
-        perfmon_cpu_slot_preset(dev, perfmon_cpu_bank(cpu, dev), cslot);
+        perfmon_sample_preset(dev, perfmon_cpu_bank(cpu, dev), cslot);
     }
 }
 
 /* The same, out of line, for the paths other than the overflow's. */
 __attribute__((noinline)) void
-perfmon_cpu_slot_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                        struct perfmon_cpu_slot *cslot,
-                        const struct perfmon_intr_ctx *ctx, bool reload)
+perfmon_sample_take(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                    struct perfmon_cpu_slot *cslot,
+                    const struct perfmon_intr_ctx *ctx, bool reload)
 {
-    perfmon_cpu_slot_sample_inline(cpu, dev, cslot, ctx, reload, false);
+    perfmon_sample_take_inline(cpu, dev, cslot, ctx, reload, false);
 }
 
 /*
@@ -369,11 +369,11 @@ perfmon_cpu_slot_sample(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * preset for the next thread, so a sample taken here reloads nothing.
  */
 __attribute__((noinline)) void
-perfmon_cpu_slot_sample_leave(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                              struct perfmon_cpu_slot *cslot,
-                              const struct perfmon_intr_ctx *ctx)
+perfmon_sample_leave(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                     struct perfmon_cpu_slot *cslot,
+                     const struct perfmon_intr_ctx *ctx)
 {
-    perfmon_cpu_slot_sample_inline(cpu, dev, cslot, ctx, false, true);
+    perfmon_sample_take_inline(cpu, dev, cslot, ctx, false, true);
 }
 
 /*
@@ -382,76 +382,24 @@ perfmon_cpu_slot_sample_leave(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * fast paths need not compute where they are.
  */
 __attribute__((noinline)) void
-perfmon_cpu_slot_sample_due(struct perfmon_dev *dev,
-                            struct perfmon_cpu_slot *cslot, bool reload)
+perfmon_sample_due(struct perfmon_dev *dev,
+                   struct perfmon_cpu_slot *cslot, bool reload)
 {
     struct perfmon_intr_ctx ctx = PERFMON_CTX_CALLER();
 
-    perfmon_cpu_slot_sample(cpu_local_ptr(perfmon_cpu), dev, cslot, &ctx,
-                            reload);
-}
-
-/*
- * The throttle timer, at the tick after a CPU was throttled: each
- * sampling slot counts the periods that ended meanwhile, reports them in
- * a THROTTLE record, and samples again from where its period stands.
- */
-void
-perfmon_throttle_timer(struct timer *timer)
-{
-    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    unsigned int nr_devs = perfmon_nr_devs;
-
-    (void)timer;
-    perfmon_nmi_enter();
-    cpu->throttle.nr_samples = 0;
-    cpu->throttle.window_end = cpu_get_tsc() + perfmon_tsc_per_tick;
-
-    for (unsigned int d = 0; d < nr_devs; d++) {
-        struct perfmon_dev *dev = perfmon_devs[d];
-
-        FOR_EACH_BIT(index, cpu->used[d]) {
-            struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
-
-            if (cslot->sampler == NULL) {
-                continue;
-            }
-
-            /* Still throttled: periods that ended are counted. */
-            perfmon_cpu_slot_update(cpu, dev, index);
-
-            if (cslot->armed || cslot->throttled_periods != 0) {
-                perfmon_sample_write_throttle(cpu, cslot);
-            }
-        }
-    }
-
-    cpu->throttle.active = false;
-
-    for (unsigned int d = 0; d < nr_devs; d++) {
-        struct perfmon_dev *dev = perfmon_devs[d];
-
-        FOR_EACH_BIT(index, cpu->used[d]) {
-            struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
-
-            if (cslot->sampler != NULL && cslot->armed) {
-                perfmon_cpu_slot_preset(dev, NULL, cslot);
-            }
-        }
-    }
-
-    perfmon_nmi_leave();
+    perfmon_sample_take(cpu_local_ptr(perfmon_cpu), dev, cslot, &ctx,
+                        reload);
 }
 
 /*
  * The overflow of a slot in use on this CPU: its slot found, the rest of
- * perfmon_report_overflow. Out of line so that cslot comes in a register
+ * perfmon_sample_report_overflow. Out of line so that cslot comes in a register
  * of its own (inline, it was computed again from the indexes at each use).
  */
 static __attribute__((noinline)) void
-perfmon_cpu_slot_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                          struct perfmon_cpu_slot *cslot,
-                          const struct perfmon_intr_ctx *ctx)
+perfmon_sample_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                        struct perfmon_cpu_slot *cslot,
+                        const struct perfmon_intr_ctx *ctx)
 {
     uint64_t raw = perfmon_cpu_slot_read(dev, perfmon_cpu_bank(cpu, dev),
                                          cslot);
@@ -466,13 +414,13 @@ perfmon_cpu_slot_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     }
 
     if (cslot->sampler != NULL) {
-        perfmon_cpu_slot_sample_inline(cpu, dev, cslot, ctx, true, false);
+        perfmon_sample_take_inline(cpu, dev, cslot, ctx, true, false);
     }
 }
 
 void
-perfmon_report_overflow(struct perfmon_dev *dev, unsigned int counter,
-                        const struct perfmon_intr_ctx *ctx)
+perfmon_sample_report_overflow(struct perfmon_dev *dev, unsigned int counter,
+                               const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     unsigned int slot_index;
@@ -492,167 +440,9 @@ perfmon_report_overflow(struct perfmon_dev *dev, unsigned int counter,
 
     if (slot_index < PERFMON_MAX_SLOTS
         && (cpu->used[dev->state->index] & (1U << slot_index))) {
-        perfmon_cpu_slot_overflow(cpu, dev,
-                                  perfmon_cpu_slot(cpu, dev, slot_index), ctx);
+        perfmon_sample_overflow(cpu, dev,
+                                perfmon_cpu_slot(cpu, dev, slot_index), ctx);
     }
-}
-
-/* ------------------------------------------------------------------ */
-/* Frequency mode                                                      */
-/* ------------------------------------------------------------------ */
-
-/*
- * A frequency sampler's period is estimated here, in maskable context
- * only: on the CPU where the sampler is live, with interrupts disabled
- * (its arm, its thread's switch away, the CPU's frequency timer), so the
- * event's freq_* fields need no lock. The overflow path never reads them;
- * it reads the period it publishes, event->period, once at the end of
- * each period (READ_ONCE against this WRITE_ONCE, as for
- * perfmon_event_set_period), so an overflow that lands between any two
- * instructions here sees the old period or the new one.
- */
-
-/*
- * A frequency sampler becomes live on this CPU (cslot, up to date, now
- * serves it): its count and time go on from here, and the CPU's timer
- * runs while it is live. Local, interrupts disabled.
- */
-void
-perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_slot *cslot)
-{
-    struct perfmon_event *event = cslot->sampler;
-
-    event->freq_value = cslot->value;
-    event->freq_tsc = cpu_get_tsc();
-
-    if (!cpu->freq_armed) {
-        cpu->freq_armed = true;
-        timer_schedule(&cpu->freq_timer, clock_get_time() + 1);
-    }
-}
-
-/*
- * A thread's frequency sampler leaves this CPU (cslot, up to date, served
- * it): keep what it counted here, and for how long, for its next
- * estimate. Local, interrupts disabled.
- */
-void
-perfmon_freq_unload(struct perfmon_cpu_slot *cslot)
-{
-    struct perfmon_event *event = cslot->sampler;
-
-    event->freq_count += cslot->value - event->freq_value;
-    event->freq_time += cpu_get_tsc() - event->freq_tsc;
-}
-
-/*
- * The period that gives event freq samples a second at the rate of count
- * events in time TSC cycles, or 0 when the rate is unknown (no event, no
- * time, no calibrated TSC).
- */
-static uint64_t
-perfmon_freq_period(const struct perfmon_event *event, uint64_t count,
-                    uint64_t time)
-{
-    uint64_t tsc_hz = cpu_get_freq();
-    uint64_t rate;
-
-    if (count == 0 || time == 0 || tsc_hz == 0) {
-        return 0;
-    }
-
-    rate = perfmon_muldiv(count, tsc_hz, time);    /* events a second */
-    return MAX(1, MIN(rate / event->freq, PERFMON_PERIOD_MAX));
-}
-
-/*
- * Estimate a live frequency sampler's period from what it counted since
- * the last estimate (value: its slot's, up to date, at TSC time now), once
- * it was live half a tick or more: so at most once per tick of its own
- * time, and never from a sliver of time, whose rate says little.
- *
- * The rate is a ratio of decaying sums, of counts and of times (each
- * estimate keeps three quarters of the last): a ratio of sums, not a mean
- * of each tick's rate, so a tick stretched by a stall and the burst that
- * catches up after it weigh as the time they cover, with no bias. The
- * first estimate after attach is the first tick's rate; a steady rate is
- * then held. A stretch without events changes nothing: an event that
- * stops and starts again resumes at its rate.
- */
-static void
-perfmon_freq_adjust(struct perfmon_event *event, uint64_t value, uint64_t now)
-{
-    uint64_t count = event->freq_count + (value - event->freq_value);
-    uint64_t time = event->freq_time + (now - event->freq_tsc);
-    uint64_t period;
-
-    if (time < perfmon_tsc_per_tick / 2) {
-        return;
-    }
-
-    event->freq_count = 0;
-    event->freq_time = 0;
-    event->freq_value = value;
-    event->freq_tsc = now;
-
-    if (count == 0) {
-        return;
-    }
-
-    event->freq_sum_count += count - event->freq_sum_count / 4;
-    event->freq_sum_time += time - event->freq_sum_time / 4;
-    period = perfmon_freq_period(event, event->freq_sum_count,
-                                 event->freq_sum_time);
-
-    /* Read where the current period ends, by the overflow path. */
-    if (period != 0) {
-        WRITE_ONCE(event->period, period);
-    }
-}
-
-/*
- * The frequency timer, each tick while a frequency sampler is live on the
- * CPU: each one's slot is brought up to date (taking the samples due, as
- * the throttle timer does) and its period estimated.
- */
-void
-perfmon_freq_timer(struct timer *timer)
-{
-    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    unsigned int nr_devs = perfmon_nr_devs;
-    bool live = false;
-
-    perfmon_nmi_enter();
-
-    for (unsigned int d = 0; d < nr_devs; d++) {
-        struct perfmon_dev *dev = perfmon_devs[d];
-
-        FOR_EACH_BIT(index, cpu->used[d]) {
-            struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
-
-            if (cslot->sampler == NULL || cslot->sampler->freq == 0) {
-                continue;
-            }
-
-            live = true;
-            perfmon_cpu_slot_update(cpu, dev, index);
-            perfmon_freq_adjust(cslot->sampler, cslot->value, cpu_get_tsc());
-        }
-    }
-
-    perfmon_nmi_leave();
-
-    if (live) {
-        timer_schedule(timer, clock_get_time() + 1);
-    } else {
-        cpu->freq_armed = false;
-    }
-}
-
-bool
-perfmon_dev_can_sample(const struct perfmon_dev *dev)
-{
-    return dev->max_period != 0 && dev->ops->preset != NULL;
 }
 
 /*
@@ -660,7 +450,7 @@ perfmon_dev_can_sample(const struct perfmon_dev *dev)
  * left of a refresh carries over (a refresh before attach limits it).
  */
 void
-perfmon_event_sampling_attach(struct perfmon_event *event)
+perfmon_sample_event_attach(struct perfmon_event *event)
 {
     if (event->period != 0) {
         perfmon_session_ref(event->session);
@@ -670,175 +460,6 @@ perfmon_event_sampling_attach(struct perfmon_event *event)
         event->freq_sum_count = 0;
         event->freq_sum_time = 0;
     }
-}
-
-static bool
-perfmon_event_is_sampling(const struct perfmon_event *event)
-{
-    return perfmon_event_valid(event) && event->period != 0;
-}
-
-int
-perfmon_event_set_sampling(struct perfmon_event *event,
-                           const struct perfmon_sample_attr *attr)
-{
-    if (event == NULL || event->magic != PERFMON_EVENT_MAGIC
-        || (event->state != PERFMON_EVENT_INIT
-            && event->state != PERFMON_EVENT_DETACHED)
-        || event->group != NULL) {
-        return EINVAL;
-    }
-
-    if (attr == NULL) {
-        event->period = 0;
-        event->freq = 0;
-        event->session = NULL;
-        return 0;
-    }
-
-    if (attr->session == NULL || attr->freq > PERFMON_FREQ_MAX
-        || (attr->period == 0 && attr->freq == 0)
-        || attr->period > PERFMON_PERIOD_MAX
-        || attr->nr_frames > PERFMON_MAX_FRAMES) {
-        return EINVAL;
-    }
-
-    event->session = attr->session;
-    event->period = (attr->period != 0) ? attr->period : 1;
-    event->freq = attr->freq;
-    event->cookie = attr->cookie;
-    event->nr_frames = attr->nr_frames;
-    event->samples_left = PERFMON_SAMPLES_UNLIMITED;
-    return 0;
-}
-
-int
-perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
-{
-    if (!perfmon_event_is_sampling(event) || event->freq != 0 || period == 0
-        || period > PERFMON_PERIOD_MAX
-        || (perfmon_event_attached(event)
-            && !perfmon_dev_period_ok(event->dev,
-                                      event->dev->state->slots[
-                                          event->slot_index].config,
-                                      period))) {
-        return EINVAL;
-    }
-
-    /* Read where the current period ends, on the counting CPU. */
-    WRITE_ONCE(event->period, period);
-    return 0;
-}
-
-int
-perfmon_event_get_period(struct perfmon_event *event, uint64_t *periodp)
-{
-    if (!perfmon_event_is_sampling(event)) {
-        return EINVAL;
-    }
-
-    *periodp = READ_ONCE(event->period);
-    return 0;
-}
-
-/*
- * Arm a sampling slot loaded on this CPU for samples_left more samples;
- * one that had stopped starts a new period.
- */
-static void
-perfmon_cpu_slot_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
-                         unsigned int index, struct perfmon_event *event,
-                         uint64_t nr_samples)
-{
-    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot_update(cpu, dev, index);
-
-    event->samples_left = nr_samples;
-
-    if (!cslot->armed) {
-        perfmon_cpu_slot_arm(dev, cslot, event->period, event->period);
-    }
-}
-
-static void
-perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
-{
-    struct perfmon_td_slot *tslot =
-        &op->td->slots[op->dev->state->index][op->index];
-
-    if (loaded) {
-        perfmon_cpu_slot_refresh(cpu_local_ptr(perfmon_cpu), op->dev,
-                                 op->index, op->event, op->value);
-        return;
-    }
-
-    if (op->event->samples_left == 0) {
-        tslot->sample_left = op->event->period;
-        op->td->sample_periods[op->dev->state->index][op->index]
-            = tslot->sample_left;
-    }
-
-    op->event->samples_left = op->value;
-}
-
-static void
-perfmon_cpu_op_refresh(void *arg)
-{
-    struct perfmon_td_op *op = arg;
-
-    perfmon_nmi_enter();
-    perfmon_cpu_slot_refresh(cpu_local_ptr(perfmon_cpu), op->dev, op->index,
-                             op->event, op->value);
-    perfmon_nmi_leave();
-}
-
-int
-perfmon_event_refresh(struct perfmon_event *event, uint64_t nr_samples)
-{
-    struct perfmon_td_op op;
-
-    if (!perfmon_event_is_sampling(event) || nr_samples == 0) {
-        return EINVAL;
-    }
-
-    switch (event->state) {
-    case PERFMON_EVENT_THREAD:
-        op = (struct perfmon_td_op){
-            .td = thread_perfmon_td(event->thread),
-            .dev = event->dev,
-            .index = event->slot_index,
-            .event = event,
-            .fn = perfmon_td_op_refresh,
-            .value = nr_samples,
-        };
-        perfmon_td_run(&op);
-        break;
-    case PERFMON_EVENT_CPU:
-        op = (struct perfmon_td_op){
-            .dev = event->dev,
-            .index = event->slot_index,
-            .event = event,
-            .value = nr_samples,
-        };
-        xcall_call(event->cpu, perfmon_cpu_op_refresh, &op);
-        break;
-    default:
-        event->samples_left = nr_samples;
-        break;
-    }
-
-    return 0;
-}
-
-int
-perfmon_event_get_samples(struct perfmon_event *event,
-                          uint64_t *nr_samplesp)
-{
-    if (!perfmon_event_is_sampling(event)) {
-        return EINVAL;
-    }
-
-    *nr_samplesp = READ_ONCE(event->nr_samples);
-    return 0;
 }
 
 int
@@ -858,10 +479,82 @@ perfmon_sample_setup(void)
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         timer_init(&percpu_ptr(perfmon_cpu, cpu)->throttle.timer,
-                   perfmon_throttle_timer, NULL, cpu);
+                   perfmon_cpu_throttle_timer, NULL, cpu);
         timer_init(&percpu_ptr(perfmon_cpu, cpu)->freq_timer,
-                   perfmon_freq_timer, NULL, cpu);
+                   perfmon_cpu_freq_timer, NULL, cpu);
     }
 
     return 0;
+}
+
+/*
+ * The end of this CPU's throttle: its armed samplers sample again from
+ * where their periods stand (the throttle timer, perfmon_cpu.c, counted
+ * the periods that ended meanwhile). Local, interrupts disabled, in a
+ * marked section.
+ */
+void
+perfmon_sample_throttle_end(struct perfmon_cpu *cpu)
+{
+    unsigned int nr_devs = perfmon_nr_devs;
+
+    cpu->throttle.active = false;
+
+    for (unsigned int d = 0; d < nr_devs; d++) {
+        struct perfmon_dev *dev = perfmon_devs[d];
+
+        FOR_EACH_BIT(index, cpu->used[d]) {
+            struct perfmon_cpu_slot *cslot = perfmon_cpu_slot(cpu, dev, index);
+
+            if (cslot->sampler != NULL && cslot->armed) {
+                perfmon_sample_preset(dev, NULL, cslot);
+            }
+        }
+    }
+}
+
+/*
+ * Add what the counter counted since the last update, given its raw value
+ * now and whether a wrap was reported since the last update. Between two
+ * updates a counter must not wrap twice. Without an overflow interrupt
+ * that means advancing less than 2^width (the poll period ensures it),
+ * and the difference modulo the width is exact. With one, the report
+ * tells that a wrap happened even when the raw value is back at or above
+ * the last one read (from a last value near 0 the counter may advance up
+ * to 2^width before the wrap's interrupt is taken). An update that sees
+ * the raw value go down with no report yet (the counter wrapped after
+ * its report was consumed) adds the wrap and sets wrap_seen, so that the
+ * report still to come adds nothing.
+ */
+__attribute__((noinline)) void
+perfmon_sample_add_wrap(const struct perfmon_dev *dev,
+                        struct perfmon_cpu_slot *cslot, uint64_t raw,
+                        bool reported)
+{
+    uint64_t mask = cslot->mask;
+    uint64_t delta = (raw - cslot->prev) & mask;
+    bool wrapped = raw < cslot->prev;
+
+    if (reported) {
+        if (cslot->wrap_seen) {
+            /* Already added; a decrease now would be a new wrap. */
+            cslot->wrap_seen = false;
+        } else if (!wrapped && mask != ~0ULL) {
+            /* Back at or above the last value: a whole wrap. A 64-bit
+               counter (preset for sampling) cannot get there. */
+            delta += mask + 1;
+            wrapped = true;
+        } else {
+            wrapped = true;
+        }
+    } else if (wrapped && dev->overflow_intr) {
+        cslot->wrap_seen = true;
+    }
+
+    if (wrapped) {
+        syscnt_inc(&cpu_local_ptr(perfmon_cpu)->sc_overflows);
+    }
+
+    cslot->value += delta;
+    cslot->prev = raw;
 }

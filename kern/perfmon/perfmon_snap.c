@@ -34,7 +34,7 @@
 #include <machine/cpu_mp.h>
 
 static void
-perfmon_cpu_op_attach(void *arg)
+perfmon_snap_cpu_attach(void *arg)
 {
     struct perfmon_event *event = arg;
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
@@ -48,13 +48,13 @@ perfmon_cpu_op_attach(void *arg)
     event->start = cslot->value;
 
     if (cslot->sampler != NULL) {
-        perfmon_cpu_slot_arm(event->dev, cslot, event->period, event->period);
+        perfmon_sample_arm(event->dev, cslot, event->period, event->period);
     }
 }
 
 /* The detach's: return the slot's value at the detach, and let it go. */
 static uint64_t
-perfmon_cpu_op_detach(struct perfmon_event *event)
+perfmon_snap_cpu_detach(struct perfmon_event *event)
 {
     uint64_t value = perfmon_cpu_op_update(event)->value;
 
@@ -66,7 +66,7 @@ perfmon_cpu_op_detach(struct perfmon_event *event)
 static void perfmon_snap_end(struct perfmon_snap *snap);
 
 static void
-perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
+perfmon_snap_td_op(struct perfmon_td_op *op, bool loaded)
 {
     struct perfmon_snap *snap = structof(op, struct perfmon_snap, op);
     void (*fn)(struct perfmon_td_op *op, bool loaded);
@@ -113,7 +113,7 @@ perfmon_td_op_snap(struct perfmon_td_op *op, bool loaded)
 }
 
 static void
-perfmon_cpu_snap(void *arg)
+perfmon_snap_cpu(void *arg)
 {
     struct perfmon_snap *snap = arg;
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
@@ -122,10 +122,10 @@ perfmon_cpu_snap(void *arg)
         struct perfmon_event *event = snap->events[i];
 
         if (snap->action == PERFMON_SNAP_ATTACH) {
-            perfmon_cpu_op_attach(event);
+            perfmon_snap_cpu_attach(event);
             snap->values[i] = event->start;
         } else if (snap->action == PERFMON_SNAP_DETACH) {
-            snap->values[i] = perfmon_cpu_op_detach(event);
+            snap->values[i] = perfmon_snap_cpu_detach(event);
         } else {
             snap->values[i] = perfmon_cpu_slot_update(cpu, event->dev,
                                                       event->slot_index)->value;
@@ -152,10 +152,10 @@ perfmon_cpu_snap(void *arg)
 
 /* A CPU's snapshot, a marked section (kern/perfmon_nmi.h). */
 static void
-perfmon_cpu_op_snap(void *arg)
+perfmon_snap_cpu_op(void *arg)
 {
     perfmon_nmi_enter();
-    perfmon_cpu_snap(arg);
+    perfmon_snap_cpu(arg);
     perfmon_nmi_leave();
 }
 
@@ -185,14 +185,14 @@ perfmon_snap_take(struct perfmon_snap *snap,
     if (leader->thread != NULL) {
         snap->op = (struct perfmon_td_op){
             .td = thread_perfmon_td(leader->thread),
-            .fn = perfmon_td_op_snap,
+            .fn = perfmon_snap_td_op,
         };
 
         /* One's own thread: read in place, as perfmon_event_read. */
         if (action == PERFMON_SNAP_READ && leader->thread == thread_self()) {
             flags = cpu_intr_save();
             perfmon_nmi_enter();
-            perfmon_td_op_snap(&snap->op, true);
+            perfmon_snap_td_op(&snap->op, true);
             perfmon_nmi_leave();
             cpu_intr_restore(flags);
         } else {
@@ -205,13 +205,13 @@ perfmon_snap_take(struct perfmon_snap *snap,
     flags = cpu_intr_save();
 
     if (leader->cpu == cpu_id()) {
-        perfmon_cpu_op_snap(snap);
+        perfmon_snap_cpu_op(snap);
         cpu_intr_restore(flags);
         return;
     }
 
     cpu_intr_restore(flags);
-    xcall_call(leader->cpu, perfmon_cpu_op_snap, snap);
+    xcall_call(leader->cpu, perfmon_snap_cpu_op, snap);
 }
 
 /*
@@ -223,9 +223,9 @@ perfmon_snap_take(struct perfmon_snap *snap,
  * enabled.
  */
 static void
-perfmon_event_times_at(const struct perfmon_event *event,
-                       const struct perfmon_snap *snap, uint64_t off,
-                       uint64_t *enabledp, uint64_t *runningp)
+perfmon_snap_times_at(const struct perfmon_event *event,
+                      const struct perfmon_snap *snap, uint64_t off,
+                      uint64_t *enabledp, uint64_t *runningp)
 {
     uint64_t enabled = 0, running = 0;
 
@@ -274,8 +274,8 @@ perfmon_snap_end(struct perfmon_snap *snap)
     }
 
     if (snap->apply == NULL) {
-        perfmon_event_times_at(snap->events[0], snap, snap->offs[0],
-                               &snap->enabled, &snap->running);
+        perfmon_snap_times_at(snap->events[0], snap, snap->offs[0],
+                              &snap->enabled, &snap->running);
     }
 }
 
@@ -286,8 +286,8 @@ perfmon_snap_end(struct perfmon_snap *snap)
 
 /* Start an event's count and times at the snapshot of its attach. */
 static void
-perfmon_event_begin(struct perfmon_event *event,
-                    const struct perfmon_snap *snap, unsigned int i)
+perfmon_snap_event_begin(struct perfmon_event *event,
+                         const struct perfmon_snap *snap, unsigned int i)
 {
     event->start = snap->values[i];
     event->final = 0;
@@ -301,13 +301,13 @@ perfmon_event_begin(struct perfmon_event *event,
 }
 
 void
-perfmon_event_apply_disable(struct perfmon_event *event,
-                            const struct perfmon_snap *snap, unsigned int i)
+perfmon_snap_apply_disable(struct perfmon_event *event,
+                           const struct perfmon_snap *snap, unsigned int i)
 {
     if (!event->disabled) {
         event->frozen = snap->values[i] - event->start;
-        perfmon_event_times_at(event, snap, snap->offs[i],
-                               &event->time_enabled, &event->time_running);
+        perfmon_snap_times_at(event, snap, snap->offs[i],
+                              &event->time_enabled, &event->time_running);
         event->disabled = true;
 
         /* Readers that find it disabled read frozen without a snapshot. */
@@ -317,8 +317,8 @@ perfmon_event_apply_disable(struct perfmon_event *event,
 }
 
 void
-perfmon_event_apply_enable(struct perfmon_event *event,
-                           const struct perfmon_snap *snap, unsigned int i)
+perfmon_snap_apply_enable(struct perfmon_event *event,
+                          const struct perfmon_snap *snap, unsigned int i)
 {
     if (event->disabled) {
         /* Count on from the frozen count: re-base the start. */
@@ -333,8 +333,8 @@ perfmon_event_apply_enable(struct perfmon_event *event,
 }
 
 void
-perfmon_event_apply_reset(struct perfmon_event *event,
-                          const struct perfmon_snap *snap, unsigned int i)
+perfmon_snap_apply_reset(struct perfmon_event *event,
+                         const struct perfmon_snap *snap, unsigned int i)
 {
     if (event->disabled) {
         event->frozen = 0;
@@ -344,22 +344,22 @@ perfmon_event_apply_reset(struct perfmon_event *event,
 }
 
 void
-perfmon_events_attach(struct perfmon_event *const *events,
-                      unsigned int nr_events)
+perfmon_snap_attach(struct perfmon_event *const *events,
+                    unsigned int nr_events)
 {
     struct perfmon_snap snap;
 
     perfmon_snap_take(&snap, events, nr_events, PERFMON_SNAP_ATTACH, NULL);
 
     for (unsigned int i = 0; i < nr_events; i++) {
-        perfmon_event_begin(events[i], &snap, i);
+        perfmon_snap_event_begin(events[i], &snap, i);
     }
 }
 
 /* Detach attached events of one target at one instant. */
 void
-perfmon_events_detach(struct perfmon_event *const *events,
-                      unsigned int nr_events)
+perfmon_snap_detach(struct perfmon_event *const *events,
+                    unsigned int nr_events)
 {
     struct perfmon_snap snap;
 
@@ -381,8 +381,8 @@ perfmon_events_detach(struct perfmon_event *const *events,
         struct thread *thread = event->thread;
 
         event->final = perfmon_event_count_at(event, snap.values[i]);
-        perfmon_event_times_at(event, &snap, snap.offs[i],
-                               &event->time_enabled, &event->time_running);
+        perfmon_snap_times_at(event, &snap, snap.offs[i],
+                              &event->time_enabled, &event->time_running);
 
         /* Before the unref: a sampler's slot is released from its td. */
         perfmon_slot_release(event->dev, event->slot_index,
@@ -402,5 +402,24 @@ perfmon_events_detach(struct perfmon_event *const *events,
         }
 
         event->state = PERFMON_EVENT_DETACHED;
+    }
+}
+
+void
+perfmon_snap_bind(struct perfmon_event *event, struct perfmon_dev *dev,
+                  unsigned int index, struct thread *thread,
+                  unsigned int cpu)
+{
+    event->dev = dev;
+    event->dev_index = dev->state->index;
+    event->slot_index = index;
+    event->thread = thread;
+
+    if (thread != NULL) {
+        thread_ref(thread);
+    } else {
+        event->cpu = cpu;
+        event->cpu_slot = perfmon_cpu_slot(percpu_ptr(perfmon_cpu, cpu), dev,
+                                           index);
     }
 }

@@ -89,8 +89,8 @@ perfmon_td_slot_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
      * it records that period, even if the event's changed meanwhile.
      */
     if (cslot->sampler != NULL) {
-        perfmon_cpu_slot_arm(dev, cslot, tslot->sample_left,
-                             td->sample_periods[d][index]);
+        perfmon_sample_arm(dev, cslot, tslot->sample_left,
+                           td->sample_periods[d][index]);
     }
 }
 
@@ -109,7 +109,7 @@ perfmon_td_slot_save_period(struct perfmon_td *td, unsigned int d,
 {
     struct perfmon_td_slot *tslot = &td->slots[d][index];
 
-    perfmon_cpu_slot_sample_leave(cpu, dev, cslot, ctx);
+    perfmon_sample_leave(cpu, dev, cslot, ctx);
 
     if (cslot->sampler->freq != 0) {
         perfmon_freq_unload(cslot);
@@ -283,12 +283,12 @@ perfmon_td_switch_sampler(struct perfmon_td *prev, struct perfmon_td *next,
     cslot->sampler = next->samplers[d][index];
     cslot->throttled_periods = 0;
     next_tslot->cpu_start = cslot->value;
-    perfmon_cpu_slot_arm(dev, cslot, next_tslot->sample_left,
-                         next->sample_periods[d][index]);
+    perfmon_sample_arm(dev, cslot, next_tslot->sample_left,
+                       next->sample_periods[d][index]);
 
     /* Not consumed: the preset discards what is pending, even unarmed. */
     if (!cslot->armed && (cpu->handoffs[d] & (1U << index))) {
-        perfmon_cpu_slot_discard(dev, cslot);
+        perfmon_sample_discard(dev, cslot);
     }
 }
 
@@ -527,4 +527,42 @@ perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
 
         op->td->samplers[op->dev->state->index][op->index] = NULL;
     }
+}
+
+/*
+ * A thread event's count since attach. The thread's own: its counters
+ * are loaded on this CPU and written only here, so disabling interrupts
+ * is all a read needs (no lock, no cross-CPU call). Any other thread's
+ * goes through perfmon_td_run. Either way the count is computed where the
+ * owner's enable, disable and reset apply (perfmon_snap_end), so that it
+ * sees each of them wholly or not at all.
+ */
+void
+perfmon_td_op_count(struct perfmon_td_op *op, bool loaded)
+{
+    op->value = perfmon_event_count_at(op->event,
+                                       perfmon_td_slot_value(op->td, op->dev,
+                                                             op->index,
+                                                             loaded));
+}
+
+void
+perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
+{
+    struct perfmon_td_slot *tslot =
+        &op->td->slots[op->dev->state->index][op->index];
+
+    if (loaded) {
+        perfmon_cpu_slot_refresh(cpu_local_ptr(perfmon_cpu), op->dev,
+                                 op->index, op->event, op->value);
+        return;
+    }
+
+    if (op->event->samples_left == 0) {
+        tslot->sample_left = op->event->period;
+        op->td->sample_periods[op->dev->state->index][op->index]
+            = tslot->sample_left;
+    }
+
+    op->event->samples_left = op->value;
 }

@@ -287,8 +287,8 @@ pmu_soft_count(unsigned int event, uint64_t n)
              */
             FOR_EACH_BIT(id, raised) {
                 if (cpu->preset & (1U << id)) {
-                    perfmon_chain_capture(&cpu->chains[id], &ctx,
-                                          &cpu->where[id]);
+                    perfmon_sample_chain_capture(&cpu->chains[id], &ctx,
+                                                 &cpu->where[id]);
                 } else {
                     cpu->where[id] = ctx;
                 }

@@ -93,10 +93,10 @@ pmu_soft_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 
     FOR_EACH_BIT(id, pmu_soft_intr_take()) {
         if (pmu_soft_dev.nmi) {
-            perfmon_chain_copy(&chain, pmu_soft_intr_where(id), &where);
-            perfmon_report_overflow(&pmu_soft_dev, id, &where);
+            perfmon_sample_chain_copy(&chain, pmu_soft_intr_where(id), &where);
+            perfmon_sample_report_overflow(&pmu_soft_dev, id, &where);
         } else {
-            perfmon_report_overflow(&pmu_soft_dev, id, ctx);
+            perfmon_sample_report_overflow(&pmu_soft_dev, id, ctx);
         }
     }
 }
@@ -114,7 +114,7 @@ pmu_soft_preset(unsigned int counter, uint64_t n)
 static void
 pmu_soft_report(unsigned int id, const struct perfmon_intr_ctx *ctx)
 {
-    perfmon_report_overflow(&pmu_soft_dev, id, ctx);
+    perfmon_sample_report_overflow(&pmu_soft_dev, id, ctx);
 }
 
 static const struct perfmon_dev_ops pmu_soft_ops = {
@@ -146,7 +146,7 @@ pmu_soft_dev_setup(void)
     pmu_soft_dev.max_period = (pmu_soft_width() < 64)
                               ? 1ULL << pmu_soft_width() : 1ULL << 63;
     pmu_soft_set_report_fn(pmu_soft_report);
-    return perfmon_register(&pmu_soft_dev);
+    return perfmon_dev_register(&pmu_soft_dev);
 }
 
 INIT_OP_DEFINE(pmu_soft_dev_setup,

@@ -129,7 +129,7 @@ static const struct hw_spec hw_gp_specs[] = {
 static void
 hw_require_intel(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(false);
+    struct perfmon_dev *dev = perfmon_dev_get(false);
 
     if (pmu_intel_get_info()->version == 0 || dev == NULL) {
         test_skip("no architectural PMU (CPUID.0AH version 0)");
@@ -410,7 +410,7 @@ TEST_DEFINE(pmu_intel_hw, all_counters_at_once)
 
     TEST_ASSERT_EQ(nr_gp, info->nr_gp);
     bits |= hw_gp_bits(nr_gp);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(perfmon_get_dev(false)), n);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(perfmon_dev_get(false)), n);
     hw_assert_counters_used(bits);
     tsc = hw_measure(events, n, counts, HW_N);
 

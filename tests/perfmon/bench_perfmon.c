@@ -213,7 +213,7 @@ bench_attach_detach(bool cpu_event)
 static uint64_t
 bench_poll(unsigned int nr_slots)
 {
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     struct perfmon_event events[PMU_SOFT_NR_CHANNELS];
     unsigned long flags;
 
@@ -228,7 +228,7 @@ bench_poll(unsigned int nr_slots)
 
         flags = cpu_intr_save();
         t0 = cpu_get_tsc();
-        perfmon_poll_local(soft);
+        perfmon_cpu_poll_local(soft);
         bench_samples[s] = cpu_get_tsc() - t0;
         cpu_intr_restore(flags);
     }
@@ -263,7 +263,7 @@ static uint64_t
 bench_rotate(unsigned int nr_events)
 {
     static struct perfmon_event events[2 * PMU_SOFT_NR_COUNTERS];
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
 
     TEST_ASSERT(nr_events <= ARRAY_SIZE(events));
 
@@ -657,7 +657,7 @@ static uint64_t
 bench_record_all_counters(void)
 {
     static struct perfmon_event events[CPU_MAX];
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     struct perfmon_session *session;
     struct perfmon_sample_attr attr = { .period = 1000 };
     uint64_t nr_counters;

@@ -23,7 +23,7 @@ struct test_px_set test_px_set;
 struct perfmon_dev *
 test_px_soft_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(true);
+    struct perfmon_dev *dev = perfmon_dev_get(true);
 
     TEST_ASSERT(dev != NULL);
     return dev;
@@ -122,7 +122,7 @@ test_px_run_time(void)
 
 /*
  * A polled counter is exact while it counts at most max_rate units per
- * tick (perfmon_register). The steps keep to a quarter of that by the
+ * tick (perfmon_dev_register). The steps keep to a quarter of that by the
  * TSC, but the tick interrupt that runs the poll can lag the TSC: under
  * TCG the TSC follows the host's clock while a virtual CPU's timer fires
  * from QEMU's main loop, which 64 busy virtual CPUs on 2 cores starve
@@ -204,7 +204,7 @@ test_px_run(struct test_px_set *set, unsigned int nr_intervals, bool migrate)
                 bool counting;
 
                 pmu_soft_emit_channel(set->first_channel + i, units);
-                counting = perfmon_event_counting_here(&set->events[i]);
+                counting = perfmon_cpu_event_counting(&set->events[i]);
 
                 if (counting && !set->disabled[i]) {
                     set->expected[i] += units;
@@ -232,7 +232,7 @@ test_px_run(struct test_px_set *set, unsigned int nr_intervals, bool migrate)
 void
 test_px_run_rotations(struct test_px_set *set, bool migrate)
 {
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     uint64_t start = perfmon_mux_nr_rotations(soft);
 
     while (perfmon_mux_nr_rotations(soft) - start < TEST_PX_ROTATIONS) {

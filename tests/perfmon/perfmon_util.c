@@ -13,7 +13,7 @@
 struct perfmon_dev *
 test_pm_soft_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(true);
+    struct perfmon_dev *dev = perfmon_dev_get(true);
 
     TEST_ASSERT(dev != NULL);
     return dev;

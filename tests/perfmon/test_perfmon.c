@@ -126,7 +126,7 @@ TEST_DEFINE(perfmon, hardware_event_without_pmu_is_enodev)
     struct perfmon_dev *soft = test_pm_soft_dev();
     struct perfmon_event event;
 
-    if (perfmon_get_dev(false) != NULL) {
+    if (perfmon_dev_get(false) != NULL) {
         test_skip("a hardware PMU is registered");
     }
 
@@ -328,57 +328,57 @@ static const struct perfmon_dev_ops test_pm_fake_ops_intr_no_consume = {
 /* Bad devices are refused and nothing is registered. */
 TEST_DEFINE(perfmon, register_rejects_bad_devices)
 {
-    struct perfmon_dev *hw = perfmon_get_dev(false);
+    struct perfmon_dev *hw = perfmon_dev_get(false);
     struct perfmon_dev dev = {
         .name = "fake", .ops = &test_pm_fake_ops, .nr_counters = 4,
         .min_width = 32, .sw = false, .max_rate = 1000,
     };
 
     dev.nr_counters = 0;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.nr_counters = PERFMON_MAX_COUNTERS + 1;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.nr_counters = 4;
     dev.min_width = 0;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.min_width = 65;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.min_width = 32;
 
     /* Polled with no rate, or so fast that no poll period is safe. */
     dev.max_rate = 0;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.max_rate = (1ULL << 32) / 2 + 1;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.max_rate = 1000;
 
     dev.ops = &test_pm_fake_ops_no_read;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.ops = NULL;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
 
     /* An overflow interrupt without its handler, or without consume. */
     dev.ops = &test_pm_fake_ops;
     dev.overflow_intr = true;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.ops = &test_pm_fake_ops_intr_no_consume;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.overflow_intr = false;
 
     /* A preset that ends overflows must stay in the top half. */
     dev.ops = &test_pm_fake_ops;
     dev.preset_ends_overflows = true;
     dev.max_period = (1ULL << 31) + 1;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EINVAL);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EINVAL);
     dev.preset_ends_overflows = false;
     dev.max_period = 0;
 
     /* A second software device, or the soft PMU again. */
     dev.ops = &test_pm_fake_ops;
     dev.sw = true;
-    TEST_ASSERT_EQ(perfmon_register(&dev), EBUSY);
-    TEST_ASSERT_EQ(perfmon_register(test_pm_soft_dev()), EBUSY);
+    TEST_ASSERT_EQ(perfmon_dev_register(&dev), EBUSY);
+    TEST_ASSERT_EQ(perfmon_dev_register(test_pm_soft_dev()), EBUSY);
 
-    TEST_ASSERT(perfmon_get_dev(true) == test_pm_soft_dev());
-    TEST_ASSERT(perfmon_get_dev(false) == hw);
+    TEST_ASSERT(perfmon_dev_get(true) == test_pm_soft_dev());
+    TEST_ASSERT(perfmon_dev_get(false) == hw);
 }

@@ -447,7 +447,7 @@ test_pm_wraps_begin(struct test_pm_wraps *w, unsigned int channel)
     test_pm_init(&w->cev, PMU_SOFT_EV_EMIT + channel);
     TEST_ASSERT_EQ(perfmon_event_attach(&w->tev, thread_self()), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&w->cev, w->cpu), 0);
-    w->overflows = perfmon_nr_overflows(w->cpu);
+    w->overflows = perfmon_cpu_nr_overflows(w->cpu);
 }
 
 /*
@@ -462,7 +462,7 @@ test_pm_wraps_end(struct test_pm_wraps *w, unsigned int bursts)
 
     TEST_ASSERT_EQ(perfmon_event_read(&w->tev), bursts * w->burst);
     TEST_ASSERT_EQ(perfmon_event_read(&w->cev), bursts * w->burst);
-    overflows = perfmon_nr_overflows(w->cpu) - w->overflows;
+    overflows = perfmon_cpu_nr_overflows(w->cpu) - w->overflows;
     TEST_ASSERT_GE(overflows, bursts - DIV_CEIL(bursts, period));
     TEST_ASSERT_LE(overflows, bursts - bursts / period);
     TEST_ASSERT_EQ(perfmon_event_detach(&w->tev), 0);
@@ -516,14 +516,14 @@ TEST_DEFINE(perfmon, poll_timer_keeps_cpu_event_exact)
     c = cpu_id();
     test_pm_init(&event, PMU_SOFT_EV_EMIT + 1);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
-    overflows = perfmon_nr_overflows(c);
+    overflows = perfmon_cpu_nr_overflows(c);
 
     for (unsigned int i = 0; i < bursts; i++) {
         pmu_soft_emit_channel(1, burst);
         thread_delay(perfmon_dev_poll_ticks(soft) + 1);
     }
 
-    TEST_ASSERT_GE(perfmon_nr_overflows(c) - overflows, bursts - 1);
+    TEST_ASSERT_GE(perfmon_cpu_nr_overflows(c) - overflows, bursts - 1);
     TEST_ASSERT_EQ(perfmon_event_read(&event), bursts * burst);
     TEST_ASSERT_EQ(perfmon_event_detach(&event), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);

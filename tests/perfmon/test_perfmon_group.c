@@ -400,7 +400,7 @@ TEST_DEFINE(perfmon_group, hardware_and_sampling_events)
                                       PERFMON_EF_KERN), 0);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &hw), 0);
 
-    if (perfmon_get_dev(false) == NULL) {
+    if (perfmon_dev_get(false) == NULL) {
         TEST_ASSERT_EQ(perfmon_group_attach(&group, thread_self()), ENODEV);
         TEST_ASSERT(!perfmon_event_attached(&hw));
     }

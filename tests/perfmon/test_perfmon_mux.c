@@ -4,7 +4,7 @@
  *
  * Every test emits in steps, each on all of its channels with interrupts
  * disabled, noting which events count on the CPU at that instant
- * (perfmon_event_counting_here): a rotation reaches a CPU through an
+ * (perfmon_cpu_event_counting): a rotation reaches a CPU through an
  * interrupt, so the answer holds for the whole step, and an event's count
  * must equal exactly the units of the steps it counted in. Steps come
  * every quarter tick (TSC), a sixteenth of the rate polled narrow
@@ -375,7 +375,7 @@ test_px_await_all_counting(const struct test_px_set *set, unsigned int nr)
         bool all = true;
 
         for (unsigned int i = 0; i < nr; i++) {
-            all &= perfmon_event_counting_here(&set->events[i]);
+            all &= perfmon_cpu_event_counting(&set->events[i]);
         }
 
         cpu_intr_restore(flags);

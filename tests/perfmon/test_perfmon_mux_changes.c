@@ -48,7 +48,7 @@ TEST_DEFINE(perfmon_mux, detach_frees_a_counter_for_a_waiting_event)
     flags = cpu_intr_save();
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
-        if (perfmon_event_counting_here(&set->events[i])) {
+        if (perfmon_cpu_event_counting(&set->events[i])) {
             gone = i;
             break;
         }
@@ -63,7 +63,7 @@ TEST_DEFINE(perfmon_mux, detach_frees_a_counter_for_a_waiting_event)
     flags = cpu_intr_save();
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
-        if (i != gone && !perfmon_event_counting_here(&set->events[i])) {
+        if (i != gone && !perfmon_cpu_event_counting(&set->events[i])) {
             idle++;
         }
     }
@@ -143,7 +143,7 @@ test_px_all_counting_here(const struct test_px_set *set, unsigned int first,
     bool all = true;
 
     for (unsigned int i = first; i < first + nr; i++) {
-        all &= perfmon_event_counting_here(&set->events[i]);
+        all &= perfmon_cpu_event_counting(&set->events[i]);
     }
 
     cpu_intr_restore(flags);
@@ -353,7 +353,7 @@ TEST_DEFINE(perfmon_mux, enabled_again_starts_level_with_new_slots)
 
         perfmon_mux_rotate(soft);
         flags = cpu_intr_save();
-        counted = perfmon_event_counting_here(event);
+        counted = perfmon_cpu_event_counting(event);
         cpu_intr_restore(flags);
     }
 
@@ -416,7 +416,7 @@ TEST_DEFINE(perfmon_mux, attach_to_disabled_slot_does_not_catch_up)
             bool counting;
 
             flags = cpu_intr_save();
-            counting = perfmon_event_counting_here(&set->extra);
+            counting = perfmon_cpu_event_counting(&set->extra);
             cpu_intr_restore(flags);
             waited = !counting;
 

@@ -186,7 +186,7 @@ TEST_DEFINE(perfmon_mux, quiet_cpu_follows_at_first_use)
         flags = cpu_intr_save();
 
         for (unsigned int i = 0; i < nr; i++) {
-            if (perfmon_event_counting_here(&own[i])) {
+            if (perfmon_cpu_event_counting(&own[i])) {
                 pmu_soft_emit_channel(i, 3);
                 counted[i] += 3;
             } else {

@@ -436,7 +436,7 @@ test_nmi_emit_hook(const struct perfmon_intr_ctx *ctx)
  */
 TEST_DEFINE(perfmon_nmi, counts_exact_while_the_cpu_switches_reads_polls)
 {
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     unsigned int c = cpu_id();
     struct test_nmi_hammer hammer;
     uint64_t lost;
@@ -478,7 +478,7 @@ TEST_DEFINE(perfmon_nmi, counts_exact_while_the_cpu_switches_reads_polls)
             (void)perfmon_event_read(&counter);
             (void)perfmon_event_read(&cpu_counter);
             flags = cpu_intr_save();
-            perfmon_poll_local(soft);
+            perfmon_cpu_poll_local(soft);
             cpu_intr_restore(flags);
             thread_yield();
         }

@@ -114,7 +114,7 @@ TEST_DEFINE(perfmon_sample, hardware_event_without_pmu_is_enodev)
     struct perfmon_sample_attr attr = { .session = session, .period = 1000 };
     struct perfmon_event event;
 
-    if (perfmon_get_dev(false) != NULL) {
+    if (perfmon_dev_get(false) != NULL) {
         TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
         test_skip("a hardware PMU is present");
     }
@@ -329,7 +329,7 @@ TEST_DEFINE(perfmon_sample, thread_event_samples_only_its_thread)
  */
 TEST_DEFINE(perfmon_sample, event_in_no_valid_state_is_refused)
 {
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     struct perfmon_session *session = test_ps_session(4096);
     struct perfmon_sample_attr attr = { .session = session, .period = 10 };
     struct thread *self = thread_self();
@@ -378,7 +378,7 @@ TEST_DEFINE(perfmon_sample, event_in_no_valid_state_is_refused)
         TEST_ASSERT_EQ(perfmon_event_reset(&event), EINVAL);
         TEST_ASSERT(!perfmon_event_attached(&event));
         flags = cpu_intr_save();
-        TEST_ASSERT(!perfmon_event_counting_here(&event));
+        TEST_ASSERT(!perfmon_cpu_event_counting(&event));
         cpu_intr_restore(flags);
         TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
         TEST_ASSERT_EQ(perfmon_group_add(&group, &event), EINVAL);

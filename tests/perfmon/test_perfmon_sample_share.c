@@ -163,7 +163,7 @@ TEST_DEFINE(perfmon_sample, cpu_samplers_share_one_slot)
     static uint64_t got[CPU_MAX][CPU_MAX];
     static uint32_t tids[CPU_MAX];
     struct perfmon_event others[PMU_SOFT_NR_COUNTERS];
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     struct perfmon_session *session = test_ps_session(TEST_PS_RING);
     unsigned int n = cpu_count();
     struct test_ss_array all = { .events = events, .nr = n };
@@ -253,7 +253,7 @@ TEST_DEFINE(perfmon_sample, thread_samplers_share_one_slot)
     static struct test_ss_emitter emitters[TEST_SS_NR_THREADS];
     static uint64_t got[TEST_SS_NR_THREADS][CPU_MAX];
     static uint32_t tids[TEST_SS_NR_THREADS];
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     struct perfmon_session *session = test_ps_session(TEST_PS_RING);
     struct test_ss_array all = { .events = events,
                                  .nr = TEST_SS_NR_THREADS };
@@ -327,7 +327,7 @@ TEST_DEFINE(perfmon_sample, samplers_live_together_take_slots_apart)
     struct test_ss_emitter sampled, plain;
     uint64_t got[4][CPU_MAX] = { { 0 } };
     uint32_t tids[4];
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     struct perfmon_session *session = test_ps_session(TEST_PS_RING);
     unsigned int c = cpu_count() - 1;
     uint64_t want[4];

@@ -366,7 +366,7 @@ TEST_DEFINE(perfmon, wraps_beyond_the_limits_are_counted_as_lost)
  */
 TEST_DEFINE(perfmon, poll_exact_at_the_promised_rate)
 {
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     const unsigned int nr_ticks = 60;
     struct perfmon_event tev, cev;
     uint64_t rate, tick, lost, emitted = 0;
@@ -428,7 +428,7 @@ test_sync_query_timer(struct timer *timer)
  */
 TEST_DEFINE(perfmon, nr_used_pmcs_from_an_interrupt_under_the_device_lock)
 {
-    struct test_sync_query q = { .dev = perfmon_get_dev(true) };
+    struct test_sync_query q = { .dev = perfmon_dev_get(true) };
     struct perfmon_event event;
     struct timer timer;
     uint64_t deadline;
@@ -438,7 +438,7 @@ TEST_DEFINE(perfmon, nr_used_pmcs_from_an_interrupt_under_the_device_lock)
     timer_init(&timer, test_sync_query_timer, &q, cpu_id());
 
     /* The device lock is perfmon's, taken here to stand for an attach. */
-    perfmon_test_dev_lock(q.dev);
+    perfmon_dev_test_lock(q.dev);
     deadline = clock_get_time() + 50;
     timer_schedule(&timer, clock_get_time() + 1);
 
@@ -446,7 +446,7 @@ TEST_DEFINE(perfmon, nr_used_pmcs_from_an_interrupt_under_the_device_lock)
         cpu_pause();
     }
 
-    perfmon_test_dev_unlock(q.dev);
+    perfmon_dev_test_unlock(q.dev);
     timer_cancel(&timer);
     TEST_ASSERT(q.done);
     TEST_ASSERT_EQ(q.result, 1);

@@ -329,7 +329,7 @@ torture_group_member_init(struct torture_worker *w, unsigned int i)
 static void
 torture_groups_setup(struct torture_worker *w)
 {
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
 
     if (w->groups_ready) {
         return;
@@ -417,7 +417,7 @@ torture_readd(struct torture_worker *w, uint64_t r)
 static void
 torture_refuse(struct torture_worker *w, uint64_t r)
 {
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     struct perfmon_group *group = NULL, copy;
     struct perfmon_event *event = NULL, bogus_copy;
     struct thread *self = thread_self();
@@ -607,7 +607,7 @@ TEST_DEFINE(perfmon_torture, random_ops_leave_nothing_behind)
 {
     static struct torture_worker workers[CPU_MAX];
     unsigned int alive = thread_nr_alive();
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     uint64_t ops = MAX(TORTURE_OPS_TOTAL / cpu_count(), TORTURE_OPS_MIN);
     uint64_t seed = 0x5eed;
     uint64_t totals[8] = { 0 };

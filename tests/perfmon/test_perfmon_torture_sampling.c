@@ -288,7 +288,7 @@ TEST_DEFINE(perfmon_torture, sampling_accounts_for_every_sample)
 {
     static struct torture_s_worker workers[CPU_MAX];
     unsigned int alive = thread_nr_alive();
-    struct perfmon_dev *soft = perfmon_get_dev(true);
+    struct perfmon_dev *soft = perfmon_dev_get(true);
     uint64_t ops = MAX(TORTURE_OPS_TOTAL / cpu_count(), TORTURE_OPS_MIN);
     uint64_t seed = 0x5a3e;
     uint64_t totals[4] = { 0 };

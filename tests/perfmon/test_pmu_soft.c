@@ -300,7 +300,7 @@ TEST_DEFINE(pmu_soft, cswitch_exact_when_wrapping_inside_switches)
     struct test_soft_pinger b = { .rounds = 6000, .arrived = &arrived };
     unsigned int c = cpu_count() - 1;
     struct thread *ta, *tb;
-    uint64_t overflows = perfmon_nr_overflows(c);
+    uint64_t overflows = perfmon_cpu_nr_overflows(c);
 
     ta = test_thread_start("pinger-a", 1ULL << c, test_soft_pinger_main, &a);
     tb = test_thread_start("pinger-b", 1ULL << c, test_soft_pinger_main, &b);
@@ -312,6 +312,6 @@ TEST_DEFINE(pmu_soft, cswitch_exact_when_wrapping_inside_switches)
 
     if (pmu_soft_width() <= 12) {
         /* About 2 * 6000 switches on a 4096-wide counter. */
-        TEST_ASSERT_GE(perfmon_nr_overflows(c) - overflows, 2);
+        TEST_ASSERT_GE(perfmon_cpu_nr_overflows(c) - overflows, 2);
     }
 }

@@ -815,7 +815,7 @@ pmu_amd_setup(void)
         return 0;
     }
 
-    other = perfmon_get_dev(false);
+    other = perfmon_dev_get(false);
 
     if (other != NULL) {
         log_info("pmu_amd: %s drives the hardware PMU already", other->name);

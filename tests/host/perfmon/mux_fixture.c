@@ -120,7 +120,7 @@ bool
 px_counting(unsigned int i)
 {
     unsigned long flags = cpu_intr_save();
-    bool counting = perfmon_event_counting_here(&px_events[i]);
+    bool counting = perfmon_cpu_event_counting(&px_events[i]);
 
     cpu_intr_restore(flags);
     return counting;

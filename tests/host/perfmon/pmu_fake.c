@@ -163,7 +163,7 @@ pmu_fake_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
         unsigned int id = __builtin_ctz(pmu_fake.pending);
 
         pmu_fake.pending &= ~(1U << id);
-        perfmon_report_overflow(&pmu_fake.dev, id, ctx);
+        perfmon_sample_report_overflow(&pmu_fake.dev, id, ctx);
     }
 }
 
@@ -213,7 +213,7 @@ pmu_fake_register(const struct pmu_fake_config *config)
                                                 : (1ULL << (width - 1));
     }
 
-    return perfmon_register(&pmu_fake.dev);
+    return perfmon_dev_register(&pmu_fake.dev);
 }
 
 struct perfmon_dev *

@@ -1,7 +1,7 @@
 /*
  * A fake PMU device for host tests of perfmon's core: no registers, only
  * counters whose values the test sets and moves, registered through
- * perfmon_register with an ops table of its own, so that the core's
+ * perfmon_dev_register with an ops table of its own, so that the core's
  * policies (multiplexing, slots, times, sampling) are tested with exact
  * values and nothing of a vendor's driver in between.
  *
@@ -47,7 +47,7 @@ struct pmu_fake_config {
 /*
  * Register the fake device with perfmon (perfmon_setup must have run).
  * Once per process: perfmon has one hardware device. Return
- * perfmon_register's error.
+ * perfmon_dev_register's error.
  */
 int pmu_fake_register(const struct pmu_fake_config *config);
 

@@ -162,8 +162,8 @@ devs_boot(void)
     devs_devs[1].hi = 0x2ff;
     devs_init(&devs_devs[0].dev, "devs0", &devs_ops_0);
     devs_init(&devs_devs[1].dev, "devs1", &devs_ops_1);
-    devs_register_errors[0] = perfmon_register(&devs_devs[0].dev);
-    devs_register_errors[1] = perfmon_register(&devs_devs[1].dev);
+    devs_register_errors[0] = perfmon_dev_register(&devs_devs[0].dev);
+    devs_register_errors[1] = perfmon_dev_register(&devs_devs[1].dev);
 }
 
 static void
@@ -197,8 +197,8 @@ lapic_eoi(void)
 HOST_TEST(two_hardware_devices_register)
 {
     devs_begin();
-    HOST_ASSERT(perfmon_get_dev(false) == &devs_devs[0].dev);
-    HOST_ASSERT(perfmon_get_dev(true) == NULL);
+    HOST_ASSERT(perfmon_dev_get(false) == &devs_devs[0].dev);
+    HOST_ASSERT(perfmon_dev_get(true) == NULL);
     devs_end();
 }
 
@@ -274,13 +274,13 @@ HOST_TEST(event_no_device_translates_is_refused)
 HOST_TEST(registry_refuses_again_and_beyond_its_room)
 {
     devs_begin();
-    HOST_ASSERT_EQ(perfmon_register(&devs_devs[1].dev), EBUSY);
+    HOST_ASSERT_EQ(perfmon_dev_register(&devs_devs[1].dev), EBUSY);
     devs_init(&devs_extra, "extra", &devs_ops_0);
-    HOST_ASSERT_EQ(perfmon_register(&devs_extra), EBUSY);
+    HOST_ASSERT_EQ(perfmon_dev_register(&devs_extra), EBUSY);
     devs_extra.sw = true;
-    HOST_ASSERT_EQ(perfmon_register(&devs_extra), EBUSY);
-    HOST_ASSERT(perfmon_get_dev(false) == &devs_devs[0].dev);
-    HOST_ASSERT(perfmon_get_dev(true) == NULL);
+    HOST_ASSERT_EQ(perfmon_dev_register(&devs_extra), EBUSY);
+    HOST_ASSERT(perfmon_dev_get(false) == &devs_devs[0].dev);
+    HOST_ASSERT(perfmon_dev_get(true) == NULL);
     devs_end();
 }
 

@@ -45,7 +45,7 @@ static unsigned int pmu_nr_samples;
 static struct perfmon_dev *
 pmu_sample_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(false);
+    struct perfmon_dev *dev = perfmon_dev_get(false);
 
     HOST_ASSERT(dev != NULL);
     return dev;
@@ -803,7 +803,7 @@ pmu_sample_switch_wrapped(const struct pmu_sample_env *env,
 {
     unsigned int width = env->counter_width(counter);
     uint64_t mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
-    uint64_t reports = perfmon_nr_overflows(0);
+    uint64_t reports = perfmon_cpu_nr_overflows(0);
     uint64_t done = pmu_inject_done;
     struct pmu_sample_accesses before;
 
@@ -822,10 +822,10 @@ pmu_sample_switch_wrapped(const struct pmu_sample_env *env,
     HOST_ASSERT_EQ(env->counter(counter), -left & mask);
 
     /* The switch saw the wrap before its read (a decrease), no other. */
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - reports, before_read);
-    reports = perfmon_nr_overflows(0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - reports, before_read);
+    reports = perfmon_cpu_nr_overflows(0);
     pmu_sample_deliver(env, PMU_SAMPLE_IP(9));
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), reports);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), reports);
     HOST_ASSERT_EQ(env->counter(counter), -left & mask);
 }
 

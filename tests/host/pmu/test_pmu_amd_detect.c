@@ -203,7 +203,7 @@ setup_run(const struct model_amd_config *config)
     model_amd_reset(config);
     lines = host_env_nr_log_lines();
     HOST_ASSERT_EQ(init_op_pmu_amd_setup.fn(), 0);
-    HOST_ASSERT(perfmon_get_dev(false) == NULL);
+    HOST_ASSERT(perfmon_dev_get(false) == NULL);
     HOST_ASSERT_EQ(model_amd_nr_faults(), 0);
     HOST_ASSERT_EQ(host_env_nr_log_lines() - lines, 1);
     HOST_ASSERT_EQ(pmu_amd_get_info()->nr_counters, 0);
@@ -285,7 +285,7 @@ HOST_TEST(counters_firmware_enabled_are_left_alone)
     HOST_ASSERT_EQ(model_amd_nr_faults(), 0);
     HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_CTL(2)), fw_ctl);
     HOST_ASSERT_EQ(model_amd_msr(MODEL_AMD_MSR_GLOBAL_CTL), 1ULL << 2);
-    dev = perfmon_get_dev(false);
+    dev = perfmon_dev_get(false);
     HOST_ASSERT(dev != NULL);
     HOST_ASSERT_EQ(dev->fw_counters, 1ULL << 2);
     HOST_ASSERT_EQ(dev->nr_counters, 5);

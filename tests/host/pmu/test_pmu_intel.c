@@ -216,7 +216,7 @@ pmu_test_boot(void)
 static struct perfmon_dev *
 pmu_test_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(false);
+    struct perfmon_dev *dev = perfmon_dev_get(false);
 
     HOST_ASSERT(dev != NULL);
     return dev;
@@ -565,7 +565,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     HOST_ASSERT_EQ(value, pmu_intel_nr_pmi_giveups(0));
     value = ~0ULL;
     HOST_ASSERT_EQ(syscnt_lookup("perfmon_overflows/0", &value), 0);
-    HOST_ASSERT_EQ(value, perfmon_nr_overflows(0));
+    HOST_ASSERT_EQ(value, perfmon_cpu_nr_overflows(0));
 
     /*
      * Every event select cleared; with global registers, counting off
@@ -1292,7 +1292,7 @@ pmu_test_many_wraps(uint64_t gap)
 
     thread = pmu_test_thread();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(gap), 0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmis = pmu_intel_nr_pmis(0);
     spurious = pmu_intel_nr_spurious(0);
 
@@ -1354,7 +1354,7 @@ pmu_test_many_wraps(uint64_t gap)
     HOST_ASSERT_EQ(pmu_test_read(td_event), td_expected);
     HOST_ASSERT_EQ(model_nr_wraps(cpu_slot) - cpu_wraps, cpu_ref.wraps);
     HOST_ASSERT_EQ(model_nr_wraps(td_slot) - td_wraps, td_ref.wraps);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows,
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows,
                    cpu_ref.wraps + td_ref.wraps);
     HOST_ASSERT_EQ(nr_pmis, expected_pmis);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, expected_pmis);
@@ -1415,7 +1415,7 @@ HOST_TEST(poll_timer_runs_while_counters_are_used)
     HOST_ASSERT_EQ(host_env_nr_timers_pending(), 0);
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(100), 0);
     now = clock_get_time();
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(host_env_nr_timers_pending(), 1);
     HOST_ASSERT_EQ(host_env_next_expiry(), now + PMU_TEST_POLL_TICKS);
@@ -1424,9 +1424,9 @@ HOST_TEST(poll_timer_runs_while_counters_are_used)
     model_retire(MODEL_EV_BRANCHES, 150, MODEL_RING_KERN);
     HOST_ASSERT(!model_pmi_pending());
     host_env_advance(PMU_TEST_POLL_TICKS - 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
     host_env_advance(1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows + 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows + 1);
     HOST_ASSERT_EQ(host_env_next_expiry(), now + 2 * PMU_TEST_POLL_TICKS);
     HOST_ASSERT_EQ(pmu_test_read(event), 150);
 
@@ -1459,7 +1459,7 @@ HOST_TEST(start_gap_limits_and_start_values)
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(max_gap), 0);
     pmc_writes = model_nr_writes(MODEL_MSR_PMC(0));
     a_pmc_writes = model_nr_writes(MODEL_MSR_A_PMC(0));
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
 
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
@@ -1487,7 +1487,7 @@ HOST_TEST(start_gap_limits_and_start_values)
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(0)), 0);
     pmu_test_catch_up();
     HOST_ASSERT_EQ(pmu_test_read(branches), max_gap);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows,
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows,
                    (insns != NULL) ? 2 : 1);
 
     if (insns != NULL) {
@@ -1651,7 +1651,7 @@ HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
     eois = model_nr_eois();
     pmis = pmu_intel_nr_pmis(0);
     spurious = pmu_intel_nr_spurious(0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmu_test_deliver_pmi();
 
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
@@ -1665,7 +1665,7 @@ HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
     HOST_ASSERT_EQ(model_nr_eois() - eois, PMU_TEST_EOIS);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 0);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 2);
     HOST_ASSERT_EQ(pmu_test_read(insns), 15);
     HOST_ASSERT_EQ(pmu_test_read(branches), 12);
 
@@ -1704,7 +1704,7 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1);
     HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI | MODEL_LVT_MASKED);
     pmis = pmu_intel_nr_pmis(0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     eois = model_nr_eois();
 
     flags = cpu_intr_save();
@@ -1713,12 +1713,12 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1);
     HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI | MODEL_LVT_MASKED);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0), pmis);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
     perfmon_nmi_leave();
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     cpu_intr_restore(flags);
 
     HOST_ASSERT_EQ(model_nr_eois(), eois);
@@ -1772,22 +1772,22 @@ HOST_TEST(read_between_wrap_and_pmi_counts_wrap_once)
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(100), 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     model_retire(MODEL_EV_BRANCHES, 150, MODEL_RING_KERN);
     HOST_ASSERT(model_pmi_pending());
 
     /* The read sees the counter go down before the PMI is taken. */
     HOST_ASSERT_EQ(pmu_test_read(event), 150);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_test_read(event), 150);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
 
     /* The next wrap, a whole period with no read before its PMI. */
     model_retire(MODEL_EV_BRANCHES, PMU_TEST_GP_PERIOD, MODEL_RING_KERN);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_test_read(event), PMU_TEST_GP_PERIOD + 150);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 2);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();
 }
@@ -1801,14 +1801,14 @@ HOST_TEST(full_period_before_pmi_counts_a_wrap)
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(event), 5);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
 
     /* Back at the value perfmon last read: only the PMI tells. */
     model_retire(MODEL_EV_BRANCHES, PMU_TEST_GP_PERIOD, MODEL_RING_KERN);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(0)), 5);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_test_read(event), PMU_TEST_GP_PERIOD + 5);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();
 }
@@ -1821,7 +1821,7 @@ HOST_TEST(overflow_pending_at_detach_is_not_reported)
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     spurious = pmu_intel_nr_spurious(0);
     model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << 0);
@@ -1832,7 +1832,7 @@ HOST_TEST(overflow_pending_at_detach_is_not_reported)
     pmu_test_assert_disabled(0);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(pmu_test_read(event), 15);
     pmu_test_end();
 }
@@ -1858,7 +1858,7 @@ HOST_TEST(stray_overflow_bits_are_never_reported)
     model_retire(MODEL_EV_INSTRUCTIONS, 20, MODEL_RING_KERN);
 
     /* An overflow of the free counter: acknowledged, reported to no one. */
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmis = pmu_intel_nr_pmis(0);
     spurious = pmu_intel_nr_spurious(0);
     acks = model_nr_acks(0);
@@ -1868,7 +1868,7 @@ HOST_TEST(stray_overflow_bits_are_never_reported)
     HOST_ASSERT_EQ(model_nr_acks(0) - acks, 1);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 0);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
     HOST_ASSERT_EQ(pmu_test_read(insns), 20);
 
     /* Starting the counter again clears an overflow left from before. */
@@ -1878,7 +1878,7 @@ HOST_TEST(stray_overflow_bits_are_never_reported)
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     host_env_raise_trap(TRAP_PMI);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
     HOST_ASSERT_EQ(pmu_test_read(event), 0);
     HOST_ASSERT_EQ(pmu_test_read(insns), 20);
     pmu_test_detach_all();
@@ -1938,7 +1938,7 @@ HOST_TEST(pmi_handler_stops_counting_and_rereads_status)
     model_retire(MODEL_EV_INSTRUCTIONS, 15, MODEL_RING_KERN);
     model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
     ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     acks0 = model_nr_acks(0);
     acks32 = model_nr_acks(32);
 
@@ -1954,7 +1954,7 @@ HOST_TEST(pmi_handler_stops_counting_and_rereads_status)
     HOST_ASSERT_EQ(model_nr_acks(32) - acks32, 1);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 2);
     HOST_ASSERT_EQ(pmu_test_read(insns), 15);
     HOST_ASSERT_EQ(pmu_test_read(branches), 12);
     pmu_test_detach_all();
@@ -2086,7 +2086,7 @@ HOST_TEST(freeze_left_on_does_not_stop_counting)
     HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
     HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
     pmis = pmu_intel_nr_pmis(0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
 
     /* The premise: the first wrap freezes every counter. */
     model_retire(MODEL_EV_BRANCHES, gap, MODEL_RING_KERN);
@@ -2116,7 +2116,7 @@ HOST_TEST(freeze_left_on_does_not_stop_counting)
     HOST_ASSERT_EQ(pmu_test_read(branches), gap + 50 * PMU_TEST_GP_PERIOD);
     HOST_ASSERT_EQ(pmu_test_read(insns), gap + 50 * fixed_period);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 102);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 102);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 102);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_DEBUGCTL),
                    MODEL_DEBUGCTL_FREEZE_PERFMON);
     pmu_test_detach_all();
@@ -2142,7 +2142,7 @@ HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
     counter = pmu_test_counter(event);
     model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << counter);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     acks = model_nr_acks(counter);
 
     /* No acknowledgment clears it during this PMI. */
@@ -2150,7 +2150,7 @@ HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
     model_set_stuck_status(1ULL << counter);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(model_nr_acks(counter) - acks, PMU_TEST_PMI_MAX_PASSES + 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(pmu_test_nr_giveups() - giveups, 1);
 
     /* Then the bit lets go; the count holds one wrap, no more. */
@@ -2159,7 +2159,7 @@ HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
     HOST_ASSERT_EQ(pmu_test_read(event), 15);
     model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(event), 20);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();
 }
@@ -2175,7 +2175,7 @@ HOST_TEST(pmi_reports_a_reappearing_bit_once)
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     counter = pmu_test_counter(event);
     model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
 
     /* Set again after the first acknowledgment, once: no give-up. */
     giveups = pmu_test_nr_giveups();
@@ -2185,7 +2185,7 @@ HOST_TEST(pmi_reports_a_reappearing_bit_once)
     HOST_ASSERT_EQ(pmu_test_hook_acks, 2);
     HOST_ASSERT_EQ(pmu_test_nr_giveups(), giveups);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(pmu_test_read(event), 15);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();
@@ -2220,7 +2220,7 @@ HOST_TEST(max_period_follows_write_width)
 
 /*
  * The reports the driver makes, seen through the linker's --wrap of
- * perfmon_report_overflow (the Makefile's HOST_LDFLAGS_pmu_intel_*): the
+ * perfmon_sample_report_overflow (the Makefile's HOST_LDFLAGS_pmu_intel_*): the
  * slot and the context of each, then perfmon's own handling. With
  * pmu_test_reload set, the wrapper first presets the counter to that
  * many events, as perfmon does for a sampling event.
@@ -2237,17 +2237,17 @@ static struct pmu_test_report pmu_test_reports[PMU_TEST_MAX_REPORTS];
 static unsigned int pmu_test_nr_reports;
 static uint64_t pmu_test_reload;
 
-void __real_perfmon_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int counter,
-                                    const struct perfmon_intr_ctx *ctx);
-void __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int counter,
-                                    const struct perfmon_intr_ctx *ctx);
+void __real_perfmon_sample_report_overflow(struct perfmon_dev *dev,
+                                           unsigned int counter,
+                                           const struct perfmon_intr_ctx *ctx);
+void __wrap_perfmon_sample_report_overflow(struct perfmon_dev *dev,
+                                           unsigned int counter,
+                                           const struct perfmon_intr_ctx *ctx);
 
 void
-__wrap_perfmon_report_overflow(struct perfmon_dev *dev,
-                               unsigned int counter,
-                               const struct perfmon_intr_ctx *ctx)
+__wrap_perfmon_sample_report_overflow(struct perfmon_dev *dev,
+                                      unsigned int counter,
+                                      const struct perfmon_intr_ctx *ctx)
 {
     if (pmu_test_nr_reports < PMU_TEST_MAX_REPORTS) {
         struct pmu_test_report *report;
@@ -2262,7 +2262,7 @@ __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
     }
 
     pmu_test_nr_reports++;
-    __real_perfmon_report_overflow(dev, counter, ctx);
+    __real_perfmon_sample_report_overflow(dev, counter, ctx);
 
     if (pmu_test_reload != 0) {
         dev->ops->preset(counter, pmu_test_reload);
@@ -2284,7 +2284,7 @@ pmu_test_event_counter(const struct perfmon_event *event)
 {
     unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_slot_counter(perfmon_get_dev(false),
+    HOST_ASSERT(perfmon_slot_counter(perfmon_dev_get(false),
                                      perfmon_event_slot_index(event), &counter,
                                      &width));
     return counter;
@@ -2408,7 +2408,7 @@ HOST_TEST(preset_counter_overflow_reports_it_with_the_context)
     pmu_test_begin();
     pmu_test_reports_reset();
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmu_test_preset(event, 100);
     model_retire(MODEL_EV_BRANCHES, 99, MODEL_RING_KERN);
     HOST_ASSERT(!model_pmi_pending());
@@ -2420,7 +2420,7 @@ HOST_TEST(preset_counter_overflow_reports_it_with_the_context)
     HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
     pmu_test_assert_report(0, event, 0xffffffff80123456ULL,
                            0xffff800000001230ULL);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmu_test_counter(event))), 0);
     pmu_test_detach_all();

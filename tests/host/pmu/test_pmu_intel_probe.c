@@ -58,7 +58,7 @@ probe_assert_not_registered(unsigned int log_lines)
 {
     uint64_t value;
 
-    HOST_ASSERT(perfmon_get_dev(false) == NULL);
+    HOST_ASSERT(perfmon_dev_get(false) == NULL);
     HOST_ASSERT_EQ(syscnt_lookup("pmu_intel_pmis/0", &value), ENOENT);
     HOST_ASSERT_EQ(log_lines, 1);
 
@@ -97,7 +97,7 @@ HOST_TEST(working_pmu_msrs_register_the_device)
     uint64_t value;
 
     probe_setup(MODEL_PMU_MSRS_WORK, &log_lines);
-    dev = perfmon_get_dev(false);
+    dev = perfmon_dev_get(false);
     HOST_ASSERT(dev != NULL);
     HOST_ASSERT_STREQ(dev->name, "pmu_intel");
     HOST_ASSERT_EQ(syscnt_lookup("pmu_intel_pmis/0", &value), 0);

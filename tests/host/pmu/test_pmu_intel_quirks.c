@@ -117,7 +117,7 @@ quirk_boot(void)
 static struct perfmon_dev *
 quirk_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(false);
+    struct perfmon_dev *dev = perfmon_dev_get(false);
 
     HOST_ASSERT(dev != NULL);
     return dev;
