@@ -4,8 +4,8 @@
  * report reads them (kern/perf/perf_record_i.h). Shell thread only, like
  * the last recording itself.
  */
-#include <stdint.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <kern/errno.h>
 #include <kern/kmem.h>
