@@ -60,7 +60,7 @@ struct thread;
 #define PERFMON_EF_PINNED   0x10    /* never multiplexed out (see below) */
 #define PERFMON_EF_MASK     0x1f
 
-struct perfmon_cpu_pmc;
+struct perfmon_cpu_slot;
 struct perfmon_dev;
 struct perfmon_session;
 struct perfmon_group;
@@ -73,9 +73,9 @@ struct perfmon_event {
     unsigned int flags;
     struct perfmon_dev *dev;
     unsigned int dev_index;     /* its device's, for the reads */
-    unsigned int pmc_index;
+    unsigned int slot_index;
     unsigned int cpu;           /* CPU events: the CPU */
-    struct perfmon_cpu_pmc *cpu_pmc;    /* CPU events: the slot's state on
+    struct perfmon_cpu_slot *cpu_slot;    /* CPU events: the slot's state on
                                            the CPU, for the reads */
     struct thread *thread;      /* thread events: the thread (referenced) */
     uint64_t start;             /* the tier's count at attach */
@@ -303,7 +303,7 @@ int perfmon_dev_info(bool sw, struct perfmon_dev_info *info);
  * at once.
  */
 
-#define PERFMON_GROUP_MAX   PERFMON_MAX_PMCS    /* events in a group */
+#define PERFMON_GROUP_MAX   PERFMON_MAX_COUNTERS    /* events in a group */
 
 struct perfmon_group {
     unsigned int magic;

@@ -13,7 +13,7 @@
 int
 perfmon_dev_info(bool sw, struct perfmon_dev_info *info)
 {
-    const struct perfmon_dev *dev = perfmon_get_dev(sw);
+    const struct perfmon_dev *dev = perfmon_dev_get(sw);
 
     if (dev == NULL) {
         return ENODEV;
@@ -21,9 +21,9 @@ perfmon_dev_info(bool sw, struct perfmon_dev_info *info)
 
     *info = (struct perfmon_dev_info){
         .name = dev->name,
-        .nr_counters = dev->nr_pmcs,
+        .nr_counters = dev->nr_counters,
         .min_width = dev->min_width,
-        .fw_counters = dev->fw_pmcs,
+        .fw_counters = dev->fw_counters,
     };
     return 0;
 }
