@@ -260,6 +260,24 @@ int perfmon_event_check(uint64_t id, unsigned int flags);
 /* The name of a generic event ("instructions"), or NULL. Any context. */
 const char *perfmon_generic_name(unsigned int id);
 
+/* What a client may know of a PMU device (perf list prints it). */
+struct perfmon_dev_info {
+    const char *name;
+    unsigned int nr_counters;   /* the counters perfmon may use */
+    unsigned int min_width;     /* bits of the narrowest of them */
+    uint64_t fw_counters;       /* counter ids (bit n: id n) firmware held
+                                   at boot: left alone, not counted in
+                                   nr_counters */
+};
+
+/*
+ * Describe the first registered hardware (sw false) or software (sw true)
+ * device into *info (its name stays valid: devices are never
+ * unregistered). Return 0, or ENODEV when none of that kind is
+ * registered, leaving *info unchanged. Any context.
+ */
+int perfmon_dev_info(bool sw, struct perfmon_dev_info *info);
+
 /* ------------------------------------------------------------------ */
 /* Groups                                                              */
 /* ------------------------------------------------------------------ */

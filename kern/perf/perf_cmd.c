@@ -1,17 +1,22 @@
 /*
  * The shell's perf command: it only picks the subcommand, so that the
- * subcommands' files (kern/perf/perf_stat.c: list, stat; kern/perf/perf_record.c:
- * record; kern/perf/perf_report.c: report, annotate, script) depend on what they
- * share (kern/perf/perf_util.h) and never on the command. perf_report.c reads what
- * perf_record.c recorded, through a private header (kern/perf/perf_record_i.h);
- * perfmon_shell.c and the sampling files know nothing of each other. No
- * header: the shell finds the command through its table.
+ * subcommands' files (kern/perf/perf_list.c: list; kern/perf/perf_stat*.c:
+ * stat; kern/perf/perf_record*.c: record; kern/perf/perf_report.c,
+ * perf_annotate.c, perf_script.c: report, annotate, script) depend on what
+ * they share (kern/perf/perf_util.h) and never on the command. report,
+ * annotate and script read what perf record recorded, through a private
+ * header (kern/perf/perf_record_i.h); list and stat and the sampling
+ * files know nothing of each other. No header: the shell finds the
+ * command through its table.
  */
 #include <stddef.h>
 
 #include <kern/macros.h>
+#include <kern/perf/perf_annotate.h>
+#include <kern/perf/perf_list.h>
 #include <kern/perf/perf_record.h>
 #include <kern/perf/perf_report.h>
+#include <kern/perf/perf_script.h>
 #include <kern/perf/perf_stat.h>
 #include <kern/printf.h>
 #include <kern/shell.h>
@@ -19,20 +24,13 @@
 
 #define PERF_CMD_SUBCOMMANDS "list, stat, record, report, annotate, script"
 
-static void
-perf_cmd_list_usage(void)
-{
-    printf("usage: perf list\n"
-           "  every event with a one-line description\n");
-}
-
 /* Each subcommand, and what help perf SUBCOMMAND prints for it. */
 static const struct perf_cmd_sub {
     const char *name;
     void (*usage)(void);
 } perf_cmd_subs[] = {
-    { "list", perf_cmd_list_usage },
-    { "stat", perfmon_shell_stat_usage },
+    { "list", perf_list_usage },
+    { "stat", perf_stat_usage },
     { "record", perf_record_usage },
     { "report", perf_record_usage },
     { "annotate", perf_record_usage },
@@ -54,8 +52,8 @@ perf_cmd_sub_lookup(const char *name)
 static void
 perf_cmd_usage(void)
 {
-    perf_cmd_list_usage();
-    perfmon_shell_stat_usage();
+    perf_list_usage();
+    perf_stat_usage();
     perf_record_usage();
 }
 
@@ -88,21 +86,17 @@ perf_cmd_run(int argc, char **argv)
         printf("perf: which subcommand? (%s; help perf shows their "
                "usage)\n", PERF_CMD_SUBCOMMANDS);
     } else if (strcmp(argv[1], "list") == 0) {
-        if (argc > 2) {
-            printf("perf list: takes no arguments (got '%s')\n", argv[2]);
-        } else {
-            perfmon_shell_list();
-        }
+        perf_list_cmd(argc, argv);
     } else if (strcmp(argv[1], "stat") == 0) {
-        perfmon_shell_stat(argc, argv);
+        perf_stat_cmd(argc, argv);
     } else if (strcmp(argv[1], "record") == 0) {
-        perf_record_cmd_record(argc, argv);
+        perf_record_cmd(argc, argv);
     } else if (strcmp(argv[1], "report") == 0) {
-        perf_report_cmd_report(argc, argv);
+        perf_report_cmd(argc, argv);
     } else if (strcmp(argv[1], "annotate") == 0) {
-        perf_report_cmd_annotate(argc, argv);
+        perf_annotate_cmd(argc, argv);
     } else if (strcmp(argv[1], "script") == 0) {
-        perf_report_cmd_script(argc, argv);
+        perf_script_cmd(argc, argv);
     } else {
         printf("perf: no subcommand '%s' (%s; help perf shows their "
                "usage)\n", argv[1], PERF_CMD_SUBCOMMANDS);

@@ -1,5 +1,5 @@
 /*
- * The shell's sampling profiler (kern/perf/perf_record.h).
+ * The shell's sampling profiler (kern/perf/perf_record.h): the command.
  *
  * perf record attaches one sampling event per target (a CPU, each online
  * CPU, a thread, or each thread of a workload) to a session of its own,
@@ -7,15 +7,12 @@
  * waits on the session and copies every record out of the rings
  * into the buffer of the last recording. The rings are drained while
  * recording, not only at the end, so their size bounds only what arrives
- * between two drains. The buffer keeps the records in the order read (per
- * CPU, the order produced); once a record does not fit, no later record
- * is kept, so the buffer holds a prefix of the recording and the dump
- * says how many samples are missing from it.
+ * between two drains.
  *
- * The last recording (kern/perf/perf_record_i.h) belongs to the shell thread:
- * perf record writes it, perf report and perf script (kern/perf/perf_report.c)
- * read it through perf_record_last_get, and the shell runs one command at
- * a time.
+ * The last recording (kern/perf/perf_record_i.h, kept by
+ * kern/perf/perf_record_last.c) belongs to the shell thread: perf record
+ * writes it, perf report, perf annotate and perf script read it through
+ * perf_record_last_get, and the shell runs one command at a time.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -46,8 +43,6 @@
 /* Default periods: one sample per event for the rare software events. */
 #define PERF_RECORD_PERIOD_EMIT     10000ULL
 #define PERF_RECORD_PERIOD_HW       1000000ULL
-
-static struct perf_record_last perf_record_last;
 
 /* An event perf record was asked to sample. */
 struct perf_record_event {
@@ -366,101 +361,6 @@ perf_record_parse_options(struct perf_record_req *req, int argc, char **argv)
     return i;
 }
 
-/* ---- the thread table ------------------------------------------------ */
-
-static bool
-perf_record_thread_known(const struct perf_record_last *last, uint32_t tid)
-{
-    for (unsigned int i = 0; i < last->nr_threads; i++) {
-        if (last->threads[i].tid == tid) {
-            return true;
-        }
-    }
-
-    return false;
-}
-
-static void
-perf_record_thread_add(struct thread *thread, void *arg)
-{
-    struct perf_record_last *last = arg;
-    struct perf_record_thread *entry;
-    uint32_t tid = thread_id(thread);
-
-    if (tid == 0 || perf_record_thread_known(last, tid)) {
-        return;     /* idle threads share id 0, named "idle" in the dump */
-    }
-
-    if (last->nr_threads == ARRAY_SIZE(last->threads)) {
-        last->threads_full = true;
-        return;
-    }
-
-    entry = &last->threads[last->nr_threads++];
-    entry->tid = tid;
-    strlcpy(entry->name, thread_name(thread), sizeof(entry->name));
-}
-
-/* Add every live thread the table lacks. */
-static void
-perf_record_threads_scan(struct perf_record_last *last)
-{
-    thread_for_each(perf_record_thread_add, last);
-}
-
-/* ---- recording ------------------------------------------------------- */
-
-static void
-perf_record_keep(struct perf_record_last *last,
-                 const union perf_record_rec *rec, size_t size)
-{
-    if (last->full || size > last->buf_size - last->used) {
-        last->full = true;
-        last->dropped += (rec->header.type == PERFMON_RECORD_SAMPLE);
-        return;
-    }
-
-    memcpy(last->buf + last->used, rec, size);
-    last->used += size;
-}
-
-/*
- * Copy what the rings hold into the buffer. Return whether a sample came
- * from a thread the table lacks.
- */
-static bool
-perf_record_drain(struct perf_record_last *last,
-                  struct perfmon_session *session)
-{
-    union perf_record_rec rec;
-    bool unknown = false;
-    size_t size;
-
-    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
-        while (perfmon_session_read(session, cpu, &rec, sizeof(rec), &size)
-               == 0) {
-            switch (rec.header.type) {
-            case PERFMON_RECORD_SAMPLE:
-                last->received++;
-                unknown |= (rec.sample.tid != 0
-                            && !perf_record_thread_known(last,
-                                                         rec.sample.tid));
-                perf_record_keep(last, &rec, size);
-                break;
-            case PERFMON_RECORD_THROTTLE:
-                last->throttled++;
-                perf_record_keep(last, &rec, size);
-                break;
-            default:
-                /* LOST: counted from the session's statistics. */
-                break;
-            }
-        }
-    }
-
-    return unknown;
-}
-
 static void
 perf_record_detach_all(struct perfmon_event *events, unsigned int nr)
 {
@@ -524,34 +424,11 @@ perf_record_attach(const struct perf_record_req *req,
     return 0;
 }
 
-/* The size of the last recording's buffer (see perf_record.h). */
-static size_t
-perf_record_buf_size(void)
+/* Describe req's recording in the last recording, just reset. */
+static void
+perf_record_describe(struct perf_record_last *last,
+                     const struct perf_record_req *req)
 {
-    size_t size = (size_t)PERF_RECORD_BUF_PER_CPU * cpu_count();
-
-    return MIN(MAX(size, PERF_RECORD_BUF_MIN), PERF_RECORD_BUF_MAX);
-}
-
-/* Start a new last recording for req (its buffer is reused). */
-static int
-perf_record_reset(struct perf_record_last *last,
-                  const struct perf_record_req *req)
-{
-    unsigned char *buf = last->buf;
-    size_t size = perf_record_buf_size();
-
-    if (buf == NULL) {
-        buf = kmem_alloc(size);
-
-        if (buf == NULL) {
-            return ENOMEM;
-        }
-    }
-
-    memset(last, 0, sizeof(*last));
-    last->buf = buf;
-    last->buf_size = size;
     last->nr_events = req->nr_events;
 
     for (unsigned int i = 0; i < req->nr_events; i++) {
@@ -566,9 +443,6 @@ perf_record_reset(struct perf_record_last *last,
     strlcpy(last->target, req->target, sizeof(last->target));
     last->freq = req->freq;
     last->ms = req->ms;
-    last->tsc_hz = cpu_get_freq();
-    last->nr_cpus = cpu_count();
-    return 0;
 }
 
 /*
@@ -591,8 +465,8 @@ perf_record_wait(struct perf_record_last *last,
         perfmon_session_wait(session, MIN(deadline - now,
                                           PERF_RECORD_DRAIN_TICKS));
 
-        if (perf_record_drain(last, session)) {
-            perf_record_threads_scan(last);
+        if (perf_record_last_drain(last, session)) {
+            perf_record_last_scan_threads(last);
         }
 
         if (perf_util_interrupted()) {
@@ -620,21 +494,6 @@ perf_record_print_totals(const struct perf_record_last *last)
                "(kept the first %llu)\n", (unsigned long long)last->dropped,
                (unsigned int)(last->buf_size >> 10),
                (unsigned long long)(last->received - last->dropped));
-    }
-}
-
-/* The session's final counts into the last recording. */
-static void
-perf_record_account(struct perf_record_last *last,
-                    const struct perfmon_session *session)
-{
-    struct perfmon_session_stats stats;
-
-    for (unsigned int cpu = 0; cpu < last->nr_cpus; cpu++) {
-        if (perfmon_session_stats(session, cpu, &stats) == 0) {
-            last->lost[cpu] = stats.lost + stats.dropped;
-            last->produced += stats.produced;
-        }
     }
 }
 
@@ -736,9 +595,9 @@ perf_record_parse(struct perf_record_req *req, int argc, char **argv)
 }
 
 void
-perf_record_cmd_record(int argc, char **argv)
+perf_record_cmd(int argc, char **argv)
 {
-    struct perf_record_last *last = &perf_record_last;
+    struct perf_record_last *last;
     struct perf_record_req *req;
     struct perfmon_session *session = NULL;
     struct perfmon_event *events = NULL;
@@ -789,14 +648,16 @@ perf_record_cmd_record(int argc, char **argv)
     }
 
     /* Only now is the previous recording replaced. */
-    error = perf_record_reset(last, req);
+    error = perf_record_last_reset(&last);
 
     if (error) {
         perf_util_error("cannot record", error);
         goto out;
     }
 
-    perf_record_threads_scan(last);
+    perf_record_describe(last, req);
+
+    perf_record_last_scan_threads(last);
     start = clock_get_time();
     deadline = start + clock_ticks_from_ms((req->ms != 0)
                                            ? req->ms : PERF_RECORD_MAX_MS);
@@ -805,11 +666,11 @@ perf_record_cmd_record(int argc, char **argv)
     perf_record_detach_all(events, nr_attached);
     nr_attached = 0;
 
-    if (perf_record_drain(last, session)) {
-        perf_record_threads_scan(last);
+    if (perf_record_last_drain(last, session)) {
+        perf_record_last_scan_threads(last);
     }
 
-    perf_record_account(last, session);
+    perf_record_last_account(last, session);
 
     /* A workload's recording lasts as long as the workload ran. */
     if (req->ms == 0) {
@@ -841,10 +702,4 @@ out:
     }
 
     kmem_free(req);
-}
-
-const struct perf_record_last *
-perf_record_last_get(void)
-{
-    return perf_record_last.valid ? &perf_record_last : NULL;
 }

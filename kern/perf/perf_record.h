@@ -16,7 +16,8 @@
  * per online CPU, PERF_RECORD_BUF_MIN at least, PERF_RECORD_BUF_MAX at
  * most; what does not fit is counted) and prints the samples received, lost
  * and throttled. perf report, perf annotate and perf script read the
- * last recording (kern/perf/perf_report.h).
+ * last recording (kern/perf/perf_report.h, perf_annotate.h,
+ * perf_script.h).
  */
 #ifndef KERN_PERF_RECORD_H
 #define KERN_PERF_RECORD_H
@@ -38,7 +39,7 @@
  * its arguments or why it could not record (perf: WHAT: ERRNO), leaving
  * the last recording as it was. Shell thread only.
  */
-void perf_record_cmd_record(int argc, char **argv);
+void perf_record_cmd(int argc, char **argv);
 
 /*
  * Print the usage of perf record, perf report and perf script. Any thread

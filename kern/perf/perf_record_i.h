@@ -1,8 +1,10 @@
 /*
- * What perf record (kern/perf/perf_record.c) and its readers, perf report and
- * perf script (kern/perf/perf_report.c), share: the last recording and the
- * records it holds. Private to those two files; the shell's perf command
- * includes kern/perf/perf_record.h and kern/perf/perf_report.h only.
+ * What perf record (kern/perf/perf_record.c) and its readers, perf
+ * report, perf annotate and perf script (kern/perf/perf_report.c,
+ * perf_annotate.c, perf_script.c), share: the last recording
+ * (kern/perf/perf_record_last.c) and the records it holds. Private to
+ * those files; the shell's perf command includes kern/perf/perf_record.h,
+ * perf_report.h, perf_annotate.h and perf_script.h only.
  *
  * The last recording belongs to the shell thread: perf record writes it,
  * perf report and perf script only read it, and the shell runs one
@@ -72,10 +74,58 @@ union perf_record_rec {
     uint64_t raw[PERFMON_SESSION_RECORD_MAX / sizeof(uint64_t)];
 };
 
+struct perfmon_session;
+
+/*
+ * Start a new last recording, replacing the last one: its buffer
+ * allocated (at the first recording; reused after), everything else
+ * zeroed but the CPUs and the TSC frequency; perf record then describes
+ * it (events, target, duration) and fills it. It stays invalid (see
+ * perf_record_last_get) until perf record sets valid. Return 0 with
+ * *lastp set, or ENOMEM, leaving the last recording as it was. Shell
+ * thread only.
+ */
+int perf_record_last_reset(struct perf_record_last **lastp);
+
+/*
+ * Copy what the session's rings hold into the buffer (samples and
+ * throttles; losses are the session's statistics). Return whether a
+ * sample came from a thread the table lacks. Shell thread only.
+ */
+bool perf_record_last_drain(struct perf_record_last *last,
+                            struct perfmon_session *session);
+
+/* Add every live thread the thread table lacks. Shell thread only. */
+void perf_record_last_scan_threads(struct perf_record_last *last);
+
+/*
+ * The session's final counts (lost, produced) into the last recording,
+ * after its events are detached. Shell thread only.
+ */
+void perf_record_last_account(struct perf_record_last *last,
+                              const struct perfmon_session *session);
+
 /*
  * The last complete recording, or NULL before the first one (and while
  * perf record replaces it). Cannot fail. Shell thread only.
  */
 const struct perf_record_last *perf_record_last_get(void);
+
+/*
+ * The same, or NULL after printing that there is none (perf record
+ * first). Shell thread only.
+ */
+const struct perf_record_last *perf_record_last_require(void);
+
+/*
+ * The next kept record at *offsetp (0 for the first), advancing it; NULL
+ * at the end. perf_record_last_next_sample: the same, skipping what is
+ * not a sample. Shell thread only.
+ */
+const union perf_record_rec *
+perf_record_last_next(const struct perf_record_last *last, size_t *offsetp);
+const struct perfmon_record_sample *
+perf_record_last_next_sample(const struct perf_record_last *last,
+                             size_t *offsetp);
 
 #endif /* KERN_PERF_RECORD_I_H */

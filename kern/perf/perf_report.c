@@ -1,25 +1,19 @@
 /*
- * Reading the last recording (kern/perf/perf_report.h): perf report, perf
- * annotate and perf script.
+ * perf report (kern/perf/perf_report.h): the last recording's samples
+ * summed per entry.
  *
- * Each walks the records perf record kept (kern/perf/perf_record.c), in the
- * order kept, through perf_record_last_get and the layout in
- * kern/perf/perf_record_i.h; none changes the recording, so each may run
- * any number of times after one perf record. perf report sums the
+ * It walks the records perf record kept (kern/perf/perf_record.c), in the
+ * order kept, through kern/perf/perf_record_i.h, changing nothing, so it
+ * may run any number of times after one perf record. It sums the
  * samples' periods per entry (a distinct value of its sort keys: the
  * function, from the kernel's symbol table, the thread, the CPU) as Self
  * (the interrupted instruction's entry) and Children (every entry of the
  * call chain, once per sample), and with -g prints each entry's callers
  * as a tree built afresh from the samples (a bounded node table, so no
- * allocation per sample). perf annotate sums one function's samples per
- * address. perf script prints the
- * dump tools/perf/perf-convert reads (a line per thread, per record and per
- * call chain), each line written at once so that no other output lands
- * inside it.
+ * allocation per sample).
  *
  * Shell thread only, like the last recording itself.
  */
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,7 +21,6 @@
 #include <kern/errno.h>
 #include <kern/kmem.h>
 #include <kern/ksym.h>
-#include <kern/log.h>
 #include <kern/macros.h>
 #include <kern/perf/perf_record.h>
 #include <kern/perf/perf_record_i.h>
@@ -36,52 +29,14 @@
 #include <kern/perfmon_record.h>
 #include <kern/printf.h>
 #include <kern/string.h>
-#include <machine/qemu.h>
 
 #define PERF_REPORT_MAX_ENTRIES     512U
 #define PERF_REPORT_MAX_NODES       1024U
-#define PERF_REPORT_MAX_ADDRS       256U
 #define PERF_REPORT_TOP             20U
-#define PERF_REPORT_LINE_SIZE       2048U
-#define PERF_REPORT_DUMP_VERSION    2
+#define PERF_REPORT_PREFIX_SIZE     512U
 #define PERF_REPORT_MAX_CHAIN       (PERF_RECORD_NR_FRAMES + 1)
 
-/* ---- walking the recording ------------------------------------------- */
-
-/* The next kept record at *offsetp, advancing it; NULL at the end. */
-static const union perf_record_rec *
-perf_report_next(const struct perf_record_last *last, size_t *offsetp)
-{
-    const union perf_record_rec *rec;
-
-    if (*offsetp >= last->used) {
-        return NULL;
-    }
-
-    rec = (const void *)(last->buf + *offsetp);
-
-    if (rec->header.size < sizeof(rec->header)) {
-        return NULL;    /* never kept: perf record keeps the sizes read */
-    }
-
-    *offsetp += rec->header.size;
-    return rec;
-}
-
-/* The next kept sample at *offsetp, advancing it; NULL at the end. */
-static const struct perfmon_record_sample *
-perf_report_next_sample(const struct perf_record_last *last, size_t *offsetp)
-{
-    const union perf_record_rec *rec;
-
-    while ((rec = perf_report_next(last, offsetp)) != NULL) {
-        if (rec->header.type == PERFMON_RECORD_SAMPLE) {
-            return &rec->sample;
-        }
-    }
-
-    return NULL;
-}
+/* ---- the samples' functions ------------------------------------------ */
 
 static const char *
 perf_report_func_name(uint64_t ip)
@@ -118,19 +73,6 @@ perf_report_sample_funcs(const struct perfmon_record_sample *s,
     return nr;
 }
 
-/* The last recording, or NULL after saying there is none. */
-static const struct perf_record_last *
-perf_report_require_last(void)
-{
-    const struct perf_record_last *last = perf_record_last_get();
-
-    if (last == NULL) {
-        printf("perf: no recording yet (perf record first)\n");
-    }
-
-    return last;
-}
-
 static const char *
 perf_report_thread_name(const struct perf_record_last *last, uint32_t tid)
 {
@@ -145,15 +87,6 @@ perf_report_thread_name(const struct perf_record_last *last, uint32_t tid)
     }
 
     return "?";
-}
-
-static void
-perf_report_print_pct(uint64_t part, uint64_t total)
-{
-    uint64_t bp = (total == 0) ? 0 : part * 10000 / total;
-
-    printf("%6llu.%02llu%%", (unsigned long long)(bp / 100),
-           (unsigned long long)(bp % 100));
 }
 
 /* ---- perf report ----------------------------------------------------- */
@@ -427,7 +360,7 @@ perf_report_graph_build(struct perf_report *r,
     r->nr_nodes = 1;
     r->nodes[0] = (struct perf_report_node){ e->name, 0, -1, -1 };
 
-    while ((s = perf_report_next_sample(r->last, &offset)) != NULL) {
+    while ((s = perf_record_last_next_sample(r->last, &offset)) != NULL) {
         unsigned int nr = perf_report_sample_funcs(s, names);
         int node = 0;
 
@@ -463,16 +396,6 @@ perf_report_node_next(struct perf_report *r, int node)
     return best;
 }
 
-/* "NN.NN%" into buf: a share with no padding. */
-static int
-perf_report_format_pct(char *buf, size_t size, uint64_t part, uint64_t total)
-{
-    uint64_t bp = (total == 0) ? 0 : part * 10000 / total;
-
-    return snprintf(buf, size, "%llu.%02llu%%", (unsigned long long)(bp / 100),
-                    (unsigned long long)(bp % 100));
-}
-
 /*
  * Print node's callers as Linux's graph does: a branch per caller with
  * its share of every sample, then the callers of a caller that has only
@@ -491,8 +414,8 @@ perf_report_graph_print(struct perf_report *r, int node, char *prefix,
         size_t pad = len;
         int next, width;
 
-        width = perf_report_format_pct(pct, sizeof(pct), c->weight,
-                                       r->total);
+        width = perf_util_format_pct(pct, sizeof(pct), c->weight,
+                                     r->total);
         c->weight = 0;
         next = perf_report_node_next(r, node);
         printf("%s%s--%s--%s\n", prefix, (next >= 0) ? "|" : " ", pct,
@@ -608,7 +531,7 @@ perf_report_print_totals(const struct perf_report *r)
 static void
 perf_report_print(struct perf_report *r)
 {
-    static char prefix[PERF_REPORT_LINE_SIZE / 4];
+    static char prefix[PERF_REPORT_PREFIX_SIZE];
     uint64_t other = r->other;
 
     perf_report_print_header(r);
@@ -627,11 +550,11 @@ perf_report_print(struct perf_report *r)
         }
 
         if (r->opts.children) {
-            perf_report_print_pct(e->children, r->total);
+            perf_util_print_pct(e->children, r->total);
             printf("  ");
         }
 
-        perf_report_print_pct(e->self, r->total);
+        perf_util_print_pct(e->self, r->total);
         printf("  %8llu", (unsigned long long)e->nr_samples);
         perf_report_print_keys(r, e);
 
@@ -661,13 +584,13 @@ perf_report_print(struct perf_report *r)
             printf("%9s", "");
         }
 
-        perf_report_print_pct(other, r->total);
+        perf_util_print_pct(other, r->total);
         printf("  %8s  (other entries: self)\n", "");
     }
 }
 
 void
-perf_report_cmd_report(int argc, char **argv)
+perf_report_cmd(int argc, char **argv)
 {
     const struct perfmon_record_sample *s;
     struct perf_report *r;
@@ -684,7 +607,7 @@ perf_report_cmd_report(int argc, char **argv)
         goto out;
     }
 
-    r->last = perf_report_require_last();
+    r->last = perf_record_last_require();
 
     if (r->last == NULL) {
         goto out;
@@ -701,7 +624,7 @@ perf_report_cmd_report(int argc, char **argv)
         r->event = e;
         offset = 0;
 
-        while ((s = perf_report_next_sample(r->last, &offset)) != NULL) {
+        while ((s = perf_record_last_next_sample(r->last, &offset)) != NULL) {
             if (s->cookie == e) {
                 perf_report_add_sample(r, s);
             }
@@ -716,326 +639,4 @@ perf_report_cmd_report(int argc, char **argv)
 
 out:
     kmem_free(r);
-}
-
-/* ---- perf annotate ----------------------------------------------------- */
-
-struct perf_report_addr {
-    uint64_t ip;
-    uint64_t weight;
-    uint64_t nr_samples;
-};
-
-void
-perf_report_cmd_annotate(int argc, char **argv)
-{
-    const struct perf_record_last *last;
-    const struct perfmon_record_sample *s;
-    struct perf_report_addr *addrs;
-    uint64_t total = 0, in_func = 0, nr_in = 0, other = 0;
-    uintptr_t start, size;
-    unsigned int nr_addrs = 0;
-    size_t offset = 0;
-    char pct[16];
-
-    if (argc != 3) {
-        printf("usage: perf annotate SYMBOL (a function of the kernel)\n");
-        return;
-    }
-
-    if (ksym_find(argv[2], &start, &size) != 0) {
-        printf("perf annotate: no function named '%s' in the kernel\n",
-               argv[2]);
-        return;
-    }
-
-    last = perf_report_require_last();
-
-    if (last == NULL) {
-        return;
-    }
-
-    addrs = kmem_zalloc(PERF_REPORT_MAX_ADDRS * sizeof(addrs[0]));
-
-    if (addrs == NULL) {
-        perf_util_error("annotate", ENOMEM);
-        return;
-    }
-
-    while ((s = perf_report_next_sample(last, &offset)) != NULL) {
-        unsigned int i;
-
-        total += s->period;
-
-        if (s->ip < start || s->ip >= start + size) {
-            continue;
-        }
-
-        in_func += s->period;
-        nr_in++;
-
-        for (i = 0; i < nr_addrs && addrs[i].ip != s->ip; i++) {
-            continue;
-        }
-
-        if (i == nr_addrs) {
-            if (nr_addrs == PERF_REPORT_MAX_ADDRS) {
-                other += s->period;
-                continue;
-            }
-
-            addrs[nr_addrs++].ip = s->ip;
-        }
-
-        addrs[i].weight += s->period;
-        addrs[i].nr_samples++;
-    }
-
-    /* By address (insertion: few entries). */
-    for (unsigned int i = 1; i < nr_addrs; i++) {
-        struct perf_report_addr a = addrs[i];
-        unsigned int j = i;
-
-        for (; j > 0 && addrs[j - 1].ip > a.ip; j--) {
-            addrs[j] = addrs[j - 1];
-        }
-
-        addrs[j] = a;
-    }
-
-    perf_report_format_pct(pct, sizeof(pct), in_func, total);
-    printf("# perf annotate %s: 0x%llx, %llu bytes; %llu samples, %s of "
-           "event '%s'\n#\n#  Percent   Samples  Address             "
-           "Symbol+Offset\n#\n", argv[2], (unsigned long long)start,
-           (unsigned long long)size, (unsigned long long)nr_in, pct,
-           last->event);
-
-    for (unsigned int i = 0; i < nr_addrs; i++) {
-        printf(" ");
-        perf_report_print_pct(addrs[i].weight, in_func);
-        printf("  %8llu  0x%llx  %s+0x%llx\n",
-               (unsigned long long)addrs[i].nr_samples,
-               (unsigned long long)addrs[i].ip, argv[2],
-               (unsigned long long)(addrs[i].ip - start));
-    }
-
-    if (other != 0) {
-        printf(" ");
-        perf_report_print_pct(other, in_func);
-        printf("  (more than %u addresses)\n", PERF_REPORT_MAX_ADDRS);
-    }
-
-    kmem_free(addrs);
-}
-
-/* ---- perf script: the dump ------------------------------------------- */
-
-/* Formatting into one line, written at once so no other output lands in
- * it. */
-struct perf_report_line {
-    char buf[PERF_REPORT_LINE_SIZE];
-    size_t len;
-    bool overflow;
-    bool capture;                       /* to QEMU's debugcon, not the log */
-};
-
-static void
-perf_report_line_add(struct perf_report_line *line, const char *fmt, ...)
-    __format_printf(2, 3);
-
-static void
-perf_report_line_add(struct perf_report_line *line, const char *fmt, ...)
-{
-    size_t left = sizeof(line->buf) - line->len;
-    va_list ap;
-    int n;
-
-    va_start(ap, fmt);
-    n = vsnprintf(line->buf + line->len, left, fmt, ap);
-    va_end(ap);
-
-    if (n < 0 || (size_t)n >= left) {
-        line->overflow = true;
-        line->buf[line->len] = '\0';
-        return;
-    }
-
-    line->len += (size_t)n;
-}
-
-/* Write the line with a newline, and start the next one. */
-static void
-perf_report_line_put(struct perf_report_line *line, uint64_t *nr_linesp)
-{
-    line->buf[line->len++] = '\n';
-
-    if (line->capture) {
-        qemu_debugcon_write(line->buf, line->len);
-    } else {
-        log_write(line->buf, line->len);
-    }
-
-    line->len = 0;
-    line->overflow = false;
-
-    if (nr_linesp != NULL) {
-        (*nr_linesp)++;
-    }
-}
-
-static void
-perf_report_line_frame(struct perf_report_line *line, uint64_t addr)
-{
-    const char *name;
-    uintptr_t offset;
-    size_t len = line->len;
-
-    name = ksym_lookup((uintptr_t)addr, &offset);
-
-    if (name != NULL) {
-        perf_report_line_add(line, " 0x%llx %s+0x%llx",
-                             (unsigned long long)addr, name,
-                             (unsigned long long)offset);
-    }
-
-    if (name == NULL || line->overflow) {
-        /* Without its name rather than cut. */
-        line->len = len;
-        line->overflow = false;
-        perf_report_line_add(line, " 0x%llx ?", (unsigned long long)addr);
-    }
-}
-
-/*
- * A sample's lines: its fixed part, then its call chain, when it has
- * callers, on a line of its own (the dump's lines follow the record's
- * parts: a new chunk type becomes a new kind of line after the sample).
- */
-static void
-perf_report_script_sample(struct perf_report_line *line,
-                          const struct perfmon_record_sample *s,
-                          uint64_t *nr_linesp)
-{
-    const struct perfmon_record_callchain *chain;
-    unsigned int nr_frames;
-
-    perf_report_line_add(line, "pd sample %u %llu %u %llu %llu",
-                         s->header.cpu, (unsigned long long)s->time, s->tid,
-                         (unsigned long long)s->period,
-                         (unsigned long long)s->cookie);
-    perf_report_line_frame(line, s->ip);
-    perf_report_line_put(line, nr_linesp);
-    chain = perfmon_record_sample_callchain(s, s->header.size);
-    nr_frames = (chain == NULL) ? 0 : chain->chunk.nr;
-
-    if (nr_frames == 0) {
-        return;
-    }
-
-    perf_report_line_add(line, "pd callchain %u", nr_frames);
-
-    for (unsigned int i = 0; i < nr_frames; i++) {
-        perf_report_line_frame(line, chain->frames[i]);
-    }
-
-    perf_report_line_put(line, nr_linesp);
-}
-
-void
-perf_report_cmd_script(int argc, char **argv)
-{
-    static struct perf_report_line line;
-    const struct perf_record_last *last;
-    const union perf_record_rec *rec;
-    uint64_t nr_lines = 0, lost = 0;
-    size_t offset = 0;
-
-    line.capture = (argc == 3 && strcmp(argv[2], "--capture") == 0);
-
-    if (argc != 2 && !line.capture) {
-        printf("usage: perf script [--capture]\n"
-               "  --capture: write the dump to the capture channel, QEMU's "
-               "debugcon\n");
-        return;
-    }
-
-    if (line.capture && !qemu_debugcon_present()) {
-        printf("perf script: no capture channel: boot QEMU with "
-               "-debugcon file:PATH (make profile does)\n");
-        return;
-    }
-
-    last = perf_report_require_last();
-
-    if (last == NULL) {
-        return;
-    }
-
-    line.len = 0;
-    perf_report_line_add(&line, "perfmon-dump %u begin cpus=%u tsc_hz=%llu "
-                         "event=%s period=", PERF_REPORT_DUMP_VERSION,
-                         last->nr_cpus, (unsigned long long)last->tsc_hz,
-                         last->event);
-
-    /* A period per event, in the order of the names (0: at freq). */
-    for (unsigned int e = 0; e < last->nr_events; e++) {
-        perf_report_line_add(&line, "%s%llu", (e != 0) ? "," : "",
-                             (unsigned long long)last->periods[e]);
-    }
-
-    perf_report_line_add(&line, " freq=%llu frames=%u ms=%llu target=%s",
-                         (unsigned long long)last->freq,
-                         PERF_RECORD_NR_FRAMES, (unsigned long long)last->ms,
-                         last->target);
-    perf_report_line_put(&line, NULL);
-    perf_report_line_add(&line, "pd thread 0 idle");
-    perf_report_line_put(&line, &nr_lines);
-
-    for (unsigned int i = 0; i < last->nr_threads; i++) {
-        perf_report_line_add(&line, "pd thread %u %s", last->threads[i].tid,
-                             last->threads[i].name);
-        perf_report_line_put(&line, &nr_lines);
-    }
-
-    while ((rec = perf_report_next(last, &offset)) != NULL) {
-        if (rec->header.type == PERFMON_RECORD_SAMPLE) {
-            perf_report_script_sample(&line, &rec->sample, &nr_lines);
-            continue;
-        }
-
-        perf_report_line_add(&line, "pd throttle %u %llu %llu %llu",
-                             rec->header.cpu,
-                             (unsigned long long)rec->throttle.time_start,
-                             (unsigned long long)rec->throttle.time_end,
-                             (unsigned long long)rec->throttle.nr_periods);
-        perf_report_line_put(&line, &nr_lines);
-    }
-
-    for (unsigned int cpu = 0; cpu < last->nr_cpus; cpu++) {
-        lost += last->lost[cpu];
-
-        if (last->lost[cpu] != 0) {
-            perf_report_line_add(&line, "pd lost %u %llu", cpu,
-                                 (unsigned long long)last->lost[cpu]);
-            perf_report_line_put(&line, &nr_lines);
-        }
-    }
-
-    perf_report_line_add(&line, "pd totals received=%llu lost=%llu "
-                         "throttled=%llu produced=%llu dropped=%llu",
-                         (unsigned long long)last->received,
-                         (unsigned long long)lost,
-                         (unsigned long long)last->throttled,
-                         (unsigned long long)last->produced,
-                         (unsigned long long)last->dropped);
-    perf_report_line_put(&line, &nr_lines);
-    perf_report_line_add(&line, "perfmon-dump %u end lines=%llu",
-                         PERF_REPORT_DUMP_VERSION,
-                         (unsigned long long)nr_lines);
-    perf_report_line_put(&line, NULL);
-
-    if (line.capture) {
-        printf("perf script: %llu lines written to the capture channel\n",
-               (unsigned long long)nr_lines + 2);
-    }
 }

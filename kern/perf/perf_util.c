@@ -1,6 +1,6 @@
 /*
  * What the perf shell subcommands share (kern/perf/perf_util.h): event names,
- * error messages, Ctrl-C.
+ * error messages, percentages, Ctrl-C.
  *
  * Event names: the generic hardware events (cycles, instructions, ...),
  * the software events (cswitch, migration, tick, xcall, emit, emit1..7,
@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/console.h>
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perf/perf_util.h>
@@ -23,7 +24,6 @@
 #include <kern/string.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
-#include <machine/uart.h>
 
 /* Linux perf's names for the software events, and ours. */
 struct perf_util_alias {
@@ -345,6 +345,24 @@ perf_util_parse_tid(const char *word, struct thread **threadp)
     return 0;
 }
 
+int
+perf_util_format_pct(char *buf, size_t size, uint64_t part, uint64_t total)
+{
+    uint64_t bp = (total == 0) ? 0 : part * 10000 / total;
+
+    return snprintf(buf, size, "%llu.%02llu%%", (unsigned long long)(bp / 100),
+                    (unsigned long long)(bp % 100));
+}
+
+void
+perf_util_print_pct(uint64_t part, uint64_t total)
+{
+    uint64_t bp = (total == 0) ? 0 : part * 10000 / total;
+
+    printf("%6llu.%02llu%%", (unsigned long long)(bp / 100),
+           (unsigned long long)(bp % 100));
+}
+
 void
 perf_util_error(const char *what, int error)
 {
@@ -354,5 +372,5 @@ perf_util_error(const char *what, int error)
 bool
 perf_util_interrupted(void)
 {
-    return uart_take(0x03);
+    return console_take(0x03);
 }

@@ -1,8 +1,9 @@
 /*
- * What the perf shell subcommands share: perf stat and perf list
- * (kern/perf/perf_stat.c) and perf record, report and script
- * (kern/perf/perf_record.c, kern/perf/perf_report.c) take the same event names,
- * print errors alike and stop on Ctrl-C. The perf command itself
+ * What the perf shell subcommands share: perf list (kern/perf/perf_list.c),
+ * perf stat (kern/perf/perf_stat*.c) and perf record, report, annotate
+ * and script (kern/perf/perf_record*.c, perf_report.c, perf_annotate.c,
+ * perf_script.c) take the same event names, print errors and shares
+ * alike and stop on Ctrl-C. The perf command itself
  * (kern/perf/perf_cmd.c) dispatches to them; this file depends on neither, so
  * the includes go one way: perf_cmd, then the subcommands, then
  * perf_util.
@@ -11,6 +12,7 @@
 #define KERN_PERF_UTIL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <kern/thread.h>
@@ -67,6 +69,16 @@ unsigned int perf_util_online_cpus(unsigned int *cpus);
  * number, the idle threads' 0, no such thread). Thread context.
  */
 int perf_util_parse_tid(const char *word, struct thread **threadp);
+
+/*
+ * The share part / total as "NN.NN%" (no padding) into buf; return what
+ * snprintf returns. 0.00% when total is 0. Any context.
+ */
+int perf_util_format_pct(char *buf, size_t size, uint64_t part,
+                         uint64_t total);
+
+/* Print the same share, its whole part padded to 6 columns. Thread context. */
+void perf_util_print_pct(uint64_t part, uint64_t total);
 
 /* Print "perf: WHAT: ERRNO (sentence)". Thread context. */
 void perf_util_error(const char *what, int error);

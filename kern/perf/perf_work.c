@@ -134,7 +134,7 @@ perf_work_tree_beta(void)
     barrier();
 }
 
-/* One round: PERF_WORK_TREE_UNITS units, split as kern/perf/perf_work.h says. */
+/* One round: PERF_WORK_TREE_UNITS units, split as kern/perf/perf_work.h says */
 __attribute__((noinline)) static void
 perf_work_tree_root(void)
 {
