@@ -2,7 +2,8 @@
  * perfmon's device registry: the devices drivers register, in order, and
  * the queries on them. Thread context for registration; the queries in
  * any context (the registry is published with release order and devices
- * never leave it).
+ * never leave it), perfmon_dev_info among them: the clients' query
+ * (kern/perfmon.h), so that a client reads no device structure.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -220,4 +221,22 @@ void
 perfmon_dev_test_unlock(struct perfmon_dev *dev)
 {
     spinlock_unlock(&dev->state->lock);
+}
+
+int
+perfmon_dev_info(bool sw, struct perfmon_dev_info *info)
+{
+    const struct perfmon_dev *dev = perfmon_dev_get(sw);
+
+    if (dev == NULL) {
+        return ENODEV;
+    }
+
+    *info = (struct perfmon_dev_info){
+        .name = dev->name,
+        .nr_counters = dev->nr_counters,
+        .min_width = dev->min_width,
+        .fw_counters = dev->fw_counters,
+    };
+    return 0;
 }
