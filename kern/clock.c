@@ -9,7 +9,7 @@
 #include <kern/log.h>
 #include <kern/panic.h>
 #include <kern/percpu.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/string.h>
 #include <kern/thread.h>
 #include <kern/timer.h>

@@ -2,7 +2,7 @@
  * perfmon: performance monitoring.
  *
  * Kernel code counts hardware events (through a PMU driver) and software
- * events (through the software PMU, kern/perfmon/pmu_soft.h), per CPU or per
+ * events (through the software PMU, kern/pmu_soft.h), per CPU or per
  * thread. An event is an object its owner allocates:
  *
  *   struct perfmon_event ev;

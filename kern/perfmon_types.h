@@ -86,7 +86,7 @@ struct perfmon_td {
  * bit, as a driver's preset discards a pending overflow: perfmon reloads
  * only a counter it has just brought up to date, so that overflow is
  * already counted, and reported against the reloaded value it would add
- * a whole 2^width. The software PMU (kern/perfmon/pmu_soft.h) is such a device.
+ * a whole 2^width. The software PMU (kern/pmu_soft.h) is such a device.
  */
 struct perfmon_bank {
     uint64_t values[PERFMON_MAX_COUNTERS + 1];

@@ -29,7 +29,7 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon_td.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/spinlock.h>
 #include <kern/string.h>

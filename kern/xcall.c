@@ -9,7 +9,7 @@
 #include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/percpu.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/spinlock.h>
 #include <kern/thread.h>
 #include <kern/xcall.h>

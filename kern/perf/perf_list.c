@@ -9,7 +9,7 @@
 
 #include <kern/perf/perf_list.h>
 #include <kern/perfmon.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 
 static const char *const perf_list_generic_help[] = {

@@ -20,6 +20,7 @@
 
 #include <kern/assert.h>
 #include <kern/clock.h>
+#include <kern/cpu.h>
 #include <kern/errno.h>
 #include <kern/kmem.h>
 #include <kern/macros.h>
@@ -30,11 +31,10 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/string.h>
 #include <kern/thread.h>
-#include <machine/cpu.h>
 
 #define PERF_RECORD_RING_SIZE       (128U << 10)    /* bytes per CPU */
 #define PERF_RECORD_MAX_MS          60000ULL

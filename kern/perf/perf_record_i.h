@@ -17,10 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/cpu.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
 #include <kern/thread.h>
-#include <machine/cpu.h>
 
 #define PERF_RECORD_MAX_THREADS     128U
 #define PERF_RECORD_MAX_EVENTS      4U

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/cpu.h>
 #include <kern/errno.h>
 #include <kern/kmem.h>
 #include <kern/macros.h>
@@ -25,7 +26,6 @@
 #include <kern/printf.h>
 #include <kern/string.h>
 #include <kern/thread.h>
-#include <machine/cpu.h>
 
 static struct perf_record_last perf_record_last;
 

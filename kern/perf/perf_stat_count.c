@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include <kern/clock.h>
+#include <kern/cpu.h>
 #include <kern/errno.h>
 #include <kern/kmem.h>
 #include <kern/perf/perf_num.h>
@@ -20,7 +21,6 @@
 #include <kern/perfmon.h>
 #include <kern/printf.h>
 #include <kern/thread.h>
-#include <machine/cpu.h>
 
 /*
  * The time an event's count is scaled to. perfmon's time enabled of a

@@ -11,11 +11,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/cpu.h>
 #include <kern/perf/perf_util.h>
 #include <kern/perf/perf_work.h>
 #include <kern/perfmon.h>
 #include <kern/thread.h>
-#include <machine/cpu.h>
 
 #define PERF_STAT_MAX_EVENTS    16U
 #define PERF_STAT_MAX_MS        60000ULL

@@ -15,15 +15,15 @@
 #include <stdint.h>
 
 #include <kern/console.h>
+#include <kern/cpu.h>
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perf/perf_util.h>
 #include <kern/perfmon.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/string.h>
 #include <kern/thread.h>
-#include <machine/cpu.h>
 
 /* Linux perf's names for the software events, and ours. */
 struct perf_util_alias {

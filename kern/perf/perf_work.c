@@ -11,14 +11,14 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/cpu.h>
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perf/perf_work.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/string.h>
 #include <kern/thread.h>
-#include <machine/cpu.h>
 
 /* A unit's busy loop: a few microseconds under KVM or TCG. */
 #define PERF_WORK_UNIT_LOOPS    4000U

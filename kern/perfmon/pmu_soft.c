@@ -18,7 +18,7 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon_nmi.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/syscnt.h>
 #include <machine/cpu.h>

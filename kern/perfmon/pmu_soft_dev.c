@@ -10,7 +10,7 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_nmi.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 
 static struct perfmon_dev pmu_soft_dev;
 

@@ -8,7 +8,7 @@
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include <kern/perfmon.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 
 #define TEST_PX_ROTATIONS       30
 #define TEST_PX_STEPS_PER_TICK  4

@@ -15,7 +15,7 @@
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_session.h>
 #include <kern/perfmon_test.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>

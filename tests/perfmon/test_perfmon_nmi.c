@@ -20,7 +20,7 @@
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
 #include <kern/perfmon_test.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>

@@ -16,7 +16,7 @@
 #include <kern/macros.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_session.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>

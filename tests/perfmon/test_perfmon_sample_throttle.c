@@ -15,7 +15,7 @@
 #include <kern/macros.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_session.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/syscnt.h>
 #include <kern/test.h>

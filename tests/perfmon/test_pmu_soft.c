@@ -8,7 +8,7 @@
 #include <kern/clock.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_test.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <kern/xcall.h>
