@@ -38,6 +38,7 @@
 #include <machine/lapic.h>
 #include <pmu/pmu_amd.h>
 #include <pmu/pmu_x86.h>
+#include <pmu/pmu_x86_test.h>
 #include <machine/trap.h>
 
 /* Legacy counters (APM vol. 2, 13.2.1 and 13.2.2). */
@@ -730,7 +731,7 @@ pmu_amd_setup_local(void *arg)
 }
 
 /*
- * The hardware suites' queries (struct pmu_x86_vendor): the counters
+ * The hardware suites' queries (struct pmu_x86_test): the counters
  * PerfCntrGlobalCtl enables (PerfMonV2); and the overflows not
  * acknowledged: with the PMI on PerfMonV2, any counter's bit in
  * PerfCntrGlobalStatus; else a counter of bits whose flag (bit 47) reads
@@ -792,8 +793,13 @@ static struct pmu_x86_vendor pmu_amd_vendor = {
     .msr_global_ctrl = PMU_AMD_MSR_GLOBAL_CTL,
     .msr_global_status = PMU_AMD_MSR_GLOBAL_STATUS,
     .msr_global_clear = PMU_AMD_MSR_GLOBAL_STATUS_CLR,
-    .raw_insns = 0xc0,                  /* PMCx0C0, retired instructions */
     .wrapped = pmu_amd_top_bit_cleared,
+};
+
+/* What the tests ask of the driver; setup adds the counters that exist. */
+static struct pmu_x86_test pmu_amd_test = {
+    .dev = &pmu_amd_dev,
+    .raw_insns = 0xc0,                  /* PMCx0C0, retired instructions */
     .set_start_gap = pmu_amd_set_start_gap,
     .enabled = pmu_amd_test_enabled,
     .pending = pmu_amd_test_pending,
@@ -863,13 +869,15 @@ pmu_amd_setup(void)
 
     vendor->counters = pmu_amd_counter_bits() & ~(uint64_t)pmu_amd_fw;
     vendor->ack_mask = vendor->counters;
-    vendor->nr_general = pmu_amd_dev.nr_pmcs;
-    vendor->nr_generic_slots = pmu_amd_dev.nr_pmcs;
     error = pmu_x86_register(vendor, pmu_amd_setup_local);
 
     if (error) {
         return error;
     }
+
+    pmu_amd_test.nr_general = pmu_amd_dev.nr_pmcs;
+    pmu_amd_test.nr_generic_slots = pmu_amd_dev.nr_pmcs;
+    pmu_x86_test_register(&pmu_amd_test);
 
     log_info("pmu_amd: family %xh model %xh (%s events), %u counters of "
              "%u bits (%s), %s", info->family, info->model,

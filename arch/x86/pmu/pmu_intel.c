@@ -36,6 +36,7 @@
 #include <machine/lapic.h>
 #include <pmu/pmu_intel.h>
 #include <pmu/pmu_x86.h>
+#include <pmu/pmu_x86_test.h>
 #include <machine/trap.h>
 
 #define PMU_INTEL_MSR_PMC(i)        (0xc1 + (i))
@@ -1041,7 +1042,7 @@ pmu_intel_setup_local(void *arg)
 ARG_DEFINE_U64("pmu_intel.full_width", 0, 1);
 
 /*
- * The hardware suites' queries (struct pmu_x86_vendor): the counters
+ * The hardware suites' queries (struct pmu_x86_test): the counters
  * IA32_PERF_GLOBAL_CTRL enables, and any counter's bit in
  * IA32_PERF_GLOBAL_STATUS, not only those asked about; of the counters
  * this driver uses (not firmware's). Version 2 on.
@@ -1092,8 +1093,13 @@ static struct pmu_x86_vendor pmu_intel_vendor = {
     .msr_global_ctrl = PMU_INTEL_MSR_GLOBAL_CTRL,
     .msr_global_status = PMU_INTEL_MSR_GLOBAL_STATUS,
     .msr_global_clear = PMU_INTEL_MSR_GLOBAL_OVF,
-    .raw_insns = 0xc0,                  /* table 21-1 */
     .wrapped = pmu_intel_wrapped,
+};
+
+/* What the tests ask of the driver; setup adds the counters that exist. */
+static struct pmu_x86_test pmu_intel_test = {
+    .dev = &pmu_intel_dev,
+    .raw_insns = 0xc0,                  /* table 21-1 */
     .set_start_gap = pmu_intel_set_start_gap,
     .enabled = pmu_intel_test_enabled,
     .pending = pmu_intel_test_pending,
@@ -1176,13 +1182,16 @@ pmu_intel_setup(void)
 
     vendor->counters = pmu_intel_own_bits();
     vendor->ack_mask = vendor->counters | pmu_intel_status_other();
-    vendor->nr_general = nr_general;
-    vendor->nr_generic_slots = nr_general + pmu_intel_nr_generic_fixed();
     error = pmu_x86_register(vendor, pmu_intel_setup_local);
 
     if (error) {
         return error;
     }
+
+    pmu_intel_test.nr_general = nr_general;
+    pmu_intel_test.nr_generic_slots = nr_general
+                                      + pmu_intel_nr_generic_fixed();
+    pmu_x86_test_register(&pmu_intel_test);
 
     log_info("pmu_intel: version %u, %u general counters of %u bits, fixed "
              "counters 0x%x of %u bits, events 0x%x, %s writes",

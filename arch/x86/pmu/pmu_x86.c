@@ -340,9 +340,3 @@ pmu_x86_register(const struct pmu_x86_vendor *vendor,
 
     return 0;
 }
-
-const struct pmu_x86_vendor *
-pmu_x86_get_vendor(void)
-{
-    return pmu_x86_registered;
-}

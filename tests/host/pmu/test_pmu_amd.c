@@ -36,6 +36,7 @@
 #include <kern/thread.h>
 #include <machine/cpu.h>
 #include <pmu/pmu_amd.h>
+#include <pmu/pmu_x86_test.h>
 #include <machine/trap.h>
 
 #include "host_env.h"
