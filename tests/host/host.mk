@@ -43,13 +43,13 @@ HOST_WRAP_OVERFLOW := -Wl,--wrap=perfmon_report_overflow
 # kernel's string functions renamed, and so does fw_cfg, which only
 # arg_setup calls and no host test does (the command line stays empty).
 HOST_PMU_SRCS := tests/host/pmu/pmu_model.c tests/host/host_env.c \
-    kern/errno.c arch/x86/pmu/pmu_intel.c \
+    kern/errno.c arch/x86/pmu/pmu_intel.c arch/x86/pmu/pmu_intel_setup.c \
     arch/x86/pmu/pmu_intel_detect.c arch/x86/pmu/pmu_x86.c \
     arch/x86/pmu/pmu_x86_test.c $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
-    kern/perfmon/perfmon_i.h arch/x86/pmu/pmu_intel.h \
+    kern/perfmon/perfmon_i.h arch/x86/pmu/pmu_intel.h arch/x86/pmu/pmu_intel_i.h \
     arch/x86/pmu/pmu_x86.h arch/x86/pmu/pmu_x86_test.h \
     arch/x86/machine/stack.h
 HOST_PMU_SAMPLE := tests/host/pmu/pmu_sample_test.c
@@ -61,12 +61,13 @@ HOST_PMU_SAMPLE_HDRS := tests/host/pmu/pmu_sample_test.h
 # that are absent or misbehave (which never registers). kern/arg.c is not
 # linked: each test defines the arg_is_set answer the driver asks for.
 HOST_PMU_AMD_SRCS := tests/host/pmu/pmu_model_amd.c tests/host/host_env.c \
-    kern/errno.c arch/x86/pmu/pmu_amd.c arch/x86/pmu/pmu_amd_detect.c \
+    kern/errno.c arch/x86/pmu/pmu_amd.c arch/x86/pmu/pmu_amd_setup.c \
+    arch/x86/pmu/pmu_amd_detect.c \
     arch/x86/pmu/pmu_x86.c arch/x86/pmu/pmu_x86_test.c $(PERFMON_CORE_SRCS) \
     kern/string.c
 HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model_amd.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
-    kern/perfmon/perfmon_i.h arch/x86/pmu/pmu_amd.h \
+    kern/perfmon/perfmon_i.h arch/x86/pmu/pmu_amd.h arch/x86/pmu/pmu_amd_i.h \
     arch/x86/pmu/pmu_x86.h arch/x86/pmu/pmu_x86_test.h \
     arch/x86/machine/stack.h
 
