@@ -52,6 +52,10 @@ HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model.h \
     kern/perfmon/perfmon_i.h arch/x86/pmu/pmu_intel.h arch/x86/pmu/pmu_intel_i.h \
     arch/x86/pmu/pmu_x86.h arch/x86/pmu/pmu_x86_test.h \
     arch/x86/machine/stack.h
+# The main suite's files, by behaviour, over their fixture.
+HOST_PMU_INTEL_TESTS := $(addprefix tests/host/pmu/,test_pmu_intel.c \
+    test_pmu_intel_count.c test_pmu_intel_pmi.c test_pmu_intel_preset.c \
+    test_pmu_intel_sample.c pmu_test_intel.c pmu_test_intel.h)
 HOST_PMU_SAMPLE := tests/host/pmu/pmu_sample_test.c
 HOST_PMU_SAMPLE_HDRS := tests/host/pmu/pmu_sample_test.h
 
@@ -130,7 +134,7 @@ $(eval $(call host_test,perf_num,tests/host/kern/test_perf_num.c kern/perf/perf_
 $(eval $(call host_test,pmu_model,tests/host/pmu/test_pmu_model.c tests/host/pmu/pmu_model.c $(HOST_PMU_HDRS),,$(HOST_MODEL)))
 $(eval $(call host_test,pmu_intel_detect,tests/host/pmu/test_pmu_intel_detect.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS),,$(HOST_MODEL),$(HOST_RENAME_ARG)))
 $(eval $(call host_test,pmu_intel_probe,tests/host/pmu/test_pmu_intel_probe.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS),,$(HOST_MODEL),$(HOST_RENAME_ARG)))
-$(call host_family,pmu_intel_,v1=1 v2=2 v5=5,PMU_TEST_VERSION,tests/host/pmu/test_pmu_intel.c $(HOST_PMU_SAMPLE) $(HOST_PMU_SRCS) $(HOST_PMU_HDRS) $(HOST_PMU_SAMPLE_HDRS),$(HOST_MODEL),$(HOST_RENAME_ARG),$(HOST_WRAP_OVERFLOW))
+$(call host_family,pmu_intel_,v1=1 v2=2 v5=5,PMU_TEST_VERSION,$(HOST_PMU_INTEL_TESTS) $(HOST_PMU_SAMPLE) $(HOST_PMU_SRCS) $(HOST_PMU_HDRS) $(HOST_PMU_SAMPLE_HDRS),$(HOST_MODEL),$(HOST_RENAME_ARG),$(HOST_WRAP_OVERFLOW))
 $(call host_family,pmu_intel_,fixedonly=1 partial=2 firmware=3,QUIRK_CONFIG,tests/host/pmu/test_pmu_intel_quirks.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS),$(HOST_MODEL),$(HOST_RENAME_ARG))
 
 # The AMD driver, one binary per PMU configuration, then detection.
