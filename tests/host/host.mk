@@ -75,6 +75,10 @@ HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model_amd.h \
     arch/x86/pmu/pmu_x86.h arch/x86/pmu/pmu_x86_test.h \
     arch/x86/machine/stack.h
 
+# The main suite's files, over their fixture.
+HOST_PMU_AMD_TESTS := $(addprefix tests/host/pmu/,test_pmu_amd.c \
+    test_pmu_amd_sample.c pmu_test_amd.c pmu_test_amd.h)
+
 # perfmon's core, unchanged, over a fake PMU device
 # (tests/host/perfmon/pmu_fake.c) whose counters count what the test says,
 # with the TSC held: the multiplexing policy, slots and times with exact
@@ -138,7 +142,7 @@ $(call host_family,pmu_intel_,v1=1 v2=2 v5=5,PMU_TEST_VERSION,$(HOST_PMU_INTEL_T
 $(call host_family,pmu_intel_,fixedonly=1 partial=2 firmware=3,QUIRK_CONFIG,tests/host/pmu/test_pmu_intel_quirks.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS),$(HOST_MODEL),$(HOST_RENAME_ARG))
 
 # The AMD driver, one binary per PMU configuration, then detection.
-$(call host_family,pmu_amd_,legacy=1 extcore=2 v2=3 zen4=4 poll=5 fam15h=6,PMU_TEST_CONFIG,tests/host/pmu/test_pmu_amd.c $(HOST_PMU_SAMPLE) $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS) $(HOST_PMU_SAMPLE_HDRS),$(HOST_MODEL),$(HOST_RENAME_STRING))
+$(call host_family,pmu_amd_,legacy=1 extcore=2 v2=3 zen4=4 poll=5 fam15h=6,PMU_TEST_CONFIG,$(HOST_PMU_AMD_TESTS) $(HOST_PMU_SAMPLE) $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS) $(HOST_PMU_SAMPLE_HDRS),$(HOST_MODEL),$(HOST_RENAME_STRING))
 $(eval $(call host_test,pmu_amd_detect,tests/host/pmu/test_pmu_amd_detect.c $(HOST_PMU_AMD_SRCS) $(HOST_PMU_AMD_HDRS),,$(HOST_MODEL),$(HOST_RENAME_STRING)))
 
 # perfmon's core over the fake device, one binary per PX_CONFIG, then the
