@@ -42,12 +42,14 @@ HOST_WRAP_OVERFLOW := -Wl,--wrap=perfmon_report_overflow
 # The driver reads a boot argument, so kern/arg.c links too, with the
 # kernel's string functions renamed, and so does fw_cfg, which only
 # arg_setup calls and no host test does (the command line stays empty).
-HOST_PMU_SRCS := tests/host/pmu/pmu_model.c tests/host/host_env.c \
+HOST_PMU_SRCS := tests/host/pmu/pmu_model.c tests/host/pmu/pmu_model_count.c \
+    tests/host/host_env.c \
     kern/errno.c arch/x86/pmu/pmu_intel.c arch/x86/pmu/pmu_intel_setup.c \
     arch/x86/pmu/pmu_intel_detect.c arch/x86/pmu/pmu_x86.c \
     arch/x86/pmu/pmu_x86_test.c $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model.h \
+    tests/host/pmu/pmu_model_i.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
     kern/perfmon/perfmon_i.h arch/x86/pmu/pmu_intel.h arch/x86/pmu/pmu_intel_i.h \
     arch/x86/pmu/pmu_x86.h arch/x86/pmu/pmu_x86_test.h \
@@ -135,7 +137,7 @@ $(eval $(call host_test,perf_num,tests/host/kern/test_perf_num.c kern/perf/perf_
 # misbehaving MSRs, one binary per PMU version, and the quirks of real
 # machines and hypervisors the main suite's are not
 # (test_pmu_intel_quirks.c), one binary each (QUIRK_CONFIG).
-$(eval $(call host_test,pmu_model,tests/host/pmu/test_pmu_model.c tests/host/pmu/pmu_model.c $(HOST_PMU_HDRS),,$(HOST_MODEL)))
+$(eval $(call host_test,pmu_model,tests/host/pmu/test_pmu_model.c tests/host/pmu/pmu_model.c tests/host/pmu/pmu_model_count.c $(HOST_PMU_HDRS),,$(HOST_MODEL)))
 $(eval $(call host_test,pmu_intel_detect,tests/host/pmu/test_pmu_intel_detect.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS),,$(HOST_MODEL),$(HOST_RENAME_ARG)))
 $(eval $(call host_test,pmu_intel_probe,tests/host/pmu/test_pmu_intel_probe.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS),,$(HOST_MODEL),$(HOST_RENAME_ARG)))
 $(call host_family,pmu_intel_,v1=1 v2=2 v5=5,PMU_TEST_VERSION,$(HOST_PMU_INTEL_TESTS) $(HOST_PMU_SAMPLE) $(HOST_PMU_SRCS) $(HOST_PMU_HDRS) $(HOST_PMU_SAMPLE_HDRS),$(HOST_MODEL),$(HOST_RENAME_ARG),$(HOST_WRAP_OVERFLOW))
