@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/assert.h>
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
@@ -177,6 +178,8 @@ pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
     uint32_t avail = allowed & ~(pmu_amd_used | pmu_amd_fw);
     unsigned int n;
 
+    assert_intr_disabled();
+
     if (avail == 0) {
         return EAGAIN;
     }
@@ -196,6 +199,8 @@ pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
 static void
 pmu_amd_free(unsigned int pmc_id)
 {
+    assert_intr_disabled();
+
     pmu_amd_used &= ~(1U << pmc_id);
 }
 
@@ -230,6 +235,8 @@ pmu_amd_start(unsigned int pmc_id, uint64_t config)
     uint64_t evtsel = config | PMU_X86_EVTSEL_EN
                       | (pmu_amd_has_pmi() ? PMU_X86_EVTSEL_INT : 0);
 
+    assert_intr_disabled();
+
     cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
@@ -252,6 +259,8 @@ pmu_amd_stop(unsigned int pmc_id)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = 1ULL << pmc_id;
+
+    assert_intr_disabled();
 
     cpu->global_ctrl &= ~bit;
     cpu->unguarded &= ~bit;     /* its status bit is cleared below */
@@ -298,6 +307,8 @@ pmu_amd_preset(unsigned int pmc_id, uint64_t n)
     uint64_t bit = 1ULL << pmc_id;
     uint64_t value;
 
+    assert_intr_disabled();
+
     n = MAX(n, PMU_AMD_MIN_PERIOD);
     n = MIN(n, pmu_amd_max_period());
     value = -n & PMU_AMD_COUNTER_MASK;
@@ -322,6 +333,8 @@ pmu_amd_check_period(uint64_t config, uint64_t period)
 static uint64_t
 pmu_amd_read(unsigned int pmc_id)
 {
+    assert_intr_disabled();
+
     return cpu_get_msr(pmu_amd_msr_ctr(pmc_id)) & PMU_AMD_COUNTER_MASK;
 }
 
@@ -353,6 +366,8 @@ static uint64_t
 pmu_amd_overflow_consume(uint64_t ids)
 {
     uint64_t status = 0;
+
+    assert_intr_disabled();
 
     if (pmu_amd_ovf == PMU_AMD_OVF_TOP_BIT) {
         while (ids != 0) {
@@ -428,6 +443,8 @@ static void
 pmu_amd_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
     struct pmu_x86_cpu *cpu;
+
+    assert_intr_disabled();
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
         pmu_x86_global_intr(ctx);

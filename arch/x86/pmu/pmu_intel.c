@@ -270,6 +270,8 @@ pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
     int fixed = pmu_intel_fixed_for(config);
     uint32_t avail, pick;
 
+    assert_intr_disabled();
+
     if (fixed >= 0 && (pmu_intel_info.fixed_mask & (1U << fixed))
         && !((pmu_intel_fixed_used | pmu_intel_fw_fixed) & (1U << fixed))) {
         pmu_intel_fixed_used |= 1U << fixed;
@@ -301,6 +303,8 @@ pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
 static void
 pmu_intel_free(unsigned int pmc_id)
 {
+    assert_intr_disabled();
+
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
         pmu_intel_fixed_used &= ~(1U << (pmc_id - PMU_INTEL_FIXED_BASE));
     } else {
@@ -387,6 +391,8 @@ pmu_intel_write_count(unsigned int pmc_id, uint64_t n)
 static uint64_t
 pmu_intel_read(unsigned int pmc_id)
 {
+    assert_intr_disabled();
+
     if (pmc_id >= PMU_INTEL_FIXED_BASE) {
         return cpu_get_msr(PMU_INTEL_MSR_FIXED_CTR(pmc_id
                                                    - PMU_INTEL_FIXED_BASE));
@@ -432,6 +438,8 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = pmu_intel_global_bit(pmc_id);
     uint64_t value;
+
+    assert_intr_disabled();
 
     if (!pmu_intel_has_pmi()) {
         value = pmu_intel_start_value(cpu, pmc_id);
@@ -489,6 +497,8 @@ pmu_intel_stop(unsigned int pmc_id)
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = pmu_intel_global_bit(pmc_id);
 
+    assert_intr_disabled();
+
     if (!pmu_intel_has_pmi()) {
         pmu_intel_evtsel_set(cpu, pmc_id, 0);
         return;
@@ -539,6 +549,8 @@ pmu_intel_preset(unsigned int pmc_id, uint64_t n)
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = pmu_intel_global_bit(pmc_id);
 
+    assert_intr_disabled();
+
     /* The remainder of a period may be shorter than the model allows. */
     n = MAX(n, pmu_intel_min_period(pmu_intel_config_of(cpu, pmc_id)));
     n = MIN(n, pmu_intel_dev.max_period);
@@ -565,6 +577,8 @@ pmu_intel_wrapped(unsigned int pmc_id)
 static uint64_t
 pmu_intel_overflow_consume(uint64_t ids)
 {
+    assert_intr_disabled();
+
     /* Version 1 has no status (and no PMI: never called). */
     if (!pmu_intel_has_pmi()) {
         return 0;

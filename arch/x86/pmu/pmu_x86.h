@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/assert.h>
 #include <kern/perfmon.h>
 #include <kern/percpu.h>
 #include <kern/perfmon_dev.h>
@@ -110,6 +111,8 @@ struct pmu_x86_vendor {
 static inline struct pmu_x86_cpu *
 pmu_x86_cpu_local(void)
 {
+    assert_intr_disabled();
+
     return cpu_local_ptr(pmu_x86_cpu);
 }
 
@@ -140,6 +143,8 @@ static inline void
 pmu_x86_global_flush(struct pmu_x86_cpu *cpu, uint32_t msr_ctrl,
                      uint32_t msr_clear)
 {
+    assert_intr_disabled();
+
     if (cpu->global_hw != cpu->global_ctrl) {
         cpu->global_hw = cpu->global_ctrl;
         cpu_set_msr(msr_ctrl, cpu->global_hw);
@@ -191,8 +196,12 @@ uint64_t pmu_x86_stale_drop(struct pmu_x86_cpu *cpu, uint64_t status);
 static inline uint64_t
 pmu_x86_global_consume(uint64_t ids, uint32_t msr_status, uint32_t msr_clear)
 {
-    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t status = cpu_get_msr(msr_status) & ids & ~cpu->unguarded;
+    struct pmu_x86_cpu *cpu;
+    uint64_t status;
+
+    assert_intr_disabled();
+    cpu = pmu_x86_cpu_local();
+    status = cpu_get_msr(msr_status) & ids & ~cpu->unguarded;
 
     if (status != 0) {
         cpu_set_msr(msr_clear, status);
