@@ -58,7 +58,7 @@ HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model.h \
 HOST_PMU_INTEL_TESTS := $(addprefix tests/host/pmu/,test_pmu_intel.c \
     test_pmu_intel_count.c test_pmu_intel_pmi.c test_pmu_intel_preset.c \
     test_pmu_intel_sample.c pmu_test_intel.c pmu_test_intel.h)
-HOST_PMU_SAMPLE := tests/host/pmu/pmu_sample_test.c
+HOST_PMU_SAMPLE := tests/host/pmu/pmu_sample_test.c tests/host/pmu/pmu_sample_table.c
 HOST_PMU_SAMPLE_HDRS := tests/host/pmu/pmu_sample_test.h
 
 # The AMD PMU driver, the x86 layer and perfmon, unchanged, over the AMD

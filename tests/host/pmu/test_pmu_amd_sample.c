@@ -236,6 +236,9 @@ static const uint32_t pmu_test_msrs[] = {
     MODEL_AMD_MSR_GLOBAL_CLR, MODEL_AMD_MSR_GLOBAL_SET,
 };
 
+/* The events the tests that cover every kind of counter run with. */
+static const unsigned int pmu_test_sample_ids[] = { PERFMON_EV_BRANCH };
+
 /* In top-bit mode overflow_consume reads the counter before perfmon. */
 static const struct pmu_sample_env pmu_test_sample_env = {
     .retire = pmu_test_sample_retire,
@@ -253,86 +256,29 @@ static const struct pmu_sample_env pmu_test_sample_env = {
     .nr_msr_writes = model_amd_nr_writes,
     .msrs = pmu_test_msrs,
     .nr_msrs = ARRAY_SIZE(pmu_test_msrs),
+    .begin = pmu_test_begin,
+    .end = pmu_test_end,
+    .can_sample = PMU_TEST_HAS_PMI,
+    .ids = pmu_test_sample_ids,
+    .nr_ids = ARRAY_SIZE(pmu_test_sample_ids),
+    .least_period_test = "sampling_period_below_two_is_einval",
+    .refused_test = "sampling_event_attach_is_einval_when_polled",
 };
+
+/*
+ * The shared sampling tests (pmu_sample_table.c); every counter is a
+ * general one, so those that cover every kind of counter run with
+ * branches. Polled: no PMI, no sampling; the test is that attach refuses
+ * a sampling event.
+ */
+__attribute__((constructor)) static void
+pmu_test_sample_register(void)
+{
+    pmu_sample_tests_register(&pmu_test_sample_env);
+}
 
 /* PMU_TEST_HAS_PMI for the preprocessor, which sees no enum. */
 #if PMU_TEST_CONFIG != 5
-
-HOST_TEST(sampling_cpu_event_one_sample_per_period_with_skid)
-{
-    pmu_test_begin();
-    pmu_sample_check_cpu_event(&pmu_test_sample_env, PERFMON_EV_BRANCH);
-    pmu_sample_check_cpu_event(&pmu_test_sample_env, PERFMON_EV_INSTRUCTION);
-    pmu_test_end();
-}
-
-HOST_TEST(sampling_thread_event_only_while_it_runs)
-{
-    pmu_test_begin();
-    pmu_sample_check_thread_event(&pmu_test_sample_env, PERFMON_EV_BRANCH);
-    pmu_test_end();
-}
-
-/*
- * Two threads' samplers of one event on one counter: a switch between
- * them reads the counter once and presets it once, nothing else.
- */
-HOST_TEST(switch_between_samplers_of_one_event_reads_once_presets_once)
-{
-    pmu_test_begin();
-    pmu_sample_check_switch_samplers(&pmu_test_sample_env, PERFMON_EV_BRANCH);
-    pmu_test_end();
-}
-
-HOST_TEST(switch_between_samplers_when_the_counter_wraps_around_it)
-{
-    pmu_test_begin();
-    pmu_sample_check_switch_samplers_wraps(&pmu_test_sample_env,
-                                           PERFMON_EV_BRANCH);
-    pmu_test_end();
-}
-
-HOST_TEST(switch_between_samplers_after_a_longest_preset_wrapped)
-{
-    pmu_test_begin();
-    pmu_sample_check_switch_longest_preset(&pmu_test_sample_env,
-                                           PERFMON_EV_BRANCH);
-    pmu_test_end();
-}
-
-HOST_TEST(sampling_several_counters_in_one_pmi_one_sample_each)
-{
-    const unsigned int ids[3] = {
-        PERFMON_EV_BRANCH, PERFMON_EV_INSTRUCTION, PERFMON_EV_CYCLE,
-    };
-
-    pmu_test_begin();
-    pmu_sample_check_several_in_one_pmi(&pmu_test_sample_env, ids);
-    pmu_test_end();
-}
-
-HOST_TEST(sampling_period_beyond_max_period_samples_once)
-{
-    pmu_test_begin();
-    pmu_sample_check_long_period(&pmu_test_sample_env, PERFMON_EV_BRANCH);
-    pmu_test_end();
-}
-
-HOST_TEST(sampling_refresh_and_set_period)
-{
-    pmu_test_begin();
-    pmu_sample_check_refresh_and_period(&pmu_test_sample_env,
-                                        PERFMON_EV_BRANCH);
-    pmu_test_end();
-}
-
-HOST_TEST(sampling_overflow_before_preset_is_discarded)
-{
-    pmu_test_begin();
-    pmu_sample_check_overflow_before_preset(&pmu_test_sample_env,
-                                            PERFMON_EV_BRANCH);
-    pmu_test_end();
-}
 
 /*
  * The driver's half of the preset contract: an overflow pending on the
@@ -409,13 +355,6 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
-    pmu_test_end();
-}
-
-HOST_TEST(sampling_period_below_two_is_einval)
-{
-    pmu_test_begin();
-    pmu_sample_check_least_period(&pmu_test_sample_env, PERFMON_EV_BRANCH);
     pmu_test_end();
 }
 
@@ -570,16 +509,6 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     HOST_ASSERT_EQ(ips[0], ip);
     HOST_ASSERT_EQ(ips[1], ip2);
     HOST_ASSERT_EQ(perfmon_session_destroy(session), 0);
-    pmu_test_end();
-}
-
-#else /* PMU_TEST_CONFIG == 5 */
-
-/* Polled: no PMI, no sampling; attach refuses a sampling event. */
-HOST_TEST(sampling_event_attach_is_einval_when_polled)
-{
-    pmu_test_begin();
-    pmu_sample_check_refused(&pmu_test_sample_env, PERFMON_EV_BRANCH);
     pmu_test_end();
 }
 
