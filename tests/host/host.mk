@@ -58,8 +58,10 @@ HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model.h \
 HOST_PMU_INTEL_TESTS := $(addprefix tests/host/pmu/,test_pmu_intel.c \
     test_pmu_intel_count.c test_pmu_intel_pmi.c test_pmu_intel_preset.c \
     test_pmu_intel_sample.c pmu_test_intel.c pmu_test_intel.h)
-HOST_PMU_SAMPLE := tests/host/pmu/pmu_sample_test.c tests/host/pmu/pmu_sample_table.c
-HOST_PMU_SAMPLE_HDRS := tests/host/pmu/pmu_sample_test.h
+HOST_PMU_SAMPLE := $(addprefix tests/host/pmu/,pmu_sample_test.c \
+    pmu_sample_switch.c pmu_sample_table.c)
+HOST_PMU_SAMPLE_HDRS := tests/host/pmu/pmu_sample_test.h \
+    tests/host/pmu/pmu_sample_test_i.h
 
 # The AMD PMU driver, the x86 layer and perfmon, unchanged, over the AMD
 # register model (tests/host/pmu/pmu_model_amd.c), one binary per PMU
