@@ -30,7 +30,7 @@ HOST_MODEL_HDRS := tests/host/host_test.h tests/host/host_env.h \
 
 # The tests see each overflow report the driver makes (and can reload the
 # counter from it, as perfmon does for sampling) through a wrapper.
-HOST_WRAP_OVERFLOW := -Wl,--wrap=perfmon_report_overflow
+HOST_WRAP_OVERFLOW := -Wl,--wrap=perfmon_sample_report_overflow
 
 # The Intel PMU driver, the x86 layer it shares with AMD's (pmu_x86.c) and
 # perfmon, unchanged, over a register model of the PMU and a single-CPU

@@ -28,7 +28,7 @@
 const struct pmu_x86_test *
 hw_require_pmu(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(false);
+    struct perfmon_dev *dev = perfmon_dev_get(false);
     const struct pmu_x86_test *vendor = pmu_x86_test_get();
 
     if (dev == NULL) {
@@ -326,12 +326,12 @@ hw_pmi_run(const struct pmu_x86_test *pmu, struct hw_pmi_setup *setup,
     thread_preempt_disable();
     cpu = cpu_id();
     pmis = pmu_x86_nr_pmis(cpu) - pmu_x86_nr_spurious(cpu);
-    overflows = perfmon_nr_overflows(cpu);
+    overflows = perfmon_cpu_nr_overflows(cpu);
     t0 = cpu_get_tsc();
     hw_loop(HW_N);
     t1 = cpu_get_tsc();
     pmis = pmu_x86_nr_pmis(cpu) - pmu_x86_nr_spurious(cpu) - pmis;
-    overflows = perfmon_nr_overflows(cpu) - overflows;
+    overflows = perfmon_cpu_nr_overflows(cpu) - overflows;
     pending = pmu->pending(setup->bits);
     masked = lapic_pmc_masked();
     thread_preempt_enable();

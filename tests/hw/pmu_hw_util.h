@@ -126,7 +126,7 @@ void hw_assert_counters_used(uint64_t bits);
 uint64_t hw_measure(struct perfmon_event *events, unsigned int n,
                     uint64_t *deltas, uint64_t iters);
 
-#define HW_PMI_MAX_EVENTS   (PERFMON_MAX_PMCS + 1)
+#define HW_PMI_MAX_EVENTS   (PERFMON_MAX_COUNTERS + 1)
 
 /* Events of one overflow check: fillers, then the counter under test. */
 struct hw_pmi_setup {

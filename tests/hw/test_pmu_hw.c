@@ -187,7 +187,7 @@ TEST_DEFINE(pmu_hw, all_counters_at_once)
     unsigned int n = 0;
 
     test_diag("%s: %u counters, %u reachable by generic events",
-              pmu->dev->name, pmu->dev->nr_pmcs,
+              pmu->dev->name, pmu->dev->nr_counters,
               pmu->nr_generic_slots);
 
     for (unsigned int i = 0; i < ARRAY_SIZE(hw_all_specs); i++) {
@@ -206,7 +206,7 @@ TEST_DEFINE(pmu_hw, all_counters_at_once)
     }
 
     TEST_ASSERT_EQ(n, pmu->nr_generic_slots);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(perfmon_get_dev(false)), n);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(perfmon_dev_get(false)), n);
 
     if (pmu->nr_generic_slots == pmu->nr_general) {
         hw_assert_counters_used(hw_low_bits(n));
@@ -244,7 +244,7 @@ TEST_DEFINE(pmu_hw, overflow_pmi_on_every_general_counter)
     const struct pmu_x86_test *pmu = hw_require_pmu();
     struct hw_pmi_setup setup;
 
-    if (!perfmon_get_dev(false)->overflow_intr) {
+    if (!perfmon_dev_get(false)->overflow_intr) {
         test_skip("polled device: no overflow interrupt");
     }
 
@@ -540,7 +540,7 @@ hw_sample_require(void)
 {
     hw_require_pmu();
 
-    if (perfmon_get_dev(false)->max_period == 0) {
+    if (perfmon_dev_get(false)->max_period == 0) {
         test_skip("the device cannot sample (polled, no overflow "
                   "interrupt)");
     }
@@ -580,7 +580,7 @@ TEST_DEFINE(pmu_hw, nmi_samples_land_in_interrupts_disabled_loop)
 
     hw_sample_require();
 
-    if (!perfmon_get_dev(false)->nmi) {
+    if (!perfmon_dev_get(false)->nmi) {
         test_skip("the PMI is a maskable vector (perfmon.pmi=irq)");
     }
 

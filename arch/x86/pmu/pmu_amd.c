@@ -171,7 +171,7 @@ pmu_amd_allowed(uint64_t config)
  * more common than the floating-point ones confined to the high three.
  */
 static int
-pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
+pmu_amd_alloc(unsigned int *counterp, unsigned int *widthp, uint64_t config)
 {
     uint32_t all = (uint32_t)pmu_amd_counter_bits();
     uint32_t allowed = pmu_amd_allowed(config);
@@ -191,17 +191,17 @@ pmu_amd_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
     }
 
     pmu_amd_used |= 1U << n;
-    *pmc_idp = n;
+    *counterp = n;
     *widthp = pmu_amd_width();
     return 0;
 }
 
 static void
-pmu_amd_free(unsigned int pmc_id)
+pmu_amd_free(unsigned int counter)
 {
     assert_intr_disabled();
 
-    pmu_amd_used &= ~(1U << pmc_id);
+    pmu_amd_used &= ~(1U << counter);
 }
 
 /*
@@ -227,24 +227,24 @@ pmu_amd_start_value(void)
  * PerfEvtSel goes last but for the global enable, which starts it.
  */
 static uint64_t
-pmu_amd_start(unsigned int pmc_id, uint64_t config)
+pmu_amd_start(unsigned int counter, uint64_t config)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t bit = 1ULL << pmc_id;
+    uint64_t bit = 1ULL << counter;
     uint64_t value = pmu_amd_start_value();
     uint64_t evtsel = config | PMU_X86_EVTSEL_EN
                       | (pmu_amd_has_pmi() ? PMU_X86_EVTSEL_INT : 0);
 
     assert_intr_disabled();
 
-    cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
+    cpu_set_msr(pmu_amd_msr_ctr(counter), value);
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
         cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
     }
 
-    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), evtsel);
-    cpu->evtsel[pmc_id] = evtsel;
+    cpu_set_msr(pmu_amd_msr_ctl(counter), evtsel);
+    cpu->evtsel[counter] = evtsel;
     cpu->global_ctrl |= bit;
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
@@ -255,10 +255,10 @@ pmu_amd_start(unsigned int pmc_id, uint64_t config)
 }
 
 static void
-pmu_amd_stop(unsigned int pmc_id)
+pmu_amd_stop(unsigned int counter)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t bit = 1ULL << pmc_id;
+    uint64_t bit = 1ULL << counter;
 
     assert_intr_disabled();
 
@@ -269,8 +269,8 @@ pmu_amd_stop(unsigned int pmc_id)
         cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, cpu->global_ctrl);
     }
 
-    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), 0);
-    cpu->evtsel[pmc_id] = 0;
+    cpu_set_msr(pmu_amd_msr_ctl(counter), 0);
+    cpu->evtsel[counter] = 0;
 
     /*
      * An overflow of this use must not be reported to the next one: the
@@ -301,10 +301,10 @@ pmu_amd_stop(unsigned int pmc_id)
  * its preset.
  */
 static uint64_t
-pmu_amd_preset(unsigned int pmc_id, uint64_t n)
+pmu_amd_preset(unsigned int counter, uint64_t n)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t bit = 1ULL << pmc_id;
+    uint64_t bit = 1ULL << counter;
     uint64_t value;
 
     assert_intr_disabled();
@@ -318,7 +318,7 @@ pmu_amd_preset(unsigned int pmc_id, uint64_t n)
         cpu->unguarded |= bit;
     }
 
-    cpu_set_msr(pmu_amd_msr_ctr(pmc_id), value);
+    cpu_set_msr(pmu_amd_msr_ctr(counter), value);
     return value;
 }
 
@@ -331,11 +331,11 @@ pmu_amd_check_period(uint64_t config, uint64_t period)
 }
 
 static uint64_t
-pmu_amd_read(unsigned int pmc_id)
+pmu_amd_read(unsigned int counter)
 {
     assert_intr_disabled();
 
-    return cpu_get_msr(pmu_amd_msr_ctr(pmc_id)) & PMU_AMD_COUNTER_MASK;
+    return cpu_get_msr(pmu_amd_msr_ctr(counter)) & PMU_AMD_COUNTER_MASK;
 }
 
 /*
@@ -345,16 +345,16 @@ pmu_amd_read(unsigned int pmc_id)
  * events in that window go uncounted, as by any stopped counter.
  */
 static void
-pmu_amd_rearm(unsigned int pmc_id)
+pmu_amd_rearm(unsigned int counter)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint32_t ctr = pmu_amd_msr_ctr(pmc_id);
+    uint32_t ctr = pmu_amd_msr_ctr(counter);
     uint64_t value;
 
-    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), 0);
+    cpu_set_msr(pmu_amd_msr_ctl(counter), 0);
     value = cpu_get_msr(ctr) & PMU_AMD_COUNTER_MASK;
     cpu_set_msr(ctr, value | PMU_AMD_TOP_BIT);
-    cpu_set_msr(pmu_amd_msr_ctl(pmc_id), cpu->evtsel[pmc_id]);
+    cpu_set_msr(pmu_amd_msr_ctl(counter), cpu->evtsel[counter]);
 }
 
 /*

@@ -128,9 +128,9 @@ pmu_amd_max_period(void)
 
 /* Top-bit mode: a counter whose flag reads 0 wrapped unreported. */
 static inline bool
-pmu_amd_top_bit_cleared(unsigned int pmc_id)
+pmu_amd_top_bit_cleared(unsigned int counter)
 {
-    return !(cpu_get_msr(pmu_amd_msr_ctr(pmc_id)) & PMU_AMD_TOP_BIT);
+    return !(cpu_get_msr(pmu_amd_msr_ctr(counter)) & PMU_AMD_TOP_BIT);
 }
 
 #endif /* X86_PMU_AMD_I_H */

@@ -277,7 +277,7 @@ pmu_amd_setup(void)
         return 0;
     }
 
-    other = perfmon_get_dev(false);
+    other = perfmon_dev_get(false);
 
     if (other != NULL) {
         log_info("pmu_amd: %s drives the hardware PMU already", other->name);
@@ -313,12 +313,12 @@ pmu_amd_setup(void)
     pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
     pmu_amd_dev.nmi = pmu_amd_dev.overflow_intr && perfmon_pmi_nmi();
     pmu_amd_dev.preset_ends_overflows = pmu_amd_dev.overflow_intr;
-    pmu_amd_dev.nr_pmcs = info->nr_counters - bitops_popcount(pmu_amd_fw);
-    pmu_amd_dev.fw_pmcs = pmu_amd_fw;
+    pmu_amd_dev.nr_counters = info->nr_counters - bitops_popcount(pmu_amd_fw);
+    pmu_amd_dev.fw_counters = pmu_amd_fw;
     pmu_amd_dev.min_width = pmu_amd_width();
     pmu_amd_dev.max_period = pmu_amd_max_period();
 
-    if (pmu_amd_dev.nr_pmcs == 0) {
+    if (pmu_amd_dev.nr_counters == 0) {
         log_info("pmu_amd: no counter left to use: software events only");
         return 0;
     }
@@ -331,8 +331,8 @@ pmu_amd_setup(void)
         return error;
     }
 
-    pmu_amd_test.nr_general = pmu_amd_dev.nr_pmcs;
-    pmu_amd_test.nr_generic_slots = pmu_amd_dev.nr_pmcs;
+    pmu_amd_test.nr_general = pmu_amd_dev.nr_counters;
+    pmu_amd_test.nr_generic_slots = pmu_amd_dev.nr_counters;
     pmu_x86_test_register(&pmu_amd_test);
 
     log_info("pmu_amd: family %xh model %xh (%s events), %u counters of "

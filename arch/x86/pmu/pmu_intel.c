@@ -265,7 +265,7 @@ pmu_intel_fixed_for(uint64_t config)
 }
 
 static int
-pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
+pmu_intel_alloc(unsigned int *counterp, unsigned int *widthp, uint64_t config)
 {
     int fixed = pmu_intel_fixed_for(config);
     uint32_t avail, pick;
@@ -275,7 +275,7 @@ pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
     if (fixed >= 0 && (pmu_intel_info.fixed_mask & (1U << fixed))
         && !((pmu_intel_fixed_used | pmu_intel_fw_fixed) & (1U << fixed))) {
         pmu_intel_fixed_used |= 1U << fixed;
-        *pmc_idp = PMU_INTEL_FIXED_BASE + fixed;
+        *counterp = PMU_INTEL_FIXED_BASE + fixed;
         *widthp = pmu_intel_info.fixed_width;
         return 0;
     }
@@ -295,28 +295,28 @@ pmu_intel_alloc(unsigned int *pmc_idp, unsigned int *widthp, uint64_t config)
     pick = avail & ~pmu_intel_gp_scarce();
     pick = (pick != 0) ? pick : avail;
     pmu_intel_gp_used |= pick & -pick;
-    *pmc_idp = __builtin_ctz(pick);
+    *counterp = __builtin_ctz(pick);
     *widthp = pmu_intel_info.gp_width;
     return 0;
 }
 
 static void
-pmu_intel_free(unsigned int pmc_id)
+pmu_intel_free(unsigned int counter)
 {
     assert_intr_disabled();
 
-    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
-        pmu_intel_fixed_used &= ~(1U << (pmc_id - PMU_INTEL_FIXED_BASE));
+    if (counter >= PMU_INTEL_FIXED_BASE) {
+        pmu_intel_fixed_used &= ~(1U << (counter - PMU_INTEL_FIXED_BASE));
     } else {
-        pmu_intel_gp_used &= ~(1U << pmc_id);
+        pmu_intel_gp_used &= ~(1U << counter);
     }
 }
 
 /* The GLOBAL_* bit of a counter. */
 static uint64_t
-pmu_intel_global_bit(unsigned int pmc_id)
+pmu_intel_global_bit(unsigned int counter)
 {
-    return 1ULL << pmc_id;  /* fixed counters start at bit 32 */
+    return 1ULL << counter;  /* fixed counters start at bit 32 */
 }
 
 /* pmu_x86_global_flush on IA32_PERF_GLOBAL_CTRL. Version 2 and later. */
@@ -365,13 +365,13 @@ pmu_intel_fixed_ctrl_set(struct pmu_x86_cpu *cpu, unsigned int j,
  * the CPU does. The caller keeps n within those bounds.
  */
 static uint64_t
-pmu_intel_write_count(unsigned int pmc_id, uint64_t n)
+pmu_intel_write_count(unsigned int counter, uint64_t n)
 {
     uint64_t value, mask;
 
-    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
+    if (counter >= PMU_INTEL_FIXED_BASE) {
         value = -n & bitops_width_mask(pmu_intel_info.fixed_width);
-        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTR(pmc_id - PMU_INTEL_FIXED_BASE),
+        cpu_set_msr(PMU_INTEL_MSR_FIXED_CTR(counter - PMU_INTEL_FIXED_BASE),
                     value);
         return value;
     }
@@ -380,25 +380,25 @@ pmu_intel_write_count(unsigned int pmc_id, uint64_t n)
     value = -n & mask;
 
     if (pmu_intel_info.full_width_writes) {
-        cpu_set_msr(PMU_INTEL_MSR_A_PMC(pmc_id), value);
+        cpu_set_msr(PMU_INTEL_MSR_A_PMC(counter), value);
         return value;
     }
 
-    cpu_set_msr(PMU_INTEL_MSR_PMC(pmc_id), value & 0xffffffffULL);
+    cpu_set_msr(PMU_INTEL_MSR_PMC(counter), value & 0xffffffffULL);
     return (uint64_t)(int64_t)(int32_t)(uint32_t)value & mask;
 }
 
 static uint64_t
-pmu_intel_read(unsigned int pmc_id)
+pmu_intel_read(unsigned int counter)
 {
     assert_intr_disabled();
 
-    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
-        return cpu_get_msr(PMU_INTEL_MSR_FIXED_CTR(pmc_id
+    if (counter >= PMU_INTEL_FIXED_BASE) {
+        return cpu_get_msr(PMU_INTEL_MSR_FIXED_CTR(counter
                                                    - PMU_INTEL_FIXED_BASE));
     }
 
-    return cpu_get_msr(PMU_INTEL_MSR_PMC(pmc_id));
+    return cpu_get_msr(PMU_INTEL_MSR_PMC(counter));
 }
 
 /*
@@ -410,13 +410,13 @@ pmu_intel_read(unsigned int pmc_id)
  * writes too.
  */
 static uint64_t
-pmu_intel_start_value(const struct pmu_x86_cpu *cpu, unsigned int pmc_id)
+pmu_intel_start_value(const struct pmu_x86_cpu *cpu, unsigned int counter)
 {
     if (cpu->batch && pmu_intel_start_gap == 0) {
-        return pmu_intel_read(pmc_id);
+        return pmu_intel_read(counter);
     }
 
-    return pmu_intel_write_count(pmc_id, pmu_intel_start_gap);
+    return pmu_intel_write_count(counter, pmu_intel_start_gap);
 }
 
 /*
@@ -433,17 +433,17 @@ pmu_intel_start_value(const struct pmu_x86_cpu *cpu, unsigned int pmc_id)
  * else (a hypervisor), at no cost to the context switch.
  */
 static uint64_t
-pmu_intel_start(unsigned int pmc_id, uint64_t config)
+pmu_intel_start(unsigned int counter, uint64_t config)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t bit = pmu_intel_global_bit(pmc_id);
+    uint64_t bit = pmu_intel_global_bit(counter);
     uint64_t value;
 
     assert_intr_disabled();
 
     if (!pmu_intel_has_pmi()) {
-        value = pmu_intel_start_value(cpu, pmc_id);
-        pmu_intel_evtsel_set(cpu, pmc_id, config | PMU_X86_EVTSEL_EN);
+        value = pmu_intel_start_value(cpu, counter);
+        pmu_intel_evtsel_set(cpu, counter, config | PMU_X86_EVTSEL_EN);
         return value;
     }
 
@@ -464,18 +464,18 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
         cpu->stopped &= ~bit;
     }
 
-    if (pmc_id >= PMU_INTEL_FIXED_BASE) {
+    if (counter >= PMU_INTEL_FIXED_BASE) {
         unsigned int field = PMU_INTEL_FIXED_PMI;
 
         field |= (config & PMU_X86_EVTSEL_OS) ? PMU_INTEL_FIXED_OS : 0;
         field |= (config & PMU_X86_EVTSEL_USR) ? PMU_INTEL_FIXED_USR : 0;
-        pmu_intel_fixed_ctrl_set(cpu, pmc_id - PMU_INTEL_FIXED_BASE, field);
+        pmu_intel_fixed_ctrl_set(cpu, counter - PMU_INTEL_FIXED_BASE, field);
     } else {
-        pmu_intel_evtsel_set(cpu, pmc_id, config | PMU_X86_EVTSEL_EN
+        pmu_intel_evtsel_set(cpu, counter, config | PMU_X86_EVTSEL_EN
                                           | PMU_X86_EVTSEL_INT);
     }
 
-    value = pmu_intel_start_value(cpu, pmc_id);
+    value = pmu_intel_start_value(cpu, counter);
     cpu->global_ctrl |= bit;
 
     if (!cpu->batch) {
@@ -492,15 +492,15 @@ pmu_intel_start(unsigned int pmc_id, uint64_t config)
  * select stays programmed for the next start.
  */
 static void
-pmu_intel_stop(unsigned int pmc_id)
+pmu_intel_stop(unsigned int counter)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t bit = pmu_intel_global_bit(pmc_id);
+    uint64_t bit = pmu_intel_global_bit(counter);
 
     assert_intr_disabled();
 
     if (!pmu_intel_has_pmi()) {
-        pmu_intel_evtsel_set(cpu, pmc_id, 0);
+        pmu_intel_evtsel_set(cpu, counter, 0);
         return;
     }
 
@@ -515,13 +515,13 @@ pmu_intel_stop(unsigned int pmc_id)
 
 /* The event select a counter is programmed with (0: a fixed counter). */
 static uint64_t
-pmu_intel_config_of(const struct pmu_x86_cpu *cpu, unsigned int pmc_id)
+pmu_intel_config_of(const struct pmu_x86_cpu *cpu, unsigned int counter)
 {
-    if (pmc_id >= PMU_INTEL_MAX_GP) {
+    if (counter >= PMU_INTEL_MAX_GP) {
         return 0;
     }
 
-    return cpu->evtsel[pmc_id];
+    return cpu->evtsel[counter];
 }
 
 /*
@@ -544,33 +544,33 @@ pmu_intel_config_of(const struct pmu_x86_cpu *cpu, unsigned int pmc_id)
  * 21.2.2), counts only once the counter wrapped since.
  */
 static uint64_t
-pmu_intel_preset(unsigned int pmc_id, uint64_t n)
+pmu_intel_preset(unsigned int counter, uint64_t n)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t bit = pmu_intel_global_bit(pmc_id);
+    uint64_t bit = pmu_intel_global_bit(counter);
 
     assert_intr_disabled();
 
     /* The remainder of a period may be shorter than the model allows. */
-    n = MAX(n, pmu_intel_min_period(pmu_intel_config_of(cpu, pmc_id)));
+    n = MAX(n, pmu_intel_min_period(pmu_intel_config_of(cpu, counter)));
     n = MIN(n, pmu_intel_dev.max_period);
 
     if (!cpu->pmi && (cpu->global_hw & bit)) {
         cpu->unguarded |= bit;
     }
 
-    return pmu_intel_write_count(pmc_id, n);
+    return pmu_intel_write_count(counter, n);
 }
 
 /* The top bit of a preset counter reads 0 once it wrapped (pmu_x86.h). */
 static bool
-pmu_intel_wrapped(unsigned int pmc_id)
+pmu_intel_wrapped(unsigned int counter)
 {
-    unsigned int width = (pmc_id >= PMU_INTEL_FIXED_BASE)
+    unsigned int width = (counter >= PMU_INTEL_FIXED_BASE)
                          ? pmu_intel_info.fixed_width
                          : pmu_intel_info.gp_width;
 
-    return !(pmu_intel_read(pmc_id) & (1ULL << (width - 1)));
+    return !(pmu_intel_read(counter) & (1ULL << (width - 1)));
 }
 
 /* Take back the overflows the PMI has not reported yet. */

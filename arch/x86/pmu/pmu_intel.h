@@ -29,7 +29,7 @@
 
 #define PMU_INTEL_MAX_GP        8
 #define PMU_INTEL_MAX_FIXED     4
-#define PMU_INTEL_FIXED_BASE    32  /* pmc_id of fixed counter 0 */
+#define PMU_INTEL_FIXED_BASE    32  /* counter of fixed counter 0 */
 
 /* What detection found. */
 struct pmu_intel_info {

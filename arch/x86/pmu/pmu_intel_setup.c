@@ -469,12 +469,12 @@ pmu_intel_setup(void)
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
     pmu_intel_dev.nmi = pmu_intel_dev.overflow_intr && perfmon_pmi_nmi();
     pmu_intel_dev.preset_ends_overflows = pmu_intel_dev.overflow_intr;
-    pmu_intel_dev.nr_pmcs = nr_general
+    pmu_intel_dev.nr_counters = nr_general
                             + bitops_popcount(info->fixed_mask
                                               & ~pmu_intel_fw_fixed);
-    pmu_intel_dev.fw_pmcs = pmu_intel_fw_bits();
+    pmu_intel_dev.fw_counters = pmu_intel_fw_bits();
 
-    if (pmu_intel_dev.nr_pmcs == 0) {
+    if (pmu_intel_dev.nr_counters == 0) {
         log_info("pmu_intel: no counter left to use: software events only");
         return 0;
     }

@@ -100,7 +100,7 @@ pmu_x86_report(uint64_t mask, const struct perfmon_intr_ctx *ctx)
         unsigned int n = __builtin_ctzll(mask);
 
         mask &= mask - 1;
-        perfmon_report_overflow(pmu_x86_registered->dev, n, ctx);
+        perfmon_sample_report_overflow(pmu_x86_registered->dev, n, ctx);
     }
 }
 
@@ -346,7 +346,7 @@ pmu_x86_register(const struct pmu_x86_vendor *vendor,
 
     dev->max_rate = cpu_get_freq() / CLOCK_HZ * PMU_X86_MAX_EVENTS_PER_CYCLE;
     dev->sw = false;
-    error = perfmon_register(dev);
+    error = perfmon_dev_register(dev);
 
     if (error) {
         log_err("%s: registration failed: %s", dev->name,

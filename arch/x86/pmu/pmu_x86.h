@@ -286,7 +286,7 @@ int pmu_x86_probe(const struct pmu_x86_probe_write *writes,
  * setup_local run on every CPU (it puts the PMU in a known, idle state,
  * starting from pmu_x86_cpu_reset), then its perfmon device, whose
  * max_rate this sets (see pmu_x86.c) and whose other fields the driver
- * has filled in. Return 0 or perfmon_register's error, which is logged.
+ * has filled in. Return 0 or perfmon_dev_register's error, which is logged.
  * Boot only, thread context.
  */
 int pmu_x86_register(const struct pmu_x86_vendor *vendor,

@@ -59,13 +59,13 @@ pmu_sample_list_add(char *list, const char *op, uint32_t msr,
 }
 
 /*
- * Since before, exactly one read and one write of counter pmc_id and no
+ * Since before, exactly one read and one write of counter counter and no
  * other access; else fail, naming every access (what: the switch).
  */
 static void
 pmu_sample_assert_read_write_once(const struct pmu_sample_env *env,
                                   const struct pmu_sample_accesses *before,
-                                  unsigned int pmc_id, const char *what)
+                                  unsigned int counter, const char *what)
 {
     struct pmu_sample_accesses after;
     unsigned long all, named = 0, reads = 0, writes = 0;
@@ -78,7 +78,7 @@ pmu_sample_assert_read_write_once(const struct pmu_sample_env *env,
         unsigned long r = after.reads[i] - before->reads[i];
         unsigned long w = after.writes[i] - before->writes[i];
 
-        if (env->counter_of_msr(env->msrs[i]) == (int)pmc_id) {
+        if (env->counter_of_msr(env->msrs[i]) == (int)counter) {
             reads += r;
             writes += w;
         }
@@ -91,7 +91,7 @@ pmu_sample_assert_read_write_once(const struct pmu_sample_env *env,
     if (reads != 1 || writes != 1 || all != 2) {
         HOST_FAIL("%s: %lu MSR accesses, %lu read(s) and %lu write(s) of "
                   "counter %u, not one of each alone:%s (%lu elsewhere)",
-                  what, all, reads, writes, pmc_id, list, all - named);
+                  what, all, reads, writes, counter, list, all - named);
     }
 }
 
@@ -113,17 +113,17 @@ pmu_sample_two_threads(const struct pmu_sample_env *env, struct thread **ap,
  */
 static void
 pmu_sample_switch_samplers(const struct pmu_sample_env *env,
-                           struct thread *next, unsigned int pmc_id,
+                           struct thread *next, unsigned int counter,
                            uint64_t left, const char *what)
 {
-    unsigned int width = env->counter_width(pmc_id);
+    unsigned int width = env->counter_width(counter);
     uint64_t mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
     struct pmu_sample_accesses before;
 
     pmu_sample_accesses_take(env, &before);
     host_env_switch_to(next);
-    pmu_sample_assert_read_write_once(env, &before, pmc_id, what);
-    HOST_ASSERT_EQ(env->counter(pmc_id), -left & mask);
+    pmu_sample_assert_read_write_once(env, &before, counter, what);
+    HOST_ASSERT_EQ(env->counter(counter), -left & mask);
     HOST_ASSERT(!env->pmi_pending());
 }
 
@@ -134,10 +134,10 @@ pmu_sample_check_switch_samplers(const struct pmu_sample_env *env,
     const uint64_t period_a = 1000, period_b = 600, ran_a = 300, ran_b = 200;
     const uint64_t skid = 3, cookie_a = 0x5a, cookie_b = 0x5b;
     struct perfmon_session *session = pmu_sample_begin();
-    unsigned int used = perfmon_dev_nr_used_pmcs(pmu_sample_dev());
+    unsigned int used = perfmon_dev_nr_used_slots(pmu_sample_dev());
     struct perfmon_event *ea, *eb;
     struct thread *a, *b;
-    unsigned int pmc_id;
+    unsigned int counter;
     uint64_t mask;
 
     pmu_sample_two_threads(env, &a, &b);
@@ -147,22 +147,22 @@ pmu_sample_check_switch_samplers(const struct pmu_sample_env *env,
     HOST_ASSERT_EQ(perfmon_event_attach(eb, b), 0);
 
     /* One slot for both samplers, hence one counter. */
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(eb), perfmon_event_pmc_index(ea));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_sample_dev()), used + 1);
+    HOST_ASSERT_EQ(perfmon_event_slot_index(eb), perfmon_event_slot_index(ea));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_sample_dev()), used + 1);
 
     host_env_switch_in(a);
-    pmc_id = pmu_sample_pmc(ea, &mask);
-    HOST_ASSERT_EQ(pmu_sample_pmc(eb, &mask), pmc_id);
+    counter = pmu_sample_event_counter(ea, &mask);
+    HOST_ASSERT_EQ(pmu_sample_event_counter(eb, &mask), counter);
     pmu_sample_assert_left(env, ea, period_a);
     env->retire(id, ran_a);
 
     /* b has not run: its whole period is left. */
-    pmu_sample_switch_samplers(env, b, pmc_id, period_b, "switch a -> b");
+    pmu_sample_switch_samplers(env, b, counter, period_b, "switch a -> b");
     env->retire(id, ran_b);
     HOST_ASSERT_EQ(pmu_sample_read(eb), ran_b);
 
     /* a goes on where it left its period. */
-    pmu_sample_switch_samplers(env, a, pmc_id, period_a - ran_a,
+    pmu_sample_switch_samplers(env, a, counter, period_a - ran_a,
                                "switch b -> a");
     HOST_ASSERT_EQ(pmu_sample_read(ea), ran_a);
 
@@ -198,17 +198,17 @@ pmu_sample_check_switch_samplers(const struct pmu_sample_env *env,
 static void
 pmu_sample_switch_wrapped(const struct pmu_sample_env *env,
                           struct thread *next, unsigned int id,
-                          unsigned int pmc_id, uint64_t left,
+                          unsigned int counter, uint64_t left,
                           bool before_read, const char *what)
 {
-    unsigned int width = env->counter_width(pmc_id);
+    unsigned int width = env->counter_width(counter);
     uint64_t mask = (width == 64) ? ~0ULL : (1ULL << width) - 1;
-    uint64_t reports = perfmon_nr_overflows(0);
+    uint64_t reports = perfmon_cpu_nr_overflows(0);
     uint64_t done = pmu_sample_inject_done;
     struct pmu_sample_accesses before;
 
     if (before_read) {
-        env->retire(id, (-env->counter(pmc_id) & mask) + 2);
+        env->retire(id, (-env->counter(counter) & mask) + 2);
         HOST_ASSERT(env->pmi_pending());
     } else {
         pmu_sample_inject_begin(env, id, 1);
@@ -216,17 +216,17 @@ pmu_sample_switch_wrapped(const struct pmu_sample_env *env,
 
     pmu_sample_accesses_take(env, &before);
     host_env_switch_to(next);
-    pmu_sample_assert_read_write_once(env, &before, pmc_id, what);
+    pmu_sample_assert_read_write_once(env, &before, counter, what);
     env->set_rdmsr_hook(NULL);
     HOST_ASSERT_EQ(pmu_sample_inject_done, done + !before_read);
-    HOST_ASSERT_EQ(env->counter(pmc_id), -left & mask);
+    HOST_ASSERT_EQ(env->counter(counter), -left & mask);
 
     /* The switch saw the wrap before its read (a decrease), no other. */
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - reports, before_read);
-    reports = perfmon_nr_overflows(0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - reports, before_read);
+    reports = perfmon_cpu_nr_overflows(0);
     pmu_sample_deliver(env, PMU_SAMPLE_IP(9));
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), reports);
-    HOST_ASSERT_EQ(env->counter(pmc_id), -left & mask);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), reports);
+    HOST_ASSERT_EQ(env->counter(counter), -left & mask);
 }
 
 void
@@ -238,7 +238,7 @@ pmu_sample_check_switch_samplers_wraps(const struct pmu_sample_env *env,
     struct perfmon_session *session = pmu_sample_begin();
     struct perfmon_event *ea, *eb;
     struct thread *a, *b;
-    unsigned int pmc_id;
+    unsigned int counter;
     uint64_t mask;
 
     pmu_sample_two_threads(env, &a, &b);
@@ -248,17 +248,17 @@ pmu_sample_check_switch_samplers_wraps(const struct pmu_sample_env *env,
     HOST_ASSERT_EQ(perfmon_event_attach(ea, a), 0);
     HOST_ASSERT_EQ(perfmon_event_attach(eb, b), 0);
     host_env_switch_in(a);
-    pmc_id = pmu_sample_pmc(ea, &mask);
+    counter = pmu_sample_event_counter(ea, &mask);
 
     /* a's period ends 2 events before the switch: sampled there. */
-    pmu_sample_switch_wrapped(env, b, id, pmc_id, period_b, true,
+    pmu_sample_switch_wrapped(env, b, id, counter, period_b, true,
                               "a -> b, wrapped before the read");
     HOST_ASSERT_EQ(pmu_sample_nr(ea), 1);
     HOST_ASSERT_EQ(pmu_sample_read(ea), period_a + 2);
 
     /* b's counter wraps inside the switch: those events count nowhere. */
     env->retire(id, 300);
-    pmu_sample_switch_wrapped(env, a, id, pmc_id, period_a - 2, false,
+    pmu_sample_switch_wrapped(env, a, id, counter, period_a - 2, false,
                               "b -> a, wrapped between read and write");
     HOST_ASSERT_EQ(pmu_sample_nr(eb), 0);
     HOST_ASSERT_EQ(pmu_sample_read(eb), 300);
@@ -268,7 +268,7 @@ pmu_sample_check_switch_samplers_wraps(const struct pmu_sample_env *env,
     pmu_sample_deliver(env, PMU_SAMPLE_IP(1));
     HOST_ASSERT_EQ(pmu_sample_nr(ea), 2);
     HOST_ASSERT_EQ(pmu_sample_read(ea), 2 * period_a);
-    pmu_sample_switch_samplers(env, b, pmc_id, period_b - 300,
+    pmu_sample_switch_samplers(env, b, counter, period_b - 300,
                                "switch a -> b");
     env->retire(id, period_b - 300);
     pmu_sample_deliver(env, PMU_SAMPLE_IP(2));
@@ -277,10 +277,10 @@ pmu_sample_check_switch_samplers_wraps(const struct pmu_sample_env *env,
     /* b took its last sample: counting on, its counter runs unpreset. */
     env->retire(id, 10);
     HOST_ASSERT(!env->pmi_pending());
-    pmu_sample_switch_samplers(env, a, pmc_id, period_a, "switch b -> a");
+    pmu_sample_switch_samplers(env, a, counter, period_a, "switch b -> a");
 
     /* a's period ends before a switch to b, whose counter is preset. */
-    pmu_sample_switch_wrapped(env, b, id, pmc_id, period_b, true,
+    pmu_sample_switch_wrapped(env, b, id, counter, period_b, true,
                               "a -> b (no samples left), wrapped before");
     HOST_ASSERT_EQ(pmu_sample_nr(ea), 3);
     HOST_ASSERT_EQ(pmu_sample_read(ea), 3 * period_a + 2);
@@ -322,7 +322,7 @@ pmu_sample_check_switch_longest_preset(const struct pmu_sample_env *env,
     struct perfmon_session *session = pmu_sample_begin();
     struct perfmon_event *ea, *eb;
     struct thread *a, *b;
-    unsigned int pmc_id;
+    unsigned int counter;
     uint64_t mask;
 
     pmu_sample_two_threads(env, &a, &b);
@@ -331,18 +331,18 @@ pmu_sample_check_switch_longest_preset(const struct pmu_sample_env *env,
     HOST_ASSERT_EQ(perfmon_event_attach(ea, a), 0);
     HOST_ASSERT_EQ(perfmon_event_attach(eb, b), 0);
     host_env_switch_in(a);
-    pmc_id = pmu_sample_pmc(ea, &mask);
+    counter = pmu_sample_event_counter(ea, &mask);
     pmu_sample_assert_left(env, ea, max);
 
     /* The longest preset wraps 2 events before the switch: no sample. */
-    pmu_sample_switch_wrapped(env, b, id, pmc_id, period_b, true,
+    pmu_sample_switch_wrapped(env, b, id, counter, period_b, true,
                               "a -> b, a's longest preset wrapped");
     HOST_ASSERT_EQ(pmu_sample_read(ea), max + 2);
     HOST_ASSERT_EQ(pmu_sample_nr(ea), 0);
 
     /* Back to a: what is left, max + 775, takes the longest preset. */
     env->retire(id, 100);
-    pmu_sample_switch_samplers(env, a, pmc_id, max, "switch b -> a");
+    pmu_sample_switch_samplers(env, a, counter, max, "switch b -> a");
     HOST_ASSERT_EQ(pmu_sample_read(eb), 100);
     HOST_ASSERT_EQ(pmu_sample_read(ea), max + 2);
 

@@ -27,7 +27,7 @@ unsigned int pmu_sample_nr_samples;
 struct perfmon_dev *
 pmu_sample_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(false);
+    struct perfmon_dev *dev = perfmon_dev_get(false);
 
     HOST_ASSERT(dev != NULL);
     return dev;
@@ -84,15 +84,15 @@ pmu_sample_nr(struct perfmon_event *event)
 }
 
 unsigned int
-pmu_sample_pmc(const struct perfmon_event *event, uint64_t *maskp)
+pmu_sample_event_counter(const struct perfmon_event *event, uint64_t *maskp)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_dev_pmc(pmu_sample_dev(),
-                                perfmon_event_pmc_index(event), &pmc_id,
+    HOST_ASSERT(perfmon_slot_counter(pmu_sample_dev(),
+                                perfmon_event_slot_index(event), &counter,
                                 &width));
     *maskp = (width == 64) ? ~0ULL : (1ULL << width) - 1;
-    return pmc_id;
+    return counter;
 }
 
 void
@@ -100,9 +100,9 @@ pmu_sample_assert_left(const struct pmu_sample_env *env,
                        const struct perfmon_event *event, uint64_t left)
 {
     uint64_t mask;
-    unsigned int pmc_id = pmu_sample_pmc(event, &mask);
+    unsigned int counter = pmu_sample_event_counter(event, &mask);
 
-    HOST_ASSERT_EQ(env->counter(pmc_id) & mask, -left & mask);
+    HOST_ASSERT_EQ(env->counter(counter) & mask, -left & mask);
 }
 
 void
@@ -180,7 +180,7 @@ pmu_sample_check_refused(const struct pmu_sample_env *env, unsigned int id)
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), EINVAL);
     HOST_ASSERT_EQ(perfmon_event_attach(event, thread), EINVAL);
     HOST_ASSERT(!perfmon_event_attached(event));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_sample_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_sample_dev()), 0);
     HOST_ASSERT_EQ(perfmon_session_nr_refs(session), 0);
     HOST_ASSERT_EQ(thread->refs, 1);
 
@@ -248,11 +248,11 @@ pmu_sample_check_least_period(const struct pmu_sample_env *env,
     struct perfmon_session *session = pmu_sample_begin();
     struct perfmon_sample_attr attr = { .session = session, .period = 1 };
     struct perfmon_event *event = env->event(id, PERFMON_EF_KERN);
-    unsigned int used = perfmon_dev_nr_used_pmcs(pmu_sample_dev());
+    unsigned int used = perfmon_dev_nr_used_slots(pmu_sample_dev());
 
     HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), EINVAL);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_sample_dev()), used);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_sample_dev()), used);
     attr.period = 2;
     HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
@@ -489,16 +489,16 @@ static void
 pmu_sample_inject_hook(uint32_t msr)
 {
     const struct pmu_sample_env *env = pmu_sample_inject_env;
-    int pmc_id = env->counter_of_msr(msr);
+    int counter = env->counter_of_msr(msr);
     unsigned int width;
     uint64_t n;
 
-    if (pmu_sample_inject_reads == 0 || pmc_id < 0 || --pmu_sample_inject_reads != 0) {
+    if (pmu_sample_inject_reads == 0 || counter < 0 || --pmu_sample_inject_reads != 0) {
         return;
     }
 
-    width = env->counter_width((unsigned int)pmc_id);
-    n = ((width == 64) ? 0 : (1ULL << width)) - env->counter(pmc_id) + 3;
+    width = env->counter_width((unsigned int)counter);
+    n = ((width == 64) ? 0 : (1ULL << width)) - env->counter(counter) + 3;
     env->retire(pmu_sample_inject_id, n);
     pmu_sample_inject_done++;
 }

@@ -30,9 +30,9 @@ struct pmu_sample_env {
     bool (*pmi_pending)(void);
     bool (*pmi_take)(void);
 
-    /* Hardware counter pmc_id: raw register value, width in bits. */
-    uint64_t (*counter)(unsigned int pmc_id);
-    unsigned int (*counter_width)(unsigned int pmc_id);
+    /* Hardware counter counter: raw register value, width in bits. */
+    uint64_t (*counter)(unsigned int counter);
+    unsigned int (*counter_width)(unsigned int counter);
 
     /* The counter a counter-reading MSR address reads, or -1. */
     int (*counter_of_msr)(uint32_t msr);

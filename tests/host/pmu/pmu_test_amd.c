@@ -113,7 +113,7 @@ pmu_test_boot(void)
 struct perfmon_dev *
 pmu_test_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(false);
+    struct perfmon_dev *dev = perfmon_dev_get(false);
 
     HOST_ASSERT(dev != NULL);
     return dev;
@@ -193,8 +193,8 @@ pmu_test_end(void)
 {
     pmu_test_assert_no_fault();
     HOST_ASSERT(!model_amd_pmi_pending());
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
-    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_slots(0), 0);
     HOST_ASSERT_EQ(host_env_nr_locks_held(), 0);
     HOST_ASSERT(cpu_intr_enabled());
 
@@ -246,11 +246,11 @@ pmu_test_read(struct perfmon_event *event)
 unsigned int
 pmu_test_counter(const struct perfmon_event *event)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_dev_pmc(pmu_test_dev(), perfmon_event_pmc_index(event),
-                                &pmc_id, &width));
-    return pmc_id;
+    HOST_ASSERT(perfmon_slot_counter(pmu_test_dev(), perfmon_event_slot_index(event),
+                                &counter, &width));
+    return counter;
 }
 
 uint64_t

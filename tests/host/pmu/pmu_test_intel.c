@@ -132,7 +132,7 @@ pmu_test_boot(void)
 struct perfmon_dev *
 pmu_test_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(false);
+    struct perfmon_dev *dev = perfmon_dev_get(false);
 
     HOST_ASSERT(dev != NULL);
     return dev;
@@ -189,18 +189,18 @@ pmu_test_begin(void)
 }
 
 bool
-pmu_test_global_enabled(unsigned int pmc_id)
+pmu_test_global_enabled(unsigned int counter)
 {
-    return (model_msr(MODEL_MSR_GLOBAL_CTRL) & (1ULL << pmc_id)) != 0;
+    return (model_msr(MODEL_MSR_GLOBAL_CTRL) & (1ULL << counter)) != 0;
 }
 
 void
-pmu_test_assert_disabled(unsigned int pmc_id)
+pmu_test_assert_disabled(unsigned int counter)
 {
     if (PMU_TEST_HAS_PMI) {
-        HOST_ASSERT(!pmu_test_global_enabled(pmc_id));
+        HOST_ASSERT(!pmu_test_global_enabled(counter));
     } else {
-        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(pmc_id))
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(counter))
                        & MODEL_EVTSEL_EN, 0);
     }
 }
@@ -210,8 +210,8 @@ pmu_test_end(void)
 {
     pmu_test_assert_no_fault();
     HOST_ASSERT(!model_pmi_pending());
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
-    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_slots(0), 0);
     HOST_ASSERT_EQ(host_env_nr_locks_held(), 0);
     HOST_ASSERT(cpu_intr_enabled());
 
@@ -288,15 +288,15 @@ pmu_test_read(struct perfmon_event *event)
 }
 
 unsigned int
-pmu_test_pmc_id(const struct perfmon_event *event)
+pmu_test_counter(const struct perfmon_event *event)
 {
     struct perfmon_dev *dev = pmu_test_dev();
 
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_dev_pmc(dev, perfmon_event_pmc_index(event), &pmc_id,
+    HOST_ASSERT(perfmon_slot_counter(dev, perfmon_event_slot_index(event), &counter,
                                 &width));
-    return pmc_id;
+    return counter;
 }
 
 uint64_t
@@ -323,32 +323,32 @@ pmu_test_fixed_ctrl_field(unsigned int j)
 }
 
 void
-pmu_test_assert_programmed(unsigned int pmc_id, uint64_t code,
+pmu_test_assert_programmed(unsigned int counter, uint64_t code,
                            unsigned int flags)
 {
     struct perfmon_dev *dev = pmu_test_dev();
 
-    HOST_ASSERT(model_counter_exists(pmc_id));
+    HOST_ASSERT(model_counter_exists(counter));
 
-    if (pmc_id >= MODEL_FIXED_BASE) {
-        unsigned int j = pmc_id - MODEL_FIXED_BASE;
+    if (counter >= MODEL_FIXED_BASE) {
+        unsigned int j = counter - MODEL_FIXED_BASE;
 
         HOST_ASSERT(j < 3);
         HOST_ASSERT_EQ(code, model_event_code(pmu_test_fixed_events[j]));
         HOST_ASSERT_EQ(pmu_test_fixed_ctrl_field(j),
                        pmu_test_fixed_field(flags));
     } else {
-        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(pmc_id)),
+        HOST_ASSERT_EQ(model_msr(MODEL_MSR_EVTSEL(counter)),
                        pmu_test_evtsel(code, flags));
     }
 
-    HOST_ASSERT_EQ(pmu_test_global_enabled(pmc_id), PMU_TEST_HAS_PMI);
+    HOST_ASSERT_EQ(pmu_test_global_enabled(counter), PMU_TEST_HAS_PMI);
 
-    for (unsigned int i = 0; i < dev->nr_pmcs; i++) {
+    for (unsigned int i = 0; i < dev->nr_counters; i++) {
         unsigned int id, width;
 
-        if (perfmon_dev_pmc(dev, i, &id, &width) && id == pmc_id) {
-            HOST_ASSERT_EQ(width, model_counter_width(pmc_id));
+        if (perfmon_slot_counter(dev, i, &id, &width) && id == counter) {
+            HOST_ASSERT_EQ(width, model_counter_width(counter));
         }
     }
 }
@@ -373,15 +373,15 @@ pmu_test_catch_up(void)
 }
 
 uint64_t
-pmu_test_period(unsigned int pmc_id)
+pmu_test_period(unsigned int counter)
 {
-    return 1ULL << model_counter_width(pmc_id);
+    return 1ULL << model_counter_width(counter);
 }
 
 void
-pmu_test_ref_init(struct pmu_test_ref *ref, unsigned int pmc_id)
+pmu_test_ref_init(struct pmu_test_ref *ref, unsigned int counter)
 {
-    ref->period = pmu_test_period(pmc_id);
+    ref->period = pmu_test_period(counter);
     ref->pos = 0;
     ref->wraps = 0;
 }
@@ -449,23 +449,23 @@ struct pmu_test_report pmu_test_reports[PMU_TEST_MAX_REPORTS];
 unsigned int pmu_test_nr_reports;
 uint64_t pmu_test_reload;
 
-void __real_perfmon_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int pmc_id,
+void __real_perfmon_sample_report_overflow(struct perfmon_dev *dev,
+                                    unsigned int counter,
                                     const struct perfmon_intr_ctx *ctx);
-void __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int pmc_id,
+void __wrap_perfmon_sample_report_overflow(struct perfmon_dev *dev,
+                                    unsigned int counter,
                                     const struct perfmon_intr_ctx *ctx);
 
 void
-__wrap_perfmon_report_overflow(struct perfmon_dev *dev,
-                               unsigned int pmc_id,
+__wrap_perfmon_sample_report_overflow(struct perfmon_dev *dev,
+                               unsigned int counter,
                                const struct perfmon_intr_ctx *ctx)
 {
     if (pmu_test_nr_reports < PMU_TEST_MAX_REPORTS) {
         struct pmu_test_report *report;
 
         report = &pmu_test_reports[pmu_test_nr_reports];
-        report->pmc_id = pmc_id;
+        report->counter = counter;
         report->has_ctx = (ctx != NULL);
 
         if (ctx != NULL) {
@@ -474,10 +474,10 @@ __wrap_perfmon_report_overflow(struct perfmon_dev *dev,
     }
 
     pmu_test_nr_reports++;
-    __real_perfmon_report_overflow(dev, pmc_id, ctx);
+    __real_perfmon_sample_report_overflow(dev, counter, ctx);
 
     if (pmu_test_reload != 0) {
-        dev->ops->preset(pmc_id, pmu_test_reload);
+        dev->ops->preset(counter, pmu_test_reload);
     }
 }
 
@@ -494,7 +494,7 @@ uint64_t
 pmu_test_preset(const struct perfmon_event *event, uint64_t n)
 {
     unsigned long flags = cpu_intr_save();
-    uint64_t value = pmu_test_dev()->ops->preset(pmu_test_pmc_id(event), n);
+    uint64_t value = pmu_test_dev()->ops->preset(pmu_test_counter(event), n);
 
     cpu_intr_restore(flags);
     return value;

@@ -33,7 +33,7 @@
 #define PMU_TEST_FIXED_MASK     0x0
 #define PMU_TEST_EVENTS         0x77
 #define PMU_TEST_FULL_WIDTH     false
-#define PMU_TEST_NR_PMCS        2
+#define PMU_TEST_NR_COUNTERS        2
 /* Half the time 2^40 events take at 100 per cycle at 1 GHz, in ticks. */
 #define PMU_TEST_POLL_TICKS     549
 #define PMU_TEST_UNAVAILABLE    PERFMON_EV_CACHE_REF
@@ -46,7 +46,7 @@
 #define PMU_TEST_FIXED_MASK     0x7
 #define PMU_TEST_EVENTS         0x3f
 #define PMU_TEST_FULL_WIDTH     false
-#define PMU_TEST_NR_PMCS        7
+#define PMU_TEST_NR_COUNTERS        7
 #define PMU_TEST_POLL_TICKS     0
 #define PMU_TEST_UNAVAILABLE    PERFMON_EV_BRANCH_MISS
 
@@ -60,7 +60,7 @@
 #define PMU_TEST_FIXED_MASK     0x5
 #define PMU_TEST_EVENTS         0xef
 #define PMU_TEST_FULL_WIDTH     true
-#define PMU_TEST_NR_PMCS        10
+#define PMU_TEST_NR_COUNTERS        10
 #define PMU_TEST_POLL_TICKS     0
 #define PMU_TEST_UNAVAILABLE    PERFMON_EV_CACHE_MISS
 
@@ -121,14 +121,14 @@ void pmu_test_assert_no_fault(void);
 
 void pmu_test_begin(void);
 
-bool pmu_test_global_enabled(unsigned int pmc_id);
+bool pmu_test_global_enabled(unsigned int counter);
 
 /*
  * The counter cannot count: version 1, EN clear in its event select;
  * version 2 on, its IA32_PERF_GLOBAL_CTRL bit clear (the event select may
  * stay programmed: SDM vol. 3B, 21.2.2, the enables are ANDed).
  */
-void pmu_test_assert_disabled(unsigned int pmc_id);
+void pmu_test_assert_disabled(unsigned int counter);
 
 void pmu_test_end(void);
 
@@ -143,7 +143,7 @@ struct thread *pmu_test_thread(void);
 uint64_t pmu_test_read(struct perfmon_event *event);
 
 /* The hardware counter behind an attached event. */
-unsigned int pmu_test_pmc_id(const struct perfmon_event *event);
+unsigned int pmu_test_counter(const struct perfmon_event *event);
 
 /* What the driver must write to PERFEVTSELi for a code and flags. */
 uint64_t pmu_test_evtsel(uint64_t code, unsigned int flags);
@@ -154,7 +154,7 @@ uint64_t pmu_test_fixed_field(unsigned int flags);
 uint64_t pmu_test_fixed_ctrl_field(unsigned int j);
 
 /* The counter exists, counts code with flags, and is enabled. */
-void pmu_test_assert_programmed(unsigned int pmc_id, uint64_t code,
+void pmu_test_assert_programmed(unsigned int counter, uint64_t code,
                                 unsigned int flags);
 
 void pmu_test_deliver_pmi(void);
@@ -165,8 +165,8 @@ void pmu_test_deliver_pmi(void);
  */
 void pmu_test_catch_up(void);
 
-/* Events from one wrap of counter pmc_id to the next. */
-uint64_t pmu_test_period(unsigned int pmc_id);
+/* Events from one wrap of counter counter to the next. */
+uint64_t pmu_test_period(unsigned int counter);
 
 /* A counter's expected position, to know when it wraps. */
 struct pmu_test_ref {
@@ -175,7 +175,7 @@ struct pmu_test_ref {
     uint64_t wraps;
 };
 
-void pmu_test_ref_init(struct pmu_test_ref *ref, unsigned int pmc_id);
+void pmu_test_ref_init(struct pmu_test_ref *ref, unsigned int counter);
 
 /* The counter (re)starts gap events before a wrap. */
 void pmu_test_ref_start(struct pmu_test_ref *ref, uint64_t gap);
@@ -195,7 +195,7 @@ extern const struct pmu_test_generic pmu_test_generics[PMU_TEST_NR_GENERICS];
 
 /*
  * The reports the driver makes, seen through the linker's --wrap of
- * perfmon_report_overflow (the Makefile's HOST_LDFLAGS_pmu_intel_*): the
+ * perfmon_sample_report_overflow (the Makefile's HOST_LDFLAGS_pmu_intel_*): the
  * slot and the context of each, then perfmon's own handling. With
  * pmu_test_reload set, the wrapper first presets the counter to that
  * many events, as perfmon does for a sampling event.
@@ -203,7 +203,7 @@ extern const struct pmu_test_generic pmu_test_generics[PMU_TEST_NR_GENERICS];
 #define PMU_TEST_MAX_REPORTS    16
 
 struct pmu_test_report {
-    unsigned int pmc_id;
+    unsigned int counter;
     bool has_ctx;
     struct perfmon_intr_ctx ctx;
 };

@@ -72,7 +72,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     dev = pmu_test_dev();
     HOST_ASSERT_STREQ(dev->name, "pmu_amd");
     HOST_ASSERT_EQ(dev->sw, false);
-    HOST_ASSERT_EQ(dev->nr_pmcs, PMU_TEST_NR);
+    HOST_ASSERT_EQ(dev->nr_counters, PMU_TEST_NR);
     HOST_ASSERT_EQ(dev->min_width, PMU_TEST_WIDTH);
     HOST_ASSERT_EQ(dev->overflow_intr, PMU_TEST_HAS_PMI);
     HOST_ASSERT_EQ(perfmon_dev_poll_ticks(dev), PMU_TEST_POLL_TICKS);
@@ -237,7 +237,7 @@ HOST_TEST(refused_raw_codes_touch_no_register)
 HOST_TEST(exhausted_counters_multiplex)
 {
     struct perfmon_event *extra;
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
     uint32_t seen = 0;
 
     pmu_test_begin();
@@ -255,12 +255,12 @@ HOST_TEST(exhausted_counters_multiplex)
     /* It waits for its turn, then a rotation gives it a counter. */
     extra = pmu_test_event(0x40, PERFMON_EF_RAW | PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(extra, 0), 0);
-    HOST_ASSERT(!perfmon_dev_pmc(pmu_test_dev(),
-                                 perfmon_event_pmc_index(extra), &pmc_id,
+    HOST_ASSERT(!perfmon_slot_counter(pmu_test_dev(),
+                                 perfmon_event_slot_index(extra), &counter,
                                  &width));
     HOST_ASSERT(perfmon_mux_rotate(pmu_test_dev()));
-    HOST_ASSERT(perfmon_dev_pmc(pmu_test_dev(),
-                                perfmon_event_pmc_index(extra), &pmc_id,
+    HOST_ASSERT(perfmon_slot_counter(pmu_test_dev(),
+                                perfmon_event_slot_index(extra), &counter,
                                 &width));
 
     for (unsigned int i = 0; i < pmu_test_nr_events; i++) {
@@ -621,14 +621,14 @@ static void
 pmu_test_assert_confined(struct perfmon_event *const *events,
                          unsigned int nr, uint32_t confined)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
     for (unsigned int k = 0; k < nr; k++) {
         if ((confined & (1U << k))
-            && perfmon_dev_pmc(pmu_test_dev(),
-                               perfmon_event_pmc_index(events[k]), &pmc_id,
+            && perfmon_slot_counter(pmu_test_dev(),
+                               perfmon_event_slot_index(events[k]), &counter,
                                &width)) {
-            HOST_ASSERT(pmc_id <= 2);
+            HOST_ASSERT(counter <= 2);
         }
     }
 }

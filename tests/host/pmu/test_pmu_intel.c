@@ -74,7 +74,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     dev = pmu_test_dev();
     HOST_ASSERT_STREQ(dev->name, "pmu_intel");
     HOST_ASSERT_EQ(dev->sw, false);
-    HOST_ASSERT_EQ(dev->nr_pmcs, PMU_TEST_NR_PMCS);
+    HOST_ASSERT_EQ(dev->nr_counters, PMU_TEST_NR_COUNTERS);
     HOST_ASSERT_EQ(dev->min_width, PMU_TEST_MIN_WIDTH);
     HOST_ASSERT_EQ(perfmon_dev_poll_ticks(dev), PMU_TEST_POLL_TICKS);
     HOST_ASSERT_EQ(dev->overflow_intr, PMU_TEST_HAS_PMI);
@@ -92,7 +92,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
     HOST_ASSERT_EQ(value, pmu_intel_nr_pmi_giveups(0));
     value = ~0ULL;
     HOST_ASSERT_EQ(syscnt_lookup("perfmon_overflows/0", &value), 0);
-    HOST_ASSERT_EQ(value, perfmon_nr_overflows(0));
+    HOST_ASSERT_EQ(value, perfmon_cpu_nr_overflows(0));
 
     /*
      * Every event select cleared; with global registers, counting off
@@ -135,7 +135,7 @@ HOST_TEST(generic_events_program_documented_codes)
     for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_generics); k++) {
         const struct pmu_test_generic *row = &pmu_test_generics[k];
         struct perfmon_event *event;
-        unsigned int pmc_id;
+        unsigned int counter;
 
         event = pmu_test_event(row->id, PERFMON_EF_KERN);
 
@@ -145,9 +145,9 @@ HOST_TEST(generic_events_program_documented_codes)
         }
 
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
-        pmc_id = pmu_test_pmc_id(event);
-        HOST_ASSERT_EQ(pmc_id, row->alone);
-        pmu_test_assert_programmed(pmc_id, model_event_code(row->event),
+        counter = pmu_test_counter(event);
+        HOST_ASSERT_EQ(counter, row->alone);
+        pmu_test_assert_programmed(counter, model_event_code(row->event),
                                    PERFMON_EF_KERN);
 
         /* Counted: the event in the kernel; not: user ring, decoy. */
@@ -157,7 +157,7 @@ HOST_TEST(generic_events_program_documented_codes)
         HOST_ASSERT_EQ(pmu_test_read(event), 1000);
 
         HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
-        pmu_test_assert_disabled(pmc_id);
+        pmu_test_assert_disabled(counter);
         HOST_ASSERT_EQ(pmu_test_read(event), 1000);
     }
 
@@ -168,10 +168,10 @@ HOST_TEST(generic_events_program_documented_codes)
 static bool
 pmu_test_holds_counter(const struct perfmon_event *event)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    return perfmon_dev_pmc(pmu_test_dev(), perfmon_event_pmc_index(event),
-                           &pmc_id, &width);
+    return perfmon_slot_counter(pmu_test_dev(), perfmon_event_slot_index(event),
+                           &counter, &width);
 }
 
 /*
@@ -218,7 +218,7 @@ HOST_TEST(generic_events_together_get_distinct_counters)
         }
 
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(events[k], 0), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(events[k]),
+        HOST_ASSERT_EQ(pmu_test_counter(events[k]),
                        pmu_test_gp_order(row->together));
         pmu_test_assert_programmed(pmu_test_gp_order(row->together),
                                    model_event_code(row->event), flags);
@@ -278,8 +278,8 @@ HOST_TEST(ring_flags_select_os_and_usr)
         insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, flags);
         raw = pmu_test_attach_cpu((unsigned int)branches,
                                   PERFMON_EF_RAW | flags);
-        insns_id = pmu_test_pmc_id(insns);
-        raw_id = pmu_test_pmc_id(raw);
+        insns_id = pmu_test_counter(insns);
+        raw_id = pmu_test_counter(raw);
         HOST_ASSERT_EQ(insns_id, (PMU_TEST_FIXED_MASK & 1)
                                  ? PMU_TEST_FIXED(0) : 0);
         HOST_ASSERT_EQ(raw_id, (PMU_TEST_FIXED_MASK & 1) ? 0 : 1);
@@ -319,12 +319,12 @@ HOST_TEST(same_code_other_rings_falls_back_to_gp)
                                PERFMON_EF_KERN | PERFMON_EF_USER);
     kern2 = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
 
-    HOST_ASSERT_EQ(pmu_test_pmc_id(kern), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(user), 0);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(both), 1);
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(kern2),
-                   perfmon_event_pmc_index(kern));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 3);
+    HOST_ASSERT_EQ(pmu_test_counter(kern), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_counter(user), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(both), 1);
+    HOST_ASSERT_EQ(perfmon_event_slot_index(kern2),
+                   perfmon_event_slot_index(kern));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 3);
     pmu_test_assert_programmed(PMU_TEST_FIXED(0), code, PERFMON_EF_KERN);
     pmu_test_assert_programmed(0, code, PERFMON_EF_USER);
     pmu_test_assert_programmed(1, code, PERFMON_EF_KERN | PERFMON_EF_USER);
@@ -362,21 +362,21 @@ HOST_TEST(ref_cycles_use_only_fixed_counter_2)
 
     if (!(PMU_TEST_FIXED_MASK & 0x4)) {
         /* No fixed counter 2: the generic event is the general one. */
-        HOST_ASSERT_EQ(pmu_test_pmc_id(raw), 0);
+        HOST_ASSERT_EQ(pmu_test_counter(raw), 0);
         kern = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE, PERFMON_EF_KERN);
-        HOST_ASSERT_EQ(perfmon_event_pmc_index(kern),
-                       perfmon_event_pmc_index(raw));
+        HOST_ASSERT_EQ(perfmon_event_slot_index(kern),
+                       perfmon_event_slot_index(raw));
         pmu_test_detach_all();
         pmu_test_end();
         return;
     }
 
-    HOST_ASSERT_EQ(pmu_test_pmc_id(raw), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(raw), 0);
     pmu_test_assert_programmed(0, code, PERFMON_EF_KERN);
     kern = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(kern), PMU_TEST_FIXED(2));
-    HOST_ASSERT(perfmon_event_pmc_index(kern)
-                != perfmon_event_pmc_index(raw));
+    HOST_ASSERT_EQ(pmu_test_counter(kern), PMU_TEST_FIXED(2));
+    HOST_ASSERT(perfmon_event_slot_index(kern)
+                != perfmon_event_slot_index(raw));
 
     /* Fixed counter 2 taken: the user event waits (multiplexed). */
     model_snapshot(&before);
@@ -384,7 +384,7 @@ HOST_TEST(ref_cycles_use_only_fixed_counter_2)
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(user, 0), 0);
     model_snapshot(&after);
     pmu_test_assert_regs_eq(&before, &after);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 3);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 3);
     HOST_ASSERT(!pmu_test_holds_counter(user));
 
     model_retire(MODEL_EV_REF_CYCLES, 25, MODEL_RING_KERN);
@@ -438,7 +438,7 @@ HOST_TEST(exhausted_counters_multiplex)
 
     for (i = 0; i < PMU_TEST_NR_GP; i++) {
         HOST_ASSERT_EQ(pmu_test_attach_raw(i, &event), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(event), pmu_test_gp_order(i));
+        HOST_ASSERT_EQ(pmu_test_counter(event), pmu_test_gp_order(i));
         pmu_test_assert_programmed(pmu_test_gp_order(i), 0x0100 | (0xd0 + i),
                                    PERFMON_EF_KERN);
     }
@@ -453,7 +453,7 @@ HOST_TEST(exhausted_counters_multiplex)
     model_snapshot(&after);
     pmu_test_assert_regs_eq(&before, &after);
     HOST_ASSERT_EQ(model_nr_accesses(), accesses);
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(dev), PMU_TEST_NR_GP + 1);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), PMU_TEST_NR_GP + 1);
     HOST_ASSERT(!pmu_test_holds_counter(waiting));
 
     for (unsigned int k = 0; k < ARRAY_SIZE(pmu_test_fixed_after_full); k++) {
@@ -468,8 +468,8 @@ HOST_TEST(exhausted_counters_multiplex)
             HOST_ASSERT(!pmu_test_holds_counter(event));
         } else {
             HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
-            HOST_ASSERT_EQ(pmu_test_pmc_id(event), result);
-            HOST_ASSERT(model_counter_exists(pmu_test_pmc_id(event)));
+            HOST_ASSERT_EQ(pmu_test_counter(event), result);
+            HOST_ASSERT(model_counter_exists(pmu_test_counter(event)));
         }
     }
 
@@ -479,8 +479,8 @@ HOST_TEST(exhausted_counters_multiplex)
      */
     HOST_ASSERT(perfmon_mux_rotate(dev));
     HOST_ASSERT(pmu_test_holds_counter(waiting));
-    HOST_ASSERT(pmu_test_pmc_id(waiting) < PMU_TEST_NR_GP);
-    pmu_test_assert_programmed(pmu_test_pmc_id(waiting),
+    HOST_ASSERT(pmu_test_counter(waiting) < PMU_TEST_NR_GP);
+    pmu_test_assert_programmed(pmu_test_counter(waiting),
                                0x0100 | (0xd0 + PMU_TEST_NR_GP),
                                PERFMON_EF_KERN);
     pmu_test_detach_all();
@@ -497,16 +497,16 @@ HOST_TEST(detach_disables_freed_counter)
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     branches2 = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    insns_id = pmu_test_pmc_id(insns);
-    branches_id = pmu_test_pmc_id(branches);
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(branches2),
-                   perfmon_event_pmc_index(branches));
+    insns_id = pmu_test_counter(insns);
+    branches_id = pmu_test_counter(branches);
+    HOST_ASSERT_EQ(perfmon_event_slot_index(branches2),
+                   perfmon_event_slot_index(branches));
 
     /* A second fixed counter, which must outlive its neighbour. */
     if (PMU_TEST_FIXED_MASK & 0x4) {
         ref = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE,
                                   PERFMON_EF_KERN | PERFMON_EF_USER);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(ref), PMU_TEST_FIXED(2));
+        HOST_ASSERT_EQ(pmu_test_counter(ref), PMU_TEST_FIXED(2));
     }
 
     model_retire(MODEL_EV_BRANCHES, 40, MODEL_RING_KERN);
@@ -536,7 +536,7 @@ HOST_TEST(detach_disables_freed_counter)
         pmu_test_assert_disabled(PMU_TEST_FIXED(2));
     }
 
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 0);
     HOST_ASSERT_EQ(pmu_test_read(branches), 40);
     HOST_ASSERT_EQ(pmu_test_read(branches2), 40);
     HOST_ASSERT_EQ(pmu_test_read(insns), 30);
@@ -580,8 +580,8 @@ pmu_test_assert_rejected(struct perfmon_event *event, struct thread *thread,
     HOST_ASSERT_EQ(model_nr_accesses(), accesses);
     HOST_ASSERT(!model_pmi_pending());
     HOST_ASSERT(!perfmon_event_attached(event));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 0);
-    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_slots(0), 0);
     HOST_ASSERT(perfmon_td_unused(&thread->perfmon_td));
     HOST_ASSERT_EQ(thread->refs, 1);
 }
@@ -609,7 +609,7 @@ HOST_TEST(rejected_events_touch_nothing)
         unsigned int id = pmu_test_good_raws[k];
 
         event = pmu_test_attach_cpu(id, PERFMON_EF_RAW | PERFMON_EF_KERN);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(event), 0);
+        HOST_ASSERT_EQ(pmu_test_counter(event), 0);
         pmu_test_assert_programmed(0, id, PERFMON_EF_KERN);
         HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     }

@@ -76,10 +76,10 @@ HOST_TEST(thread_event_counts_only_while_switched_in)
     event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
     HOST_ASSERT_EQ(thread->refs, 2);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(event), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(event), 0);
 
     /* Off every CPU: the slot is reserved but no counter runs. */
-    HOST_ASSERT_EQ(perfmon_cpu_nr_used_pmcs(0), 0);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_used_slots(0), 0);
     pmu_test_assert_disabled(0);
     model_retire(MODEL_EV_BRANCHES, 1000, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(event), 0);
@@ -121,9 +121,9 @@ HOST_TEST(threads_sharing_a_counter_count_their_own)
     event_b = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach(event_a, a), 0);
     HOST_ASSERT_EQ(perfmon_event_attach(event_b, b), 0);
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(event_a),
-                   perfmon_event_pmc_index(event_b));
-    HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 1);
+    HOST_ASSERT_EQ(perfmon_event_slot_index(event_a),
+                   perfmon_event_slot_index(event_b));
+    HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 1);
 
     host_env_switch_in(a);
     model_retire(MODEL_EV_BRANCHES, 10, MODEL_RING_KERN);
@@ -150,10 +150,10 @@ HOST_TEST(threads_sharing_a_counter_count_their_own)
  * period allows, at 100 events per cycle.
  */
 static uint64_t
-pmu_test_chunk(unsigned int pmc_id)
+pmu_test_chunk(unsigned int counter)
 {
     if (PMU_TEST_HAS_PMI) {
-        return pmu_test_period(pmc_id) / 2 + 777;
+        return pmu_test_period(counter) / 2 + 777;
     }
 
     return PMU_TEST_POLL_TICKS * (HOST_ENV_CPU_FREQ / CLOCK_HZ * 100);
@@ -172,14 +172,14 @@ pmu_test_many_wraps(uint64_t gap)
     struct pmu_test_ref cpu_ref, td_ref;
     uint64_t overflows, pmis, spurious, cpu_wraps, td_wraps;
     uint64_t cpu_chunk, td_chunk, cpu_expected = 0, td_expected = 0;
-    unsigned int cpu_pmc, td_pmc, nr_pmis = 0, expected_pmis = 0;
+    unsigned int cpu_slot, td_slot, nr_pmis = 0, expected_pmis = 0;
     struct perfmon_event *cpu_event, *td_event;
     struct thread *thread;
     bool loaded = true;
 
     thread = pmu_test_thread();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(gap), 0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmis = pmu_intel_nr_pmis(0);
     spurious = pmu_intel_nr_spurious(0);
 
@@ -187,16 +187,16 @@ pmu_test_many_wraps(uint64_t gap)
     host_env_switch_in(thread);
     td_event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach(td_event, thread), 0);
-    cpu_pmc = pmu_test_pmc_id(cpu_event);
-    td_pmc = pmu_test_pmc_id(td_event);
-    cpu_chunk = pmu_test_chunk(cpu_pmc);
-    td_chunk = pmu_test_chunk(td_pmc);
-    HOST_ASSERT(cpu_chunk < pmu_test_period(cpu_pmc));
-    HOST_ASSERT(td_chunk < pmu_test_period(td_pmc));
-    cpu_wraps = model_nr_wraps(cpu_pmc);
-    td_wraps = model_nr_wraps(td_pmc);
-    pmu_test_ref_init(&cpu_ref, cpu_pmc);
-    pmu_test_ref_init(&td_ref, td_pmc);
+    cpu_slot = pmu_test_counter(cpu_event);
+    td_slot = pmu_test_counter(td_event);
+    cpu_chunk = pmu_test_chunk(cpu_slot);
+    td_chunk = pmu_test_chunk(td_slot);
+    HOST_ASSERT(cpu_chunk < pmu_test_period(cpu_slot));
+    HOST_ASSERT(td_chunk < pmu_test_period(td_slot));
+    cpu_wraps = model_nr_wraps(cpu_slot);
+    td_wraps = model_nr_wraps(td_slot);
+    pmu_test_ref_init(&cpu_ref, cpu_slot);
+    pmu_test_ref_init(&td_ref, td_slot);
     pmu_test_ref_start(&cpu_ref, gap);
     pmu_test_ref_start(&td_ref, gap);
 
@@ -239,9 +239,9 @@ pmu_test_many_wraps(uint64_t gap)
 
     HOST_ASSERT_EQ(pmu_test_read(cpu_event), cpu_expected);
     HOST_ASSERT_EQ(pmu_test_read(td_event), td_expected);
-    HOST_ASSERT_EQ(model_nr_wraps(cpu_pmc) - cpu_wraps, cpu_ref.wraps);
-    HOST_ASSERT_EQ(model_nr_wraps(td_pmc) - td_wraps, td_ref.wraps);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows,
+    HOST_ASSERT_EQ(model_nr_wraps(cpu_slot) - cpu_wraps, cpu_ref.wraps);
+    HOST_ASSERT_EQ(model_nr_wraps(td_slot) - td_wraps, td_ref.wraps);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows,
                    cpu_ref.wraps + td_ref.wraps);
     HOST_ASSERT_EQ(nr_pmis, expected_pmis);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, expected_pmis);
@@ -302,7 +302,7 @@ HOST_TEST(poll_timer_runs_while_counters_are_used)
     HOST_ASSERT_EQ(host_env_nr_timers_pending(), 0);
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(100), 0);
     now = clock_get_time();
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(host_env_nr_timers_pending(), 1);
     HOST_ASSERT_EQ(host_env_next_expiry(), now + PMU_TEST_POLL_TICKS);
@@ -311,9 +311,9 @@ HOST_TEST(poll_timer_runs_while_counters_are_used)
     model_retire(MODEL_EV_BRANCHES, 150, MODEL_RING_KERN);
     HOST_ASSERT(!model_pmi_pending());
     host_env_advance(PMU_TEST_POLL_TICKS - 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
     host_env_advance(1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows + 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows + 1);
     HOST_ASSERT_EQ(host_env_next_expiry(), now + 2 * PMU_TEST_POLL_TICKS);
     HOST_ASSERT_EQ(pmu_test_read(event), 150);
 
@@ -346,10 +346,10 @@ HOST_TEST(start_gap_limits_and_start_values)
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(max_gap), 0);
     pmc_writes = model_nr_writes(MODEL_MSR_PMC(0));
     a_pmc_writes = model_nr_writes(MODEL_MSR_A_PMC(0));
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
 
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(0)), PMU_TEST_GP_PERIOD - max_gap);
     HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_PMC(0)) - pmc_writes,
                    PMU_TEST_FULL_WIDTH ? 0 : 1);
@@ -358,7 +358,7 @@ HOST_TEST(start_gap_limits_and_start_values)
 
     if (PMU_TEST_FIXED_MASK & 1) {
         insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
+        HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
         HOST_ASSERT_EQ(model_msr(MODEL_MSR_FIXED_CTR(0)),
                        (1ULL << PMU_TEST_FIXED_WIDTH) - max_gap);
     }
@@ -374,7 +374,7 @@ HOST_TEST(start_gap_limits_and_start_values)
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(0)), 0);
     pmu_test_catch_up();
     HOST_ASSERT_EQ(pmu_test_read(branches), max_gap);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows,
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows,
                    (insns != NULL) ? 2 : 1);
 
     if (insns != NULL) {
@@ -418,13 +418,13 @@ HOST_TEST(thread_counts_exactly_when_counter_wraps_before_first_read)
     struct perfmon_event *event;
     struct thread *thread;
     uint64_t expected = 0;
-    unsigned int pmc_id;
+    unsigned int counter;
 
     pmu_test_begin();
     thread = pmu_test_thread();
     event = pmu_test_event(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     HOST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
-    pmc_id = pmu_test_pmc_id(event);
+    counter = pmu_test_counter(event);
 
     for (uint64_t drift = 2; drift <= 6; drift++) {
         /* Wraps at the status check, or between it and the read. */
@@ -437,20 +437,20 @@ HOST_TEST(thread_counts_exactly_when_counter_wraps_before_first_read)
 
             HOST_ASSERT_EQ(pmu_intel_set_start_gap(gaps[k]), 0);
             model_set_drift(drift);
-            wraps = model_nr_wraps(pmc_id);
+            wraps = model_nr_wraps(counter);
             host_env_switch_in(thread);
-            start = model_counted_at_write(pmc_id);
+            start = model_counted_at_write(counter);
 
             /* The premise: the wrap comes by perfmon's first sync. */
             pmu_test_read(event);
-            HOST_ASSERT_EQ(model_nr_wraps(pmc_id) - wraps, 1);
+            HOST_ASSERT_EQ(model_nr_wraps(counter) - wraps, 1);
             pmu_test_catch_up();
 
             model_retire(MODEL_EV_BRANCHES, 100 + drift, MODEL_RING_KERN);
             pmu_test_catch_up();
             host_env_switch_out(thread);
             pmu_test_catch_up();
-            expected += model_counted_at_read(pmc_id) - start;
+            expected += model_counted_at_read(counter) - start;
             model_set_drift(0);
             HOST_ASSERT_EQ(pmu_test_read(event), expected);
         }
@@ -480,10 +480,10 @@ HOST_TEST(cpu_events_count_exactly_when_counters_wrap_at_attach)
         branches_wraps = model_nr_wraps(branches_id);
 
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(insns, 0), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(insns), insns_id);
+        HOST_ASSERT_EQ(pmu_test_counter(insns), insns_id);
         insns_start = model_counted_at_read(insns_id);
         HOST_ASSERT_EQ(perfmon_event_attach_cpu(branches, 0), 0);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(branches), branches_id);
+        HOST_ASSERT_EQ(pmu_test_counter(branches), branches_id);
         branches_start = model_counted_at_read(branches_id);
         pmu_test_catch_up();
         HOST_ASSERT_EQ(model_nr_wraps(insns_id) - insns_wraps, 1);

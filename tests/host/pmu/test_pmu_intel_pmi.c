@@ -46,8 +46,8 @@ HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
 
     model_retire(MODEL_EV_INSTRUCTIONS, 15, MODEL_RING_KERN);
     model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
@@ -64,7 +64,7 @@ HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
     eois = model_nr_eois();
     pmis = pmu_intel_nr_pmis(0);
     spurious = pmu_intel_nr_spurious(0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmu_test_deliver_pmi();
 
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
@@ -78,7 +78,7 @@ HOST_TEST(pmi_acknowledges_gp_and_fixed_overflow_once)
     HOST_ASSERT_EQ(model_nr_eois() - eois, PMU_TEST_EOIS);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 0);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 2);
     HOST_ASSERT_EQ(pmu_test_read(insns), 15);
     HOST_ASSERT_EQ(pmu_test_read(branches), 12);
 
@@ -110,14 +110,14 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
     HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI);
 
     model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1);
     HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI | MODEL_LVT_MASKED);
     pmis = pmu_intel_nr_pmis(0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     eois = model_nr_eois();
 
     flags = cpu_intr_save();
@@ -126,12 +126,12 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1);
     HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI | MODEL_LVT_MASKED);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0), pmis);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
     perfmon_nmi_leave();
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     HOST_ASSERT_EQ(model_lvt_pmc(), MODEL_LVT_NMI);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     cpu_intr_restore(flags);
 
     HOST_ASSERT_EQ(model_nr_eois(), eois);
@@ -185,22 +185,22 @@ HOST_TEST(read_between_wrap_and_pmi_counts_wrap_once)
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(100), 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     model_retire(MODEL_EV_BRANCHES, 150, MODEL_RING_KERN);
     HOST_ASSERT(model_pmi_pending());
 
     /* The read sees the counter go down before the PMI is taken. */
     HOST_ASSERT_EQ(pmu_test_read(event), 150);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_test_read(event), 150);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
 
     /* The next wrap, a whole period with no read before its PMI. */
     model_retire(MODEL_EV_BRANCHES, PMU_TEST_GP_PERIOD, MODEL_RING_KERN);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_test_read(event), PMU_TEST_GP_PERIOD + 150);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 2);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();
 }
@@ -214,14 +214,14 @@ HOST_TEST(full_period_before_pmi_counts_a_wrap)
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(event), 5);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
 
     /* Back at the value perfmon last read: only the PMI tells. */
     model_retire(MODEL_EV_BRANCHES, PMU_TEST_GP_PERIOD, MODEL_RING_KERN);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(0)), 5);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_test_read(event), PMU_TEST_GP_PERIOD + 5);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();
 }
@@ -234,7 +234,7 @@ HOST_TEST(overflow_pending_at_detach_is_not_reported)
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     spurious = pmu_intel_nr_spurious(0);
     model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << 0);
@@ -245,7 +245,7 @@ HOST_TEST(overflow_pending_at_detach_is_not_reported)
     pmu_test_assert_disabled(0);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(pmu_test_read(event), 15);
     pmu_test_end();
 }
@@ -261,17 +261,17 @@ HOST_TEST(stray_overflow_bits_are_never_reported)
     /* General counter 0 is left free after serving the slot insns gets. */
     first = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     second = pmu_test_attach_cpu(0x01d0, PERFMON_EF_RAW | PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(first), 0);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(second), 1);
+    HOST_ASSERT_EQ(pmu_test_counter(first), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(second), 1);
     HOST_ASSERT_EQ(perfmon_event_detach(first), 0);
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(perfmon_event_pmc_index(insns),
-                   perfmon_event_pmc_index(first));
+    HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(perfmon_event_slot_index(insns),
+                   perfmon_event_slot_index(first));
     model_retire(MODEL_EV_INSTRUCTIONS, 20, MODEL_RING_KERN);
 
     /* An overflow of the free counter: acknowledged, reported to no one. */
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmis = pmu_intel_nr_pmis(0);
     spurious = pmu_intel_nr_spurious(0);
     acks = model_nr_acks(0);
@@ -281,17 +281,17 @@ HOST_TEST(stray_overflow_bits_are_never_reported)
     HOST_ASSERT_EQ(model_nr_acks(0) - acks, 1);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 1);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 0);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
     HOST_ASSERT_EQ(pmu_test_read(insns), 20);
 
     /* Starting the counter again clears an overflow left from before. */
     model_poke(MODEL_MSR_GLOBAL_STATUS, 1ULL << 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(event), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(event), 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     host_env_raise_trap(TRAP_PMI);
     HOST_ASSERT_EQ(pmu_intel_nr_spurious(0) - spurious, 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
     HOST_ASSERT_EQ(pmu_test_read(event), 0);
     HOST_ASSERT_EQ(pmu_test_read(insns), 20);
     pmu_test_detach_all();
@@ -346,12 +346,12 @@ HOST_TEST(pmi_handler_stops_counting_and_rereads_status)
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
     model_retire(MODEL_EV_INSTRUCTIONS, 15, MODEL_RING_KERN);
     model_retire(MODEL_EV_BRANCHES, 12, MODEL_RING_KERN);
     ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     acks0 = model_nr_acks(0);
     acks32 = model_nr_acks(32);
 
@@ -367,7 +367,7 @@ HOST_TEST(pmi_handler_stops_counting_and_rereads_status)
     HOST_ASSERT_EQ(model_nr_acks(32) - acks32, 1);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_CTRL), ctrl);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 2);
     HOST_ASSERT_EQ(pmu_test_read(insns), 15);
     HOST_ASSERT_EQ(pmu_test_read(branches), 12);
     pmu_test_detach_all();
@@ -397,7 +397,7 @@ HOST_TEST(pmi_with_stuck_status_bit_returns)
 
     pmu_test_begin();
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT(pmu_test_pmc_id(event) != stray);
+    HOST_ASSERT(pmu_test_counter(event) != stray);
     ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
     giveups = pmu_test_nr_giveups();
     pmis = pmu_intel_nr_pmis(0);
@@ -496,10 +496,10 @@ HOST_TEST(freeze_left_on_does_not_stop_counting)
     model_set_debugctl_sticky(MODEL_DEBUGCTL_FREEZE_PERFMON);
     insns = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(insns), PMU_TEST_FIXED(0));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(branches), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(insns), PMU_TEST_FIXED(0));
+    HOST_ASSERT_EQ(pmu_test_counter(branches), 0);
     pmis = pmu_intel_nr_pmis(0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
 
     /* The premise: the first wrap freezes every counter. */
     model_retire(MODEL_EV_BRANCHES, gap, MODEL_RING_KERN);
@@ -529,7 +529,7 @@ HOST_TEST(freeze_left_on_does_not_stop_counting)
     HOST_ASSERT_EQ(pmu_test_read(branches), gap + 50 * PMU_TEST_GP_PERIOD);
     HOST_ASSERT_EQ(pmu_test_read(insns), gap + 50 * fixed_period);
     HOST_ASSERT_EQ(pmu_intel_nr_pmis(0) - pmis, 102);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 102);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 102);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_DEBUGCTL),
                    MODEL_DEBUGCTL_FREEZE_PERFMON);
     pmu_test_detach_all();
@@ -546,24 +546,24 @@ HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
 {
     struct perfmon_event *event;
     uint64_t overflows, giveups;
-    unsigned int pmc_id;
+    unsigned int counter;
     unsigned long acks;
 
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    pmc_id = pmu_test_pmc_id(event);
+    counter = pmu_test_counter(event);
     model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << pmc_id);
-    overflows = perfmon_nr_overflows(0);
-    acks = model_nr_acks(pmc_id);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << counter);
+    overflows = perfmon_cpu_nr_overflows(0);
+    acks = model_nr_acks(counter);
 
     /* No acknowledgment clears it during this PMI. */
     giveups = pmu_test_nr_giveups();
-    model_set_stuck_status(1ULL << pmc_id);
+    model_set_stuck_status(1ULL << counter);
     pmu_test_deliver_pmi();
-    HOST_ASSERT_EQ(model_nr_acks(pmc_id) - acks, PMU_TEST_PMI_MAX_PASSES + 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(model_nr_acks(counter) - acks, PMU_TEST_PMI_MAX_PASSES + 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(pmu_test_nr_giveups() - giveups, 1);
 
     /* Then the bit lets go; the count holds one wrap, no more. */
@@ -572,7 +572,7 @@ HOST_TEST(pmi_reports_a_stuck_bit_of_a_counter_in_use_once)
     HOST_ASSERT_EQ(pmu_test_read(event), 15);
     model_retire(MODEL_EV_BRANCHES, 5, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(event), 20);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();
 }
@@ -581,24 +581,24 @@ HOST_TEST(pmi_reports_a_reappearing_bit_once)
 {
     struct perfmon_event *event;
     uint64_t overflows, giveups;
-    unsigned int pmc_id;
+    unsigned int counter;
 
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    pmc_id = pmu_test_pmc_id(event);
+    counter = pmu_test_counter(event);
     model_retire(MODEL_EV_BRANCHES, 15, MODEL_RING_KERN);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
 
     /* Set again after the first acknowledgment, once: no give-up. */
     giveups = pmu_test_nr_giveups();
-    pmu_test_set_status_hook(1ULL << pmc_id, false);
+    pmu_test_set_status_hook(1ULL << counter, false);
     pmu_test_deliver_pmi();
     model_set_wrmsr_hook(NULL);
     HOST_ASSERT_EQ(pmu_test_hook_acks, 2);
     HOST_ASSERT_EQ(pmu_test_nr_giveups(), giveups);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(pmu_test_read(event), 15);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();

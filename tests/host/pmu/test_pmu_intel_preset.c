@@ -59,14 +59,14 @@ HOST_TEST(max_period_follows_write_width)
 
 /* The counter an attached event's slot holds. */
 static unsigned int
-pmu_test_event_pmc_id(const struct perfmon_event *event)
+pmu_test_event_counter(const struct perfmon_event *event)
 {
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_dev_pmc(perfmon_get_dev(false),
-                                perfmon_event_pmc_index(event), &pmc_id,
+    HOST_ASSERT(perfmon_slot_counter(perfmon_dev_get(false),
+                                perfmon_event_slot_index(event), &counter,
                                 &width));
-    return pmc_id;
+    return counter;
 }
 
 /* Report k was for event's counter, at ip and fp. */
@@ -75,7 +75,7 @@ pmu_test_assert_report(unsigned int k, const struct perfmon_event *event,
                        uintptr_t ip, uintptr_t fp)
 {
     HOST_ASSERT(k < pmu_test_nr_reports);
-    HOST_ASSERT_EQ(pmu_test_reports[k].pmc_id, pmu_test_event_pmc_id(event));
+    HOST_ASSERT_EQ(pmu_test_reports[k].counter, pmu_test_event_counter(event));
     HOST_ASSERT(pmu_test_reports[k].has_ctx);
     HOST_ASSERT_EQ(pmu_test_reports[k].ctx.ip, ip);
     HOST_ASSERT_EQ(pmu_test_reports[k].ctx.fp, fp);
@@ -107,8 +107,8 @@ HOST_TEST(preset_writes_two_to_the_width_minus_n)
     pmu_test_begin();
     gp = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
     fixed = pmu_test_attach_cpu(PERFMON_EV_INSTRUCTION, PERFMON_EF_KERN);
-    gp_id = pmu_test_pmc_id(gp);
-    fixed_id = pmu_test_pmc_id(fixed);
+    gp_id = pmu_test_counter(gp);
+    fixed_id = pmu_test_counter(fixed);
     HOST_ASSERT_EQ(fixed_id, PMU_TEST_FIXED(0));
 
     for (unsigned int k = 0; k < ARRAY_SIZE(ns); k++) {
@@ -177,7 +177,7 @@ HOST_TEST(preset_counter_overflow_reports_it_with_the_context)
     pmu_test_begin();
     pmu_test_reports_reset();
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmu_test_preset(event, 100);
     model_retire(MODEL_EV_BRANCHES, 99, MODEL_RING_KERN);
     HOST_ASSERT(!model_pmi_pending());
@@ -189,9 +189,9 @@ HOST_TEST(preset_counter_overflow_reports_it_with_the_context)
     HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
     pmu_test_assert_report(0, event, 0xffffffff80123456ULL,
                            0xffff800000001230ULL);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 0);
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmu_test_pmc_id(event))), 0);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmu_test_counter(event))), 0);
     pmu_test_detach_all();
     pmu_test_end();
 }
@@ -231,8 +231,8 @@ HOST_TEST(several_preset_counters_in_one_pmi_are_each_reported_once)
 
     for (unsigned int r = 0; r < 3; r++) {
         for (unsigned int k = 0; k < 3; k++) {
-            if (pmu_test_reports[r].pmc_id
-                == pmu_test_event_pmc_id(events[k])) {
+            if (pmu_test_reports[r].counter
+                == pmu_test_event_counter(events[k])) {
                 HOST_ASSERT(!seen[k]);
                 seen[k] = true;
                 pmu_test_assert_report(r, events[k], 0x1000, 0x2000);
@@ -271,14 +271,14 @@ HOST_TEST(reloaded_counter_overflowing_at_once_gets_its_own_pmi)
 {
     struct perfmon_event *event;
     uint64_t pmis, wraps;
-    unsigned int pmc_id;
+    unsigned int counter;
 
     pmu_test_begin();
     pmu_test_reports_reset();
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    pmc_id = pmu_test_pmc_id(event);
+    counter = pmu_test_counter(event);
     pmis = pmu_intel_nr_pmis(0);
-    wraps = model_nr_wraps(pmc_id);
+    wraps = model_nr_wraps(counter);
     pmu_test_preset(event, 50);
     model_retire(MODEL_EV_BRANCHES, 50, MODEL_RING_KERN);
 
@@ -290,10 +290,10 @@ HOST_TEST(reloaded_counter_overflowing_at_once_gets_its_own_pmi)
     model_set_wrmsr_hook(NULL);
     HOST_ASSERT_EQ(pmu_test_hook_events, 0);
     HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
-    HOST_ASSERT_EQ(model_nr_wraps(pmc_id) - wraps, 2);
+    HOST_ASSERT_EQ(model_nr_wraps(counter) - wraps, 2);
 
     /* The second overflow: its bit, and a PMI of its own. */
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << pmc_id);
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_GLOBAL_STATUS), 1ULL << counter);
     HOST_ASSERT(model_pmi_pending());
     host_env_set_intr_ctx(0x30, 0x40);
     pmu_test_deliver_pmi();
@@ -302,7 +302,7 @@ HOST_TEST(reloaded_counter_overflowing_at_once_gets_its_own_pmi)
     HOST_ASSERT_EQ(pmu_test_nr_reports, 2);
     pmu_test_assert_report(0, event, 0x10, 0x20);
     pmu_test_assert_report(1, event, 0x30, 0x40);
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmc_id)), -3ULL
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(counter)), -3ULL
                    & (PMU_TEST_GP_PERIOD - 1));
     pmu_test_reports_reset();
     pmu_test_detach_all();
@@ -340,7 +340,7 @@ pmu_test_counter_reads(void)
  */
 HOST_TEST(switch_between_threads_with_same_events_only_reads)
 {
-    unsigned int max = MIN(4, pmu_test_dev()->nr_pmcs), n = 0;
+    unsigned int max = MIN(4, pmu_test_dev()->nr_counters), n = 0;
     unsigned long accesses, counter_reads, status_reads;
     struct thread *a, *b;
     unsigned long flags;
@@ -444,7 +444,7 @@ pmu_test_switch_budget(unsigned int nr_shared)
     unsigned int ids[PERFMON_NR_GENERIC_EVENTS];
     unsigned int owner[PERFMON_NR_GENERIC_EVENTS];
     unsigned int nr_only[2] = { 0, 0 }, nr = 0;
-    unsigned int max = pmu_test_dev()->nr_pmcs;
+    unsigned int max = pmu_test_dev()->nr_counters;
     unsigned long writes[2], global_writes[2], control_reads[2];
     struct thread *threads[2];
 
@@ -556,7 +556,7 @@ HOST_TEST(switch_between_threads_with_different_events_within_budget)
     pmu_test_switch_budget(0);
 }
 
-#if PMU_TEST_NR_PMCS >= 3
+#if PMU_TEST_NR_COUNTERS >= 3
 HOST_TEST(switch_between_threads_sharing_some_events_within_budget)
 {
     pmu_test_switch_budget(1);

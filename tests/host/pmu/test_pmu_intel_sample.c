@@ -40,11 +40,11 @@ pmu_test_sample_retire(unsigned int id, uint64_t n)
 }
 
 static uint64_t
-pmu_test_sample_counter(unsigned int pmc_id)
+pmu_test_sample_counter(unsigned int counter)
 {
-    return model_msr((pmc_id >= MODEL_FIXED_BASE)
-                     ? MODEL_MSR_FIXED_CTR(pmc_id - MODEL_FIXED_BASE)
-                     : MODEL_MSR_PMC(pmc_id));
+    return model_msr((counter >= MODEL_FIXED_BASE)
+                     ? MODEL_MSR_FIXED_CTR(counter - MODEL_FIXED_BASE)
+                     : MODEL_MSR_PMC(counter));
 }
 
 /* IA32_PMCx, IA32_A_PMCx and IA32_FIXED_CTRx read counters. */
@@ -143,15 +143,15 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
 {
     struct perfmon_event *event;
     unsigned long ctrl_writes, ovf_writes, spurious;
-    unsigned int pmc_id;
+    unsigned int counter;
     uint64_t bit, ctrl;
     unsigned long flags;
 
     pmu_test_begin();
     pmu_test_reports_reset();
     event = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    pmc_id = pmu_test_pmc_id(event);
-    bit = 1ULL << pmc_id;
+    counter = pmu_test_counter(event);
+    bit = 1ULL << counter;
     ctrl = model_msr(MODEL_MSR_GLOBAL_CTRL);
     HOST_ASSERT(ctrl & bit);
     pmu_test_preset(event, 10);
@@ -205,7 +205,7 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
     HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_CTRL) - ctrl_writes, 2);
     HOST_ASSERT_EQ(model_nr_writes(MODEL_MSR_GLOBAL_OVF) - ovf_writes, 1);
-    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(pmc_id)),
+    HOST_ASSERT_EQ(model_msr(MODEL_MSR_PMC(counter)),
                    -40ULL & (PMU_TEST_GP_PERIOD - 1));
     pmu_test_reports_reset();
     pmu_test_detach_all();
@@ -264,7 +264,7 @@ HOST_TEST(batch_restart_of_a_stopped_counter_keeps_its_new_overflow)
 
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_test_nr_reports, 1);
-    HOST_ASSERT_EQ(pmu_test_reports[0].pmc_id, 0);
+    HOST_ASSERT_EQ(pmu_test_reports[0].counter, 0);
 
     flags = cpu_intr_save();
     ops->stop(0);
@@ -326,34 +326,34 @@ HOST_TEST(constrained_event_gets_only_a_counter_that_counts_it)
 {
     const uint64_t code = model_event_code(MODEL_EV_L1D_PEND_MISS);
     struct perfmon_event *pend, *other, *second;
-    unsigned int pmc_id, width;
+    unsigned int counter, width;
 
     pmu_test_begin();
     pend = pmu_test_attach_cpu(code, PERFMON_EF_RAW | PERFMON_EF_KERN);
 
     if (!PMU_TEST_HASWELL) {
-        HOST_ASSERT_EQ(pmu_test_pmc_id(pend), 0);
+        HOST_ASSERT_EQ(pmu_test_counter(pend), 0);
         pmu_test_detach_all();
         pmu_test_end();
         return;
     }
 
-    HOST_ASSERT_EQ(pmu_test_pmc_id(pend), 2);
+    HOST_ASSERT_EQ(pmu_test_counter(pend), 2);
     other = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    HOST_ASSERT_EQ(pmu_test_pmc_id(other), 0);
+    HOST_ASSERT_EQ(pmu_test_counter(other), 0);
     model_retire(MODEL_EV_L1D_PEND_MISS, 100, MODEL_RING_KERN);
     HOST_ASSERT_EQ(pmu_test_read(pend), 100);
 
     second = pmu_test_attach_cpu(code, PERFMON_EF_RAW | PERFMON_EF_USER);
-    HOST_ASSERT(!perfmon_dev_pmc(pmu_test_dev(),
-                                 perfmon_event_pmc_index(second), &pmc_id,
+    HOST_ASSERT(!perfmon_slot_counter(pmu_test_dev(),
+                                 perfmon_event_slot_index(second), &counter,
                                  &width));
 
     /* Its turn: counter 2, taken from the first use. */
     HOST_ASSERT(perfmon_mux_rotate(pmu_test_dev()));
-    HOST_ASSERT_EQ(pmu_test_pmc_id(second), 2);
-    HOST_ASSERT(!perfmon_dev_pmc(pmu_test_dev(),
-                                 perfmon_event_pmc_index(pend), &pmc_id,
+    HOST_ASSERT_EQ(pmu_test_counter(second), 2);
+    HOST_ASSERT(!perfmon_slot_counter(pmu_test_dev(),
+                                 perfmon_event_slot_index(pend), &counter,
                                  &width));
     model_retire(MODEL_EV_L1D_PEND_MISS, 10, MODEL_RING_USER);
     HOST_ASSERT_EQ(pmu_test_read(second), 10);
@@ -380,7 +380,7 @@ HOST_TEST(refused_pinned_group_is_undone_whole)
     if (PMU_TEST_FIXED_MASK & 0x4) {
         event = pmu_test_attach_cpu(PERFMON_EV_REF_CYCLE,
                                     PERFMON_EF_KERN | PERFMON_EF_PINNED);
-        HOST_ASSERT_EQ(pmu_test_pmc_id(event), PMU_TEST_FIXED(2));
+        HOST_ASSERT_EQ(pmu_test_counter(event), PMU_TEST_FIXED(2));
         HOST_ASSERT_EQ(perfmon_group_init(&group), 0);
         HOST_ASSERT_EQ(perfmon_group_add(&group,
                                          pmu_test_event(PERFMON_EV_REF_CYCLE,
@@ -392,11 +392,11 @@ HOST_TEST(refused_pinned_group_is_undone_whole)
                                                         PERFMON_EF_KERN)),
                        0);
         HOST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
-        HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 1);
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 1);
         pmu_test_detach_all();
     }
 
-    if (PMU_TEST_NR_PMCS > PMU_TEST_NR_GP + 1
+    if (PMU_TEST_NR_COUNTERS > PMU_TEST_NR_GP + 1
         && PMU_TEST_NR_GP + 1 <= PERFMON_GROUP_MAX) {
         (void)pmu_test_attach_cpu(0x11, PERFMON_EF_RAW | PERFMON_EF_KERN
                                         | PERFMON_EF_PINNED);
@@ -409,7 +409,7 @@ HOST_TEST(refused_pinned_group_is_undone_whole)
         }
 
         HOST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EAGAIN);
-        HOST_ASSERT_EQ(perfmon_dev_nr_used_pmcs(pmu_test_dev()), 1);
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(pmu_test_dev()), 1);
         pmu_test_detach_all();
     }
 
