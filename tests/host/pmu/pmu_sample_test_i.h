@@ -60,7 +60,7 @@ uint64_t pmu_sample_nr(struct perfmon_event *event);
 
 /* The counter behind an attached event, and perfmon's mask of it. */
 unsigned int pmu_sample_event_counter(const struct perfmon_event *event,
-                            uint64_t *maskp);
+                                      uint64_t *maskp);
 
 /* The counter holds 2^width - left in the bits perfmon counts. */
 void pmu_sample_assert_left(const struct pmu_sample_env *env,

@@ -248,7 +248,8 @@ pmu_test_counter(const struct perfmon_event *event)
 {
     unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_slot_counter(pmu_test_dev(), perfmon_event_slot_index(event),
+    HOST_ASSERT(perfmon_slot_counter(pmu_test_dev(),
+                                     perfmon_event_slot_index(event),
                                 &counter, &width));
     return counter;
 }

@@ -294,7 +294,8 @@ pmu_test_counter(const struct perfmon_event *event)
 
     unsigned int counter, width;
 
-    HOST_ASSERT(perfmon_slot_counter(dev, perfmon_event_slot_index(event), &counter,
+    HOST_ASSERT(perfmon_slot_counter(dev, perfmon_event_slot_index(event),
+                                     &counter,
                                 &width));
     return counter;
 }
@@ -450,16 +451,16 @@ unsigned int pmu_test_nr_reports;
 uint64_t pmu_test_reload;
 
 void __real_perfmon_sample_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int counter,
-                                    const struct perfmon_intr_ctx *ctx);
+                                           unsigned int counter,
+                                           const struct perfmon_intr_ctx *ctx);
 void __wrap_perfmon_sample_report_overflow(struct perfmon_dev *dev,
-                                    unsigned int counter,
-                                    const struct perfmon_intr_ctx *ctx);
+                                           unsigned int counter,
+                                           const struct perfmon_intr_ctx *ctx);
 
 void
 __wrap_perfmon_sample_report_overflow(struct perfmon_dev *dev,
-                               unsigned int counter,
-                               const struct perfmon_intr_ctx *ctx)
+                                      unsigned int counter,
+                                      const struct perfmon_intr_ctx *ctx)
 {
     if (pmu_test_nr_reports < PMU_TEST_MAX_REPORTS) {
         struct pmu_test_report *report;
