@@ -14,6 +14,8 @@
 struct host_test {
     const char *name;
     void (*fn)(void);
+    void (*fn_arg)(const void *arg);    /* when fn is NULL */
+    const void *arg;
 };
 
 #define HOST_TEST_MAX 128
@@ -31,6 +33,21 @@ extern jmp_buf host_test_jmp;
         host_nr_tests++;                                                \
     }                                                                   \
     static void host_test_##id(void)
+
+/*
+ * Register a test made at run time, from a table: fn(arg) runs as test
+ * name. From a constructor, as HOST_TEST's registrations.
+ */
+static inline void
+host_test_register(const char *name, void (*fn)(const void *arg),
+                   const void *arg)
+{
+    host_tests[host_nr_tests].name = name;
+    host_tests[host_nr_tests].fn = NULL;
+    host_tests[host_nr_tests].fn_arg = fn;
+    host_tests[host_nr_tests].arg = arg;
+    host_nr_tests++;
+}
 
 #define HOST_FAIL(...)                                                  \
     do {                                                                \
@@ -79,7 +96,11 @@ extern jmp_buf host_test_jmp;
                                                                         \
         for (unsigned int i = 0; i < host_nr_tests; i++) {             \
             if (setjmp(host_test_jmp) == 0) {                           \
-                host_tests[i].fn();                                     \
+                if (host_tests[i].fn != NULL) {                         \
+                    host_tests[i].fn();                                 \
+                } else {                                                \
+                    host_tests[i].fn_arg(host_tests[i].arg);            \
+                }                                                       \
                 printf("ok %u %s\n", i + 1, host_tests[i].name);        \
             } else {                                                    \
                 printf("not ok %u %s\n", i + 1, host_tests[i].name);    \

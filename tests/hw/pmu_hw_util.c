@@ -1,7 +1,7 @@
 /*
  * Helpers of the hardware PMU suites, see pmu_hw_util.h. What they need
- * of the registered driver comes from the x86 PMU layer's vendor table
- * (pmu/pmu_x86.h); the vendors are named here only in a skip's
+ * of the registered driver comes from the x86 drivers' test interface
+ * (pmu/pmu_x86_test.h); the vendors are named here only in a skip's
  * diagnostic.
  */
 #include <stdbool.h>
@@ -17,6 +17,7 @@
 #include <pmu/pmu_amd.h>
 #include <pmu/pmu_intel.h>
 #include <pmu/pmu_x86.h>
+#include <pmu/pmu_x86_test.h>
 
 #include "pmu_hw_util.h"
 
@@ -24,11 +25,11 @@
 /* The registered driver                                               */
 /* ------------------------------------------------------------------ */
 
-const struct pmu_x86_vendor *
+const struct pmu_x86_test *
 hw_require_pmu(void)
 {
     struct perfmon_dev *dev = perfmon_dev_get(false);
-    const struct pmu_x86_vendor *vendor = pmu_x86_get_vendor();
+    const struct pmu_x86_test *vendor = pmu_x86_test_get();
 
     if (dev == NULL) {
         test_diag("Intel: CPUID.0AH version %u; AMD: %s, PerfCtrExtCore %s, "
@@ -234,7 +235,7 @@ hw_low_bits(unsigned int n)
 void
 hw_assert_counters_used(uint64_t bits)
 {
-    const struct pmu_x86_vendor *pmu = hw_require_pmu();
+    const struct pmu_x86_test *pmu = hw_require_pmu();
     uint64_t enabled;
     bool known;
 
@@ -281,7 +282,7 @@ hw_measure(struct perfmon_event *events, unsigned int n, uint64_t *deltas,
  * configurations that no Intel fixed counter takes.
  */
 static void
-hw_pmi_attach(const struct pmu_x86_vendor *pmu, struct hw_pmi_setup *setup)
+hw_pmi_attach(const struct pmu_x86_test *pmu, struct hw_pmi_setup *setup)
 {
     for (unsigned int k = 0; k < setup->nr_fillers; k++) {
         hw_attach_self(&setup->events[k],
@@ -312,7 +313,7 @@ hw_pmi_detach(struct hw_pmi_setup *setup)
  * the loop's, one wrap included.
  */
 static void
-hw_pmi_run(const struct pmu_x86_vendor *pmu, struct hw_pmi_setup *setup,
+hw_pmi_run(const struct pmu_x86_test *pmu, struct hw_pmi_setup *setup,
            unsigned int run)
 {
     struct perfmon_event *target = &setup->events[setup->nr_fillers];
@@ -352,7 +353,7 @@ hw_pmi_run(const struct pmu_x86_vendor *pmu, struct hw_pmi_setup *setup,
 void
 hw_pmi_check(struct hw_pmi_setup *setup)
 {
-    const struct pmu_x86_vendor *pmu = hw_require_pmu();
+    const struct pmu_x86_test *pmu = hw_require_pmu();
     struct perfmon_event *target = &setup->events[setup->nr_fillers];
     uint64_t count, tsc;
 

@@ -2,9 +2,10 @@
  * What the hardware PMU suites share (pmu_hw, vendor-neutral, and
  * pmu_intel_hw): the loop whose instructions are known exactly, the
  * ranges its counts must fall in, measurement and overflow-interrupt
- * helpers, and the registered driver's entry in the x86 PMU layer's
- * vendor table, for the few things perfmon's public API does not say (the
- * test hook that presets counters, PMI statistics, the overflow status).
+ * helpers, and the registered driver's description in the x86 drivers'
+ * test interface (pmu/pmu_x86_test.h), for the few things perfmon's
+ * public API does not say (the test hook that presets counters, PMI
+ * statistics, the overflow status).
  *
  * The loop (hw_loop): N iterations of exactly ten instructions, one of
  * them a branch. Ranges, with N the iterations (hw_range_of explains each
@@ -34,6 +35,7 @@
 
 #include <kern/perfmon.h>
 #include <pmu/pmu_x86.h>
+#include <pmu/pmu_x86_test.h>
 
 #define HW_N                1000000ULL  /* iterations of hw_loop */
 #define HW_LOOP_INSNS       10          /* instructions per iteration */
@@ -77,7 +79,7 @@ struct hw_spec {
  * layer describes it; skip the test ("no hardware PMU registered ...")
  * when none did. Thread context.
  */
-const struct pmu_x86_vendor *hw_require_pmu(void);
+const struct pmu_x86_test *hw_require_pmu(void);
 
 /* Skip unless perfmon accepts the event (the driver maps it). */
 void hw_require_event(unsigned int id, unsigned int flags, const char *name);

@@ -104,7 +104,7 @@ TEST_DEFINE(pmu_hw, instructions_and_cycles_of_known_loop)
 /* Branches in [N, 1.1N], on general counter 0 (no fixed counter has it). */
 TEST_DEFINE(pmu_hw, branches_of_known_loop)
 {
-    const struct pmu_x86_vendor *pmu = hw_require_pmu();
+    const struct pmu_x86_test *pmu = hw_require_pmu();
     struct perfmon_event event;
     uint64_t count, tsc;
 
@@ -139,7 +139,7 @@ TEST_DEFINE(pmu_hw, user_only_counts_zero_kern_only_counts_loop)
           HW_BOUND_INSNS },
         { "branches:k", "branches:u", PERFMON_EV_BRANCH, HW_BOUND_BRANCHES },
     };
-    const struct pmu_x86_vendor *pmu = hw_require_pmu();
+    const struct pmu_x86_test *pmu = hw_require_pmu();
     struct perfmon_event events[2];
     uint64_t counts[2], tsc;
 
@@ -180,7 +180,7 @@ TEST_DEFINE(pmu_hw, user_only_counts_zero_kern_only_counts_loop)
  */
 TEST_DEFINE(pmu_hw, all_counters_at_once)
 {
-    const struct pmu_x86_vendor *pmu = hw_require_pmu();
+    const struct pmu_x86_test *pmu = hw_require_pmu();
     struct perfmon_event events[ARRAY_SIZE(hw_all_specs)];
     const struct hw_spec *specs[ARRAY_SIZE(hw_all_specs)];
     uint64_t counts[ARRAY_SIZE(hw_all_specs)], tsc;
@@ -241,7 +241,7 @@ TEST_DEFINE(pmu_hw, overflow_pmi_on_every_general_counter)
     static const struct hw_spec branches = {
         "branches:k", PERFMON_EV_BRANCH, HW_KERN, 0, HW_BOUND_BRANCHES,
     };
-    const struct pmu_x86_vendor *pmu = hw_require_pmu();
+    const struct pmu_x86_test *pmu = hw_require_pmu();
     struct hw_pmi_setup setup;
 
     if (!perfmon_dev_get(false)->overflow_intr) {

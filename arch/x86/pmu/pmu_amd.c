@@ -15,7 +15,8 @@
  * costs counter reads only (perfmon keeps those counters running), and a
  * start or stop costs writes only. The PerfMonV2 PMI loop, the statistics
  * and the MSR probe are the x86 layer's too (pmu_x86.c); detection and the
- * generations' event tables are pmu_amd_detect.c's.
+ * generations' event tables are pmu_amd_detect.c's; the MSR probe, the
+ * per-CPU setup and the registration pmu_amd_setup.c's.
  *
  * This file is also compiled unchanged into the host tests, against a
  * register-level model of the AMD PMU (tests/host/pmu/pmu_model_amd.c).
@@ -24,34 +25,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <kern/arg.h>
-#include <kern/bitops.h>
+#include <kern/assert.h>
 #include <kern/errno.h>
-#include <kern/init.h>
-#include <kern/log.h>
 #include <kern/macros.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
-#include <kern/perfmon_nmi.h>
-#include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/lapic.h>
 #include <pmu/pmu_amd.h>
+#include <pmu/pmu_amd_i.h>
 #include <pmu/pmu_x86.h>
-#include <machine/trap.h>
-
-/* Legacy counters (APM vol. 2, 13.2.1 and 13.2.2). */
-#define PMU_AMD_MSR_LEGACY_CTL(n)   (0xc0010000U + (n))
-#define PMU_AMD_MSR_LEGACY_CTR(n)   (0xc0010004U + (n))
-
-/* PerfCtrExtCore counters: control and counter interleaved. */
-#define PMU_AMD_MSR_CTL(n)          (0xc0010200U + 2 * (n))
-#define PMU_AMD_MSR_CTR(n)          (0xc0010201U + 2 * (n))
-
-/* PerfMonV2 global registers. */
-#define PMU_AMD_MSR_GLOBAL_STATUS   0xc0000300U
-#define PMU_AMD_MSR_GLOBAL_CTL      0xc0000301U
-#define PMU_AMD_MSR_GLOBAL_STATUS_CLR   0xc0000302U
+#include <pmu/pmu_x86_test.h>
 
 /* PerfEvtSel (APM vol. 2, figure 13-7); the other bits are PMU_X86_'s. */
 #define PMU_AMD_EVTSEL_EVENT_LO     0xffULL
@@ -71,40 +55,15 @@
                                      | PMU_X86_EVTSEL_INV               \
                                      | PMU_X86_EVTSEL_CMASK)
 
-#define PMU_AMD_COUNTER_MASK        ((1ULL << PMU_AMD_WIDTH) - 1)
-
-/*
- * Without PerfMonV2, bit 47 is the overflow flag: the driver keeps it set
- * and the counter's wrap past 2^48 clears it. The low 47 bits are what
- * perfmon counts.
- */
-#define PMU_AMD_TOP_BIT             (1ULL << (PMU_AMD_WIDTH - 1))
-#define PMU_AMD_TOP_BIT_WIDTH       (PMU_AMD_WIDTH - 1)
-
-/* What the probe writes: a code with EN clear, a 48-bit pattern. */
-#define PMU_AMD_PROBE_EVTSEL        (0xc0 | PMU_X86_EVTSEL_OS           \
-                                     | PMU_X86_EVTSEL_USR)
-#define PMU_AMD_PROBE_COUNT         0x8a5a5a5a5a5aULL
-
-static struct pmu_amd_info pmu_amd_info;
-static enum pmu_amd_ovf pmu_amd_ovf;
-static struct perfmon_dev pmu_amd_dev;
+struct pmu_amd_info pmu_amd_info;
+enum pmu_amd_ovf pmu_amd_ovf;
+struct perfmon_dev pmu_amd_dev;
 
 _Static_assert(PMU_AMD_MAX_COUNTERS <= PMU_X86_MAX_EVTSEL,
                "the shadows hold every counter's PerfEvtSel");
 
 /* Allocation state, under perfmon's device lock. */
 static uint32_t pmu_amd_used;
-
-/*
- * Counters firmware held at boot (PerfEvtSel EN set: BIOS or SMM code
- * counting for itself), found on the boot CPU before anything is
- * written: never allocated, their controls left as found on every CPU,
- * and with PerfMonV2 their PerfCntrGlobalCtl bits as found (fw_global),
- * which the shadow starts from so that every write keeps them.
- */
-static uint32_t pmu_amd_fw;
-static uint64_t pmu_amd_fw_global;
 
 /*
  * The least period a counter is preset to: never 1, an overflow on the
@@ -140,50 +99,9 @@ pmu_amd_get_ovf_mode(void)
 /* Registers                                                           */
 /* ------------------------------------------------------------------ */
 
-static uint32_t
-pmu_amd_msr_ctl(unsigned int n)
-{
-    return pmu_amd_info.ext_core ? PMU_AMD_MSR_CTL(n)
-                                 : PMU_AMD_MSR_LEGACY_CTL(n);
-}
-
-static uint32_t
-pmu_amd_msr_ctr(unsigned int n)
-{
-    return pmu_amd_info.ext_core ? PMU_AMD_MSR_CTR(n)
-                                 : PMU_AMD_MSR_LEGACY_CTR(n);
-}
-
-/* Global control and status bits of the counters that exist. */
-static uint64_t
-pmu_amd_counter_bits(void)
-{
-    return (1ULL << pmu_amd_info.nr_counters) - 1;
-}
-
-/* The width perfmon counts: bit 47 is the flag in top-bit mode. */
-static unsigned int
-pmu_amd_width(void)
-{
-    return (pmu_amd_ovf == PMU_AMD_OVF_TOP_BIT) ? PMU_AMD_TOP_BIT_WIDTH
-                                                : PMU_AMD_WIDTH;
-}
-
-static uint64_t
-pmu_amd_width_mask(void)
-{
-    return (1ULL << pmu_amd_width()) - 1;
-}
-
 /* ------------------------------------------------------------------ */
 /* perfmon device operations                                           */
 /* ------------------------------------------------------------------ */
-
-static bool
-pmu_amd_has_pmi(void)
-{
-    return pmu_amd_ovf != PMU_AMD_OVF_POLL;
-}
 
 static int
 pmu_amd_translate(uint64_t *configp, uint64_t id, unsigned int flags)
@@ -260,6 +178,8 @@ pmu_amd_alloc(unsigned int *counterp, unsigned int *widthp, uint64_t config)
     uint32_t avail = allowed & ~(pmu_amd_used | pmu_amd_fw);
     unsigned int n;
 
+    assert_intr_disabled();
+
     if (avail == 0) {
         return EAGAIN;
     }
@@ -279,6 +199,8 @@ pmu_amd_alloc(unsigned int *counterp, unsigned int *widthp, uint64_t config)
 static void
 pmu_amd_free(unsigned int counter)
 {
+    assert_intr_disabled();
+
     pmu_amd_used &= ~(1U << counter);
 }
 
@@ -313,6 +235,8 @@ pmu_amd_start(unsigned int counter, uint64_t config)
     uint64_t evtsel = config | PMU_X86_EVTSEL_EN
                       | (pmu_amd_has_pmi() ? PMU_X86_EVTSEL_INT : 0);
 
+    assert_intr_disabled();
+
     cpu_set_msr(pmu_amd_msr_ctr(counter), value);
 
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
@@ -336,6 +260,8 @@ pmu_amd_stop(unsigned int counter)
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
     uint64_t bit = 1ULL << counter;
 
+    assert_intr_disabled();
+
     cpu->global_ctrl &= ~bit;
     cpu->unguarded &= ~bit;     /* its status bit is cleared below */
 
@@ -355,25 +281,6 @@ pmu_amd_stop(unsigned int counter)
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
         cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR, bit);
     }
-}
-
-/*
- * The longest preset: 2^46. A counter is 48 bits, written in full (APM
- * vol. 2, 13.2.2); in top-bit mode its bit 47 is the overflow flag and a
- * preset counter must start with it set, so 2^48 - n for n <= 2^47, whose
- * 48-bit wrap clears the flag after n events, as a counter started by
- * start does. perfmon sees the 47 bits below the flag, and a switch that
- * passes a preset counter from sampler to sampler tells a wrap by a
- * decrease of those (preset_ends_overflows), which needs the preset in
- * their top half: n <= 2^46. With PerfMonV2 the same bound keeps both
- * modes alike. 0 when polled (no overflow interrupt, no sampling).
- */
-#define PMU_AMD_MAX_PERIOD          (1ULL << (PMU_AMD_WIDTH - 2))
-
-static uint64_t
-pmu_amd_max_period(void)
-{
-    return pmu_amd_has_pmi() ? PMU_AMD_MAX_PERIOD : 0;
 }
 
 /*
@@ -400,6 +307,8 @@ pmu_amd_preset(unsigned int counter, uint64_t n)
     uint64_t bit = 1ULL << counter;
     uint64_t value;
 
+    assert_intr_disabled();
+
     n = MAX(n, PMU_AMD_MIN_PERIOD);
     n = MIN(n, pmu_amd_max_period());
     value = -n & PMU_AMD_COUNTER_MASK;
@@ -424,6 +333,8 @@ pmu_amd_check_period(uint64_t config, uint64_t period)
 static uint64_t
 pmu_amd_read(unsigned int counter)
 {
+    assert_intr_disabled();
+
     return cpu_get_msr(pmu_amd_msr_ctr(counter)) & PMU_AMD_COUNTER_MASK;
 }
 
@@ -446,13 +357,6 @@ pmu_amd_rearm(unsigned int counter)
     cpu_set_msr(pmu_amd_msr_ctl(counter), cpu->evtsel[counter]);
 }
 
-/* Top-bit mode: a counter whose flag reads 0 wrapped unreported. */
-static bool
-pmu_amd_top_bit_cleared(unsigned int counter)
-{
-    return !(cpu_get_msr(pmu_amd_msr_ctr(counter)) & PMU_AMD_TOP_BIT);
-}
-
 /*
  * Take back the overflows the PMI has not reported yet, of the counters in
  * ids (bit n for counter n). PerfMonV2: one status read for the batch.
@@ -462,6 +366,8 @@ static uint64_t
 pmu_amd_overflow_consume(uint64_t ids)
 {
     uint64_t status = 0;
+
+    assert_intr_disabled();
 
     if (pmu_amd_ovf == PMU_AMD_OVF_TOP_BIT) {
         while (ids != 0) {
@@ -538,6 +444,8 @@ pmu_amd_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
     struct pmu_x86_cpu *cpu;
 
+    assert_intr_disabled();
+
     if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
         pmu_x86_global_intr(ctx);
         return;
@@ -550,7 +458,7 @@ pmu_amd_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
     cpu->pmi = false;
 }
 
-static const struct perfmon_dev_ops pmu_amd_ops = {
+const struct perfmon_dev_ops pmu_amd_ops = {
     .translate = pmu_amd_translate,
     .alloc = pmu_amd_alloc,
     .free = pmu_amd_free,
@@ -575,321 +483,14 @@ pmu_amd_set_start_gap(uint64_t gap)
     return 0;
 }
 
-/* ------------------------------------------------------------------ */
-/* Setup                                                               */
-/* ------------------------------------------------------------------ */
-
-/*
- * Find the counters firmware holds (pmu_amd_fw, pmu_amd_fw_global), those
- * counting at boot: PerfEvtSel EN set and, with PerfMonV2, the
- * PerfCntrGlobalCtl bit too (both are needed to count, APM vol. 2,
- * 13.2.2; the global bits come out of reset set). Read through the safe
- * accessors before any write. Return 0, or EIO with the MSR in *msrp.
- * Boot CPU.
- */
-static int
-pmu_amd_find_fw(uint32_t *msrp)
-{
-    uint64_t value, global = ~0ULL;
-
-    pmu_amd_fw = 0;
-    pmu_amd_fw_global = 0;
-
-    if (pmu_amd_info.perfmon_v2) {
-        *msrp = PMU_AMD_MSR_GLOBAL_CTL;
-
-        if (cpu_get_msr_safe(PMU_AMD_MSR_GLOBAL_CTL, &global) != 0) {
-            return EIO;
-        }
-    }
-
-    for (unsigned int n = 0; n < pmu_amd_info.nr_counters; n++) {
-        *msrp = pmu_amd_msr_ctl(n);
-
-        if (cpu_get_msr_safe(*msrp, &value) != 0) {
-            return EIO;
-        }
-
-        if ((value & PMU_X86_EVTSEL_EN) && (global & (1ULL << n))) {
-            pmu_amd_fw |= 1U << n;
-        }
-    }
-
-    if (pmu_amd_info.perfmon_v2) {
-        pmu_amd_fw_global = pmu_amd_fw;
-    }
-
-    return 0;
-}
-
-/*
- * Prove the registers before trusting them (pmu_x86_probe): the legacy
- * counters have no CPUID bit at all, and a hypervisor with its PMU off may
- * make them read 0 and drop writes, or fault on the extended and global
- * ones. The counters firmware holds found first (pmu_amd_find_fw) and
- * left alone; the global control (PerfMonV2) written with their enables
- * only, so that nothing else counts; the first and the last other
- * counter's control and counter written and read back, then left 0; the
- * global status read and a clear of nothing written. Return 0, or EIO or
- * ENODEV with the MSR in *msrp. Boot CPU.
- */
-static int
-pmu_amd_probe(uint32_t *msrp)
-{
-    unsigned int ends[2], nr_ends = 0;
-    struct pmu_x86_probe_write writes[1 + 4 * ARRAY_SIZE(ends)];
-    uint32_t own;
-    unsigned int nr_writes = 0;
-    int error;
-
-    error = pmu_amd_find_fw(msrp);
-
-    if (error) {
-        return error;
-    }
-
-    own = (uint32_t)pmu_amd_counter_bits() & ~pmu_amd_fw;
-
-    if (own != 0) {
-        ends[nr_ends++] = __builtin_ctz(own);
-        ends[nr_ends++] = 31 - __builtin_clz(own);
-    }
-
-    if (pmu_amd_info.perfmon_v2) {
-        writes[nr_writes++] = (struct pmu_x86_probe_write){
-            PMU_AMD_MSR_GLOBAL_CTL, pmu_amd_fw_global };
-    }
-
-    for (unsigned int i = 0; i < nr_ends; i++) {
-        uint32_t ctl = pmu_amd_msr_ctl(ends[i]);
-        uint32_t ctr = pmu_amd_msr_ctr(ends[i]);
-
-        writes[nr_writes++] = (struct pmu_x86_probe_write){
-            ctl, PMU_AMD_PROBE_EVTSEL };
-        writes[nr_writes++] = (struct pmu_x86_probe_write){ ctl, 0 };
-        writes[nr_writes++] = (struct pmu_x86_probe_write){
-            ctr, PMU_AMD_PROBE_COUNT };
-        writes[nr_writes++] = (struct pmu_x86_probe_write){ ctr, 0 };
-    }
-
-    return pmu_x86_probe(writes, nr_writes,
-                         pmu_amd_info.perfmon_v2 ? PMU_AMD_MSR_GLOBAL_STATUS
-                                                 : 0,
-                         PMU_AMD_MSR_GLOBAL_STATUS_CLR, msrp);
-}
-
-/*
- * Put the calling CPU's PMU in a known, idle state, shadows zeroed.
- * Firmware, an earlier kernel or a rebooted guest (QEMU does not reset
- * these MSRs) may leave counters enabled, and PerfCntrGlobalCtl comes out
- * of reset with every counter enabled. With PerfCtrExtCore, the legacy
- * controls are cleared too: whether they alias the first four extended
- * counters on hardware is not documented here, and a hypervisor does
- * alias them.
- */
-static void
-pmu_amd_setup_local(void *arg)
-{
-    struct pmu_x86_cpu *cpu;
-
-    (void)arg;
-    pmu_x86_cpu_reset();
-    cpu = pmu_x86_cpu_local();
-
-    /* Firmware's counters keep their enables, which the shadow holds. */
-    if (pmu_amd_info.perfmon_v2) {
-        if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
-            cpu->global_ctrl = pmu_amd_fw_global;
-        }
-
-        cpu_set_msr(PMU_AMD_MSR_GLOBAL_CTL, pmu_amd_fw_global);
-    }
-
-    for (unsigned int n = 0; n < pmu_amd_info.nr_counters; n++) {
-        if (!(pmu_amd_fw & (1U << n))) {
-            cpu_set_msr(pmu_amd_msr_ctl(n), 0);
-        }
-    }
-
-    if (pmu_amd_info.ext_core) {
-        for (unsigned int n = 0; n < PMU_AMD_LEGACY_NR; n++) {
-            if (!(pmu_amd_fw & (1U << n))) {
-                cpu_set_msr(PMU_AMD_MSR_LEGACY_CTL(n), 0);
-            }
-        }
-    }
-
-    if (pmu_amd_info.perfmon_v2) {
-        cpu_set_msr(PMU_AMD_MSR_GLOBAL_STATUS_CLR,
-                    pmu_amd_counter_bits() & ~(uint64_t)pmu_amd_fw);
-    }
-
-    if (pmu_amd_has_pmi()) {
-        pmu_x86_lvt_setup();
-    }
-}
-
-/*
- * The hardware suites' queries (struct pmu_x86_vendor): the counters
- * PerfCntrGlobalCtl enables (PerfMonV2); and the overflows not
- * acknowledged: with the PMI on PerfMonV2, any counter's bit in
- * PerfCntrGlobalStatus; else a counter of bits whose flag (bit 47) reads
- * 0, i.e. that wrapped and was not re-armed. Of the counters this driver
- * uses (not firmware's).
- */
-static bool
-pmu_amd_test_enabled(uint64_t *bitsp)
-{
-    if (!pmu_amd_info.perfmon_v2) {
-        return false;
-    }
-
-    *bitsp = cpu_get_msr(PMU_AMD_MSR_GLOBAL_CTL) & ~(uint64_t)pmu_amd_fw;
-    return true;
-}
-
-static uint64_t
-pmu_amd_test_pending(uint64_t bits)
-{
-    uint64_t pending = 0;
-
-    if (pmu_amd_ovf == PMU_AMD_OVF_GLOBAL) {
-        return cpu_get_msr(PMU_AMD_MSR_GLOBAL_STATUS)
-               & pmu_amd_counter_bits() & ~(uint64_t)pmu_amd_fw;
-    }
-
-    for (unsigned int n = 0; n < pmu_amd_info.nr_counters; n++) {
-        if ((bits & (1ULL << n)) && pmu_amd_top_bit_cleared(n)) {
-            pending |= 1ULL << n;
-        }
-    }
-
-    return pending;
-}
-
-static const char *
-pmu_amd_ovf_name(void)
-{
-    switch (pmu_amd_ovf) {
-    case PMU_AMD_OVF_GLOBAL:
-        return "PMI, global status";
-    case PMU_AMD_OVF_TOP_BIT:
-        return "PMI, counter top bit";
-    default:
-        return "polled";
-    }
-}
-
-/* Boot option: pmu_amd.pmi=0 polls the counters instead of the PMI. */
-ARG_DEFINE_U64("pmu_amd.pmi", 0, 1);
-
 /*
  * What the x86 layer drives (its PMI loop and the global registers only
  * in PMU_AMD_OVF_GLOBAL); setup adds the counters that exist.
  */
-static struct pmu_x86_vendor pmu_amd_vendor = {
+struct pmu_x86_vendor pmu_amd_vendor = {
     .dev = &pmu_amd_dev,
     .msr_global_ctrl = PMU_AMD_MSR_GLOBAL_CTL,
     .msr_global_status = PMU_AMD_MSR_GLOBAL_STATUS,
     .msr_global_clear = PMU_AMD_MSR_GLOBAL_STATUS_CLR,
-    .raw_insns = 0xc0,                  /* PMCx0C0, retired instructions */
     .wrapped = pmu_amd_top_bit_cleared,
-    .set_start_gap = pmu_amd_set_start_gap,
-    .enabled = pmu_amd_test_enabled,
-    .pending = pmu_amd_test_pending,
 };
-
-static int
-pmu_amd_setup(void)
-{
-    struct pmu_amd_info *info = &pmu_amd_info;
-    struct pmu_x86_vendor *vendor = &pmu_amd_vendor;
-    struct perfmon_dev *other;
-    uint32_t msr;
-    int error;
-
-    pmu_amd_detect(info);
-
-    if (info->nr_counters == 0) {
-        log_debug("pmu_amd: not an AMD CPU of family 6 or later");
-        return 0;
-    }
-
-    other = perfmon_dev_get(false);
-
-    if (other != NULL) {
-        log_info("pmu_amd: %s drives the hardware PMU already", other->name);
-        return 0;
-    }
-
-    if (arg_is_set("pmu_amd.pmi", "0")) {
-        pmu_amd_ovf = PMU_AMD_OVF_POLL;
-    } else if (info->perfmon_v2) {
-        pmu_amd_ovf = PMU_AMD_OVF_GLOBAL;
-    } else {
-        pmu_amd_ovf = PMU_AMD_OVF_TOP_BIT;
-    }
-
-    error = pmu_amd_probe(&msr);
-
-    if (error) {
-        log_warning("pmu_amd: family %xh: MSR 0x%x %s: no PMU (a "
-                    "hypervisor without one?), software events only",
-                    info->family, msr,
-                    (error == EIO) ? "faults" : "ignores writes");
-        info->nr_counters = 0;
-        return 0;
-    }
-
-    if (pmu_amd_fw != 0) {
-        log_warning("pmu_amd: firmware holds counters 0x%x (enabled at "
-                    "boot): left alone, never used", pmu_amd_fw);
-    }
-
-    pmu_amd_dev.name = "pmu_amd";
-    pmu_amd_dev.ops = &pmu_amd_ops;
-    pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
-    pmu_amd_dev.nmi = pmu_amd_dev.overflow_intr && perfmon_pmi_nmi();
-    pmu_amd_dev.preset_ends_overflows = pmu_amd_dev.overflow_intr;
-    pmu_amd_dev.nr_counters = info->nr_counters - bitops_popcount(pmu_amd_fw);
-    pmu_amd_dev.fw_counters = pmu_amd_fw;
-    pmu_amd_dev.min_width = pmu_amd_width();
-    pmu_amd_dev.max_period = pmu_amd_max_period();
-
-    if (pmu_amd_dev.nr_counters == 0) {
-        log_info("pmu_amd: no counter left to use: software events only");
-        return 0;
-    }
-
-    vendor->counters = pmu_amd_counter_bits() & ~(uint64_t)pmu_amd_fw;
-    vendor->ack_mask = vendor->counters;
-    vendor->nr_general = pmu_amd_dev.nr_counters;
-    vendor->nr_generic_slots = pmu_amd_dev.nr_counters;
-    error = pmu_x86_register(vendor, pmu_amd_setup_local);
-
-    if (error) {
-        return error;
-    }
-
-    log_info("pmu_amd: family %xh model %xh (%s events), %u counters of "
-             "%u bits (%s), %s", info->family, info->model,
-             pmu_amd_gen_name(info->gen), info->nr_counters, PMU_AMD_WIDTH,
-             info->perfmon_v2 ? "PerfMonV2"
-                              : (info->ext_core ? "PerfCtrExtCore"
-                                                : "legacy"),
-             pmu_amd_ovf_name());
-    return 0;
-}
-
-/*
- * After the Intel driver, so that the order is fixed: on an AMD CPU its
- * leaf 0AH is absent and it registers nothing; should a hypervisor
- * expose that leaf anyway, the driver that registered first keeps the
- * PMU and this one steps aside (see pmu_amd_setup).
- */
-INIT_OP_DECLARE(pmu_intel_setup);
-
-INIT_OP_DEFINE(pmu_amd_setup,
-               INIT_OP_DEP(perfmon_setup, true),
-               INIT_OP_DEP(pmu_intel_setup, false),
-               INIT_OP_DEP(xcall_setup, true));

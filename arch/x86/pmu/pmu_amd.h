@@ -95,21 +95,6 @@ const char *pmu_amd_gen_name(enum pmu_amd_gen gen);
 uint64_t pmu_amd_generic_code(enum pmu_amd_gen gen, unsigned int perfmon_id);
 
 /*
- * The smallest start gap: a gap of 1 would put the overflow on the first
- * event after the enabling WRMSR, possibly that WRMSR itself; the floor
- * keeps one known event between the two.
- */
-#define PMU_AMD_START_GAP_MIN   2
-
-/*
- * Make every counter start gap events before it overflows instead of at
- * its default (0 restores it); tests use it to reach overflows quickly.
- * Return 0, or EINVAL when the gap is below PMU_AMD_START_GAP_MIN (and
- * not 0) or larger than the counter. Thread context, no event attached.
- */
-int pmu_amd_set_start_gap(uint64_t gap);
-
-/*
  * On a CPU: PMIs taken, PMIs that found no overflowed counter, and PMIs
  * whose handler gave up on a status that would not clear (syscnts
  * pmu_amd_pmis/<cpu>, pmu_amd_spurious/<cpu>, pmu_amd_pmi_giveup/<cpu>).

@@ -55,27 +55,6 @@ const struct pmu_intel_info *pmu_intel_get_info(void);
  */
 void pmu_intel_detect(struct pmu_intel_info *info);
 
-/*
- * The smallest start gap. A counter keeps counting while the driver and
- * perfmon work on it, so it may wrap before perfmon first reads it; that
- * is counted exactly, because start returns the value it programmed and
- * perfmon counts from there. A gap of 1 would preset the counter to all
- * ones, where its overflow is the first event after the WRMSR that
- * enables it - possibly that WRMSR's own retirement, which the SDM does
- * not say is counted or not; the floor keeps at least one known event
- * between the enable and the wrap.
- */
-#define PMU_INTEL_START_GAP_MIN 2
-
-/*
- * Make every counter start gap events before it overflows, instead of at
- * zero (0 restores the default); tests use it to reach overflows quickly.
- * Return 0, or EINVAL when the gap is below PMU_INTEL_START_GAP_MIN (and
- * not 0), exceeds the narrowest counter or, without full-width writes,
- * 2^31. Thread context, with no event attached.
- */
-int pmu_intel_set_start_gap(uint64_t gap);
-
 /* The architectural event a generic perfmon id maps to, or -1. */
 int pmu_intel_generic_to_arch(unsigned int perfmon_id);
 

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/assert.h>
 #include <kern/clock.h>
 #include <kern/errno.h>
 #include <kern/log.h>
@@ -69,6 +70,8 @@ pmu_x86_raw_check(uint64_t code, uint64_t allowed)
 void
 pmu_x86_batch_begin(void)
 {
+    assert_intr_disabled();
+
     pmu_x86_cpu_local()->batch = true;
 }
 
@@ -76,6 +79,8 @@ void
 pmu_x86_batch_end(void)
 {
     struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
+
+    assert_intr_disabled();
 
     cpu->batch = false;
     pmu_x86_global_flush(cpu, pmu_x86_registered->msr_global_ctrl,
@@ -89,6 +94,8 @@ pmu_x86_batch_end(void)
 void
 pmu_x86_report(uint64_t mask, const struct perfmon_intr_ctx *ctx)
 {
+    assert_intr_disabled();
+
     while (mask != 0) {
         unsigned int n = __builtin_ctzll(mask);
 
@@ -101,6 +108,8 @@ uint64_t
 pmu_x86_stale_drop(struct pmu_x86_cpu *cpu, uint64_t status)
 {
     uint64_t found = status & cpu->unguarded;
+
+    assert_intr_disabled();
 
     cpu->unguarded &= ~found;
 
@@ -118,6 +127,8 @@ pmu_x86_stale_drop(struct pmu_x86_cpu *cpu, uint64_t status)
 void
 pmu_x86_pmi_enter(struct pmu_x86_cpu *cpu)
 {
+    assert_intr_disabled();
+
     syscnt_inc(cpu_local_ptr(pmu_x86_sc_pmis));
     cpu->pmi = true;
 }
@@ -125,6 +136,8 @@ pmu_x86_pmi_enter(struct pmu_x86_cpu *cpu)
 void
 pmu_x86_pmi_spurious(void)
 {
+    assert_intr_disabled();
+
     syscnt_inc(cpu_local_ptr(pmu_x86_sc_spurious));
 }
 
@@ -165,6 +178,8 @@ pmu_x86_global_intr(const struct perfmon_intr_ctx *ctx)
     uint64_t ack_mask = vendor->ack_mask;
     uint64_t status, fresh, reported = 0, told = 0;
 
+    assert_intr_disabled();
+
     pmu_x86_pmi_enter(cpu);
     cpu_set_msr(vendor->msr_global_ctrl, 0);
     status = cpu_get_msr(vendor->msr_global_status) & ack_mask;
@@ -201,6 +216,8 @@ pmu_x86_global_intr(const struct perfmon_intr_ctx *ctx)
 void
 pmu_x86_lvt_setup(void)
 {
+    assert_intr_disabled();
+
     if (perfmon_pmi_nmi()) {
         lapic_pmc_setup_nmi();
     } else {
@@ -339,10 +356,4 @@ pmu_x86_register(const struct pmu_x86_vendor *vendor,
     }
 
     return 0;
-}
-
-const struct pmu_x86_vendor *
-pmu_x86_get_vendor(void)
-{
-    return pmu_x86_registered;
 }

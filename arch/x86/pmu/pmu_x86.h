@@ -12,8 +12,8 @@
  *   start and stop only flip bits of a global control register;
  * - the overflow interrupt loop of a PMU with global control and status
  *   registers (pmu_x86_global_intr), and the per-CPU PMI statistics;
- * - the MSR probe a driver runs before trusting what CPUID promised;
- * - the vendor table the hardware test suites query (pmu_x86_get_vendor).
+ * - the MSR probe a driver runs before trusting what CPUID promised.
+ * What the tests may ask of a driver is apart, in pmu_x86_test.h.
  *
  * Only one x86 driver registers per boot (the first whose probe passes),
  * so the shadows and statistics exist once. Nothing here is called
@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/assert.h>
 #include <kern/perfmon.h>
 #include <kern/percpu.h>
 #include <kern/perfmon_dev.h>
@@ -98,46 +99,20 @@ struct pmu_x86_vendor {
     uint64_t ack_mask;              /* status bits the PMI clears */
 
     /*
-     * For the hardware test suites (tests/hw/pmu_hw_util.c), which perfmon's
-     * API does not tell: counters that take any event (Intel: the general
-     * ones); counters generic events can fill together (Intel adds the
-     * fixed counters 0 to 2 whose events CPUID reports); the raw code of
-     * instructions retired.
-     */
-    unsigned int nr_general;
-    unsigned int nr_generic_slots;
-    unsigned int raw_insns;
-
-    /*
      * Local, interrupts disabled, with a global status: whether counter
      * id wrapped since its last preset, i.e. its top bit reads 0 (a
      * preset leaves it set: 2^width - n with n <= 2^(width - 1)). One
      * read of the counter.
      */
     bool (*wrapped)(unsigned int id);
-
-    /* The driver's test hook: counters start gap events before a wrap. */
-    int (*set_start_gap)(uint64_t gap);
-
-    /*
-     * Local, preemption disabled: store the calling CPU's enabled
-     * counters (bit i: counter i, Intel fixed counter j at 32 + j) and
-     * return true, or return false where there is no global control
-     * register to read (Intel version 1, AMD without PerfMonV2).
-     */
-    bool (*enabled)(uint64_t *bitsp);
-
-    /*
-     * Local, preemption disabled: of the running counters in bits, those
-     * with an overflow the driver has not acknowledged.
-     */
-    uint64_t (*pending)(uint64_t bits);
 };
 
 /* The calling CPU's shadows. Local, interrupts disabled. */
 static inline struct pmu_x86_cpu *
 pmu_x86_cpu_local(void)
 {
+    assert_intr_disabled();
+
     return cpu_local_ptr(pmu_x86_cpu);
 }
 
@@ -168,6 +143,8 @@ static inline void
 pmu_x86_global_flush(struct pmu_x86_cpu *cpu, uint32_t msr_ctrl,
                      uint32_t msr_clear)
 {
+    assert_intr_disabled();
+
     if (cpu->global_hw != cpu->global_ctrl) {
         cpu->global_hw = cpu->global_ctrl;
         cpu_set_msr(msr_ctrl, cpu->global_hw);
@@ -219,8 +196,12 @@ uint64_t pmu_x86_stale_drop(struct pmu_x86_cpu *cpu, uint64_t status);
 static inline uint64_t
 pmu_x86_global_consume(uint64_t ids, uint32_t msr_status, uint32_t msr_clear)
 {
-    struct pmu_x86_cpu *cpu = pmu_x86_cpu_local();
-    uint64_t status = cpu_get_msr(msr_status) & ids & ~cpu->unguarded;
+    struct pmu_x86_cpu *cpu;
+    uint64_t status;
+
+    assert_intr_disabled();
+    cpu = pmu_x86_cpu_local();
+    status = cpu_get_msr(msr_status) & ids & ~cpu->unguarded;
 
     if (status != 0) {
         cpu_set_msr(msr_clear, status);
@@ -313,11 +294,5 @@ int pmu_x86_register(const struct pmu_x86_vendor *vendor,
 
 /* Zero the calling CPU's shadows. Local (setup_local). */
 void pmu_x86_cpu_reset(void);
-
-/*
- * The vendor that registered its device, or NULL when none did. Any
- * context.
- */
-const struct pmu_x86_vendor *pmu_x86_get_vendor(void);
 
 #endif /* X86_PMU_X86_H */

@@ -7,9 +7,11 @@
  * duplicated sample, a lost or a doubled wrap, fails the check.
  *
  * The driver's test binary describes its model (struct pmu_sample_env)
- * and calls each check between its own begin and end, which clean up
- * what a failed check leaves attached (events and threads come from the
- * binary's pools). Single CPU (host_env), CPU 0.
+ * and registers the checks once, as a table (pmu_sample_tests_register):
+ * each runs as a test of its own, between the binary's begin and end,
+ * which clean up what a failed check leaves attached (events and threads
+ * come from the binary's pools). A binary may also call a check from a
+ * test of its own. Single CPU (host_env), CPU 0.
  */
 #ifndef HOST_PMU_SAMPLE_TEST_H
 #define HOST_PMU_SAMPLE_TEST_H
@@ -59,7 +61,38 @@ struct pmu_sample_env {
     unsigned long (*nr_msr_writes)(uint32_t msr);
     const uint32_t *msrs;
     unsigned int nr_msrs;
+
+    /* What the registered tests run between: the binary's fixture. */
+    void (*begin)(void);
+    void (*end)(void);
+
+    /*
+     * Whether the device samples (an overflow interrupt): the sampling
+     * tests are registered, else the test that attach refuses.
+     */
+    bool can_sample;
+
+    /*
+     * The generic events the tests that cover every kind of counter run
+     * with, one per kind (Intel: a general and a fixed counter).
+     */
+    const unsigned int *ids;
+    unsigned int nr_ids;
+
+    /*
+     * The binary's names of two tests: that a period below the least is
+     * refused (NULL: the binary calls pmu_sample_check_least_period from
+     * a test of its own), and that attach refuses to sample.
+     */
+    const char *least_period_test;
+    const char *refused_test;
 };
+
+/*
+ * Register the shared tests for env, which outlives them, once (from a
+ * constructor, see host_test_register).
+ */
+void pmu_sample_tests_register(const struct pmu_sample_env *env);
 
 /*
  * A device that cannot sample (max_period 0): attaching a sampling event
