@@ -557,7 +557,7 @@ perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
     struct perfmon_chain chain;
 
     /* A maskable section is under way here: its end handles it. */
-    if (cpu_nmi_nest() != 0) {
+    if (perfmon_nmi_nest() != 0) {
         perfmon_nmi_defer(ctx);
         return;
     }
@@ -568,9 +568,9 @@ perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
      * first deferral noted; the flag cleared, the section's end finds
      * nothing to do (else it would run the handling again, spuriously).
      */
-    if (unlikely(cpu_nmi_deferred())) {
+    if (unlikely(perfmon_nmi_deferred())) {
         perfmon_chain_copy(&chain, &nmi->ctx, &deferred);
-        cpu_nmi_set_deferred(false);
+        perfmon_nmi_set_deferred(false);
         ctx = &deferred;
     }
 
@@ -614,23 +614,23 @@ perfmon_nmi_run_deferred(void)
         barrier();
 
         do {
-            cpu_nmi_set_nest(1);
+            perfmon_nmi_set_nest(1);
 
             /* The place is copied, then the flag cleared: an NMI after
                the clear captures anew, the samples use the copy. */
-            while (cpu_nmi_deferred()) {
+            while (perfmon_nmi_deferred()) {
                 perfmon_chain_copy(&chain, &nmi->ctx, &ctx);
-                cpu_nmi_set_deferred(false);
+                perfmon_nmi_set_deferred(false);
                 perfmon_nmi_handle(&ctx);
             }
 
-            cpu_nmi_set_nest(0);
-        } while (cpu_nmi_deferred());
+            perfmon_nmi_set_nest(0);
+        } while (perfmon_nmi_deferred());
 
         barrier();
         nmi->in_deferred = 0;
         barrier();
-    } while (unlikely(cpu_nmi_deferred()) && cpu_nmi_nest() == 0);
+    } while (unlikely(perfmon_nmi_deferred()) && perfmon_nmi_nest() == 0);
 }
 
 unsigned int

@@ -188,9 +188,6 @@ cpu_intr_restore(unsigned long flags)
     }
 }
 
-uint8_t host_env_nmi_nest;
-uint8_t host_env_nmi_deferred;
-
 void
 cpu_send_self_pmu_soft_from_nmi(void)
 {
