@@ -189,9 +189,9 @@ perfmon_nmi_active(void)
 bool perfmon_pmi_nmi(void);
 
 /*
- * The NMI: the arch calls it from its NMI handler, with where the NMI
- * landed, in NMI mode only. NMI context: takes no lock, waits for no
- * other CPU.
+ * The NMI: registered with the arch at setup (cpu_nmi_register) in NMI
+ * mode only, and called on every NMI with where it landed. NMI context:
+ * takes no lock, waits for no other CPU.
  */
 void perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx);
 

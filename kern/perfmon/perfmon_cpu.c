@@ -695,10 +695,43 @@ perfmon_cpu_dev_init(struct perfmon_dev *dev)
     }
 }
 
+/*
+ * The entries the machine calls (cpu_pmi_register, ...), with where the
+ * interrupt landed in its terms. Interrupt or NMI context.
+ */
+static void
+perfmon_cpu_pmi_entry(const struct cpu_intr_site *site)
+{
+    struct perfmon_intr_ctx ctx = { .ip = site->ip, .fp = site->fp };
+
+    perfmon_pmi_intr(&ctx);
+}
+
+static void
+perfmon_cpu_pmu_soft_entry(const struct cpu_intr_site *site)
+{
+    struct perfmon_intr_ctx ctx = { .ip = site->ip, .fp = site->fp };
+
+    perfmon_pmu_soft_intr(&ctx);
+}
+
+static void
+perfmon_cpu_nmi_entry(const struct cpu_intr_site *site)
+{
+    struct perfmon_intr_ctx ctx = { .ip = site->ip, .fp = site->fp };
+
+    perfmon_nmi_intr(&ctx);
+}
+
 int
 perfmon_cpu_setup(void)
 {
     char name[SYSCNT_NAME_SIZE];
+
+    /* Only in NMI mode is the NMI perfmon's: otherwise one panics. */
+    cpu_pmi_register(perfmon_cpu_pmi_entry);
+    cpu_pmu_soft_register(perfmon_cpu_pmu_soft_entry);
+    cpu_nmi_register(perfmon_pmi_nmi() ? perfmon_cpu_nmi_entry : NULL);
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);

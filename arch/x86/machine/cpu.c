@@ -13,7 +13,7 @@
 #include <machine/cpu.h>
 #include <machine/trap.h>
 
-#define CPU_IST_STACK_SIZE  8192    /* perfmon's NMI work copies a call
+#define CPU_IST_STACK_SIZE  8192    /* the NMI handler copies a call
                                        chain or two */
 
 struct cpu_tss {

@@ -248,11 +248,11 @@ cpu_set_cr3(uint64_t value)
 
 /*
  * Interrupts the core raises (arch/x86/machine/ipi.c owns their vectors
- * and calls the core's entries). Any context.
+ * and calls the handlers registered below). Any context.
  */
 void cpu_send_xcall(unsigned int cpu);          /* xcall_intr there */
 void cpu_send_resched(unsigned int cpu);        /* reschedule there */
-void cpu_send_self_pmu_soft(void);              /* perfmon_pmu_soft_intr */
+void cpu_send_self_pmu_soft(void);              /* the pmu_soft handler */
 
 /*
  * The same request from an NMI: the NMI may have landed between another
@@ -263,11 +263,36 @@ void cpu_send_self_pmu_soft(void);              /* perfmon_pmu_soft_intr */
 void cpu_send_self_pmu_soft_from_nmi(void);
 
 /*
- * An NMI to a CPU (perfmon_nmi_intr there), this one included (the self
+ * An NMI to a CPU (the NMI handler there), this one included (the self
  * shorthand is not valid with NMI delivery, SDM Vol. 3A 11.6.1, so the
  * CPU's own APIC ID is the destination). Any context, an NMI included.
  */
 void cpu_send_nmi(unsigned int cpu);
+
+/*
+ * Where an interrupt landed: the interrupted code's instruction pointer
+ * and frame pointer (the base of that function's frame, for call chains).
+ */
+struct cpu_intr_site {
+    uintptr_t ip;
+    uintptr_t fp;
+};
+
+typedef void (*cpu_intr_fn_t)(const struct cpu_intr_site *site);
+
+/*
+ * Install the handler of the PMU's overflow interrupt (TRAP_PMI), of the
+ * software PMU's self-interrupt (cpu_send_self_pmu_soft), or of the NMI;
+ * NULL removes it. The first two run with interrupts disabled and the
+ * EOI sent after they return (a new PMI must not nest in the handler);
+ * without one the interrupt is only acknowledged. The NMI handler runs
+ * on every NMI (the machine cannot tell one source from another), with
+ * no EOI, in NMI context; without one an NMI panics, and once a panic is
+ * under way an NMI stops the CPU without calling it. Any context.
+ */
+void cpu_pmi_register(cpu_intr_fn_t fn);
+void cpu_pmu_soft_register(cpu_intr_fn_t fn);
+void cpu_nmi_register(cpu_intr_fn_t fn);
 
 /*
  * Stop every other CPU (for panic); nothing before the interrupt

@@ -60,6 +60,18 @@ unsigned int cpu_count(void);
 #define cpu_local_read8(lval)           ((uint8_t)(lval))
 #define cpu_local_write8(lval, value)   ((void)((lval) = (uint8_t)(value)))
 
+/* Where an interrupt landed, and the handlers' registration (host_env.c). */
+struct cpu_intr_site {
+    uintptr_t ip;
+    uintptr_t fp;
+};
+
+typedef void (*cpu_intr_fn_t)(const struct cpu_intr_site *site);
+
+void cpu_pmi_register(cpu_intr_fn_t fn);
+void cpu_pmu_soft_register(cpu_intr_fn_t fn);
+void cpu_nmi_register(cpu_intr_fn_t fn);
+
 /* perfmon's request from an NMI: never made on the host (no NMI mode). */
 void cpu_send_self_pmu_soft_from_nmi(void);
 bool cpu_online(unsigned int cpu);
