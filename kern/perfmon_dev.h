@@ -82,7 +82,7 @@ struct perfmon_dev_ops {
 
     /*
      * Local, needed when the device sets overflow_intr: handle the
-     * overflow interrupt, calling perfmon_report_overflow() with ctx and
+     * overflow interrupt, calling perfmon_sample_report_overflow() with ctx and
      * the counter's id for each counter that overflowed.
      */
     void (*handle_overflow_intr)(const struct perfmon_intr_ctx *ctx);
@@ -185,7 +185,7 @@ struct perfmon_dev {
  * devices may be registered: a hardware event goes to the first of them
  * whose translate accepts it.
  */
-int perfmon_register(struct perfmon_dev *dev);
+int perfmon_dev_register(struct perfmon_dev *dev);
 
 /*
  * Report that counter counter of dev wrapped once on the calling CPU since
@@ -197,7 +197,7 @@ int perfmon_register(struct perfmon_dev *dev);
  * from its overflow interrupt handler, once per wrap. Local, interrupts
  * disabled.
  */
-void perfmon_report_overflow(struct perfmon_dev *dev, unsigned int counter,
+void perfmon_sample_report_overflow(struct perfmon_dev *dev, unsigned int counter,
                              const struct perfmon_intr_ctx *ctx);
 
 /*
@@ -214,7 +214,7 @@ void perfmon_pmu_soft_intr(const struct perfmon_intr_ctx *ctx);
  * The first registered hardware (sw false) or software device, or NULL.
  * Any context.
  */
-struct perfmon_dev *perfmon_get_dev(bool sw);
+struct perfmon_dev *perfmon_dev_get(bool sw);
 
 /*
  * The device that counts an event (id and flags as perfmon_event_init

@@ -129,7 +129,7 @@ perfmon_nmi_leave(void)
  * the frames may be gone, copies the chain. ctx may name a captured
  * chain itself. Local, interrupts disabled; NMI-safe (reads the stack).
  */
-void perfmon_chain_capture(struct perfmon_chain *chain,
+void perfmon_sample_chain_capture(struct perfmon_chain *chain,
                            const struct perfmon_intr_ctx *ctx,
                            struct perfmon_intr_ctx *capturedp);
 
@@ -139,7 +139,7 @@ void perfmon_chain_capture(struct perfmon_chain *chain,
  * (the next deferral) while samples use the copy. Local, interrupts
  * disabled.
  */
-void perfmon_chain_copy(struct perfmon_chain *chain,
+void perfmon_sample_chain_copy(struct perfmon_chain *chain,
                         const struct perfmon_intr_ctx *ctx,
                         struct perfmon_intr_ctx *copyp);
 
@@ -167,7 +167,7 @@ perfmon_nmi_defer(const struct perfmon_intr_ctx *ctx)
      */
     perfmon_nmi_set_deferred(true);
     barrier();
-    perfmon_chain_capture(&nmi->chain, ctx, &nmi->ctx);
+    perfmon_sample_chain_capture(&nmi->chain, ctx, &nmi->ctx);
 }
 
 /*

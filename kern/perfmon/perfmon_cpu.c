@@ -61,7 +61,7 @@ ARG_DEFINE_STRING("perfmon.pmi");
  * report still to come adds nothing.
  */
 __attribute__((noinline)) void
-perfmon_cpu_slot_add_wrap(const struct perfmon_dev *dev,
+perfmon_sample_add_wrap(const struct perfmon_dev *dev,
                           struct perfmon_cpu_slot *cslot, uint64_t raw,
                           bool reported)
 {
@@ -119,7 +119,7 @@ perfmon_cpu_slot_update_slot(struct perfmon_dev *dev,
 
     /* An overflow consumed here is not reported: its samples are due. */
     if (__builtin_expect(cslot->sampler != NULL, 0)) {
-        perfmon_cpu_slot_sample_due(dev, cslot, pending != 0);
+        perfmon_sample_due(dev, cslot, pending != 0);
     }
 
     return cslot;
@@ -140,7 +140,7 @@ perfmon_cpu_slot_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 }
 
 static void
-perfmon_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
+perfmon_cpu_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
 {
     if (dev->state->poll_ticks == 0 || cpu->poll_armed[dev->state->index]) {
         return;
@@ -195,7 +195,7 @@ perfmon_cpu_slot_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
             cpu->handoffs[dev->state->index] |= 1U << index;
         }
 
-        perfmon_poll_arm(cpu, dev);
+        perfmon_cpu_poll_arm(cpu, dev);
     }
 
     cslot->nr_refs++;
@@ -392,7 +392,7 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     }
 
     if (gain & cpu->used[d]) {
-        perfmon_poll_arm(cpu, dev);
+        perfmon_cpu_poll_arm(cpu, dev);
     }
 
     cpu->sched_seq[d] = seq;
@@ -408,7 +408,7 @@ perfmon_cpu_loaded_td(void)
 }
 
 void
-perfmon_poll_local(struct perfmon_dev *dev)
+perfmon_cpu_poll_local(struct perfmon_dev *dev)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     const struct perfmon_bank *bank = perfmon_cpu_bank(cpu, dev);
@@ -434,12 +434,12 @@ perfmon_poll_local(struct perfmon_dev *dev)
  * CPU has no timer, and a busy context switch path never touches it.
  */
 void
-perfmon_poll_timer(struct timer *timer)
+perfmon_cpu_poll_timer(struct timer *timer)
 {
     struct perfmon_dev *dev = timer_arg(timer);
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
-    perfmon_poll_local(dev);
+    perfmon_cpu_poll_local(dev);
 
     if (cpu->used[dev->state->index] != 0) {
         timer_schedule(timer, clock_get_time() + dev->state->poll_ticks);
@@ -569,7 +569,7 @@ perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
      * nothing to do (else it would run the handling again, spuriously).
      */
     if (unlikely(perfmon_nmi_deferred())) {
-        perfmon_chain_copy(&chain, &nmi->ctx, &deferred);
+        perfmon_sample_chain_copy(&chain, &nmi->ctx, &deferred);
         perfmon_nmi_set_deferred(false);
         ctx = &deferred;
     }
@@ -619,7 +619,7 @@ perfmon_nmi_run_deferred(void)
             /* The place is copied, then the flag cleared: an NMI after
                the clear captures anew, the samples use the copy. */
             while (perfmon_nmi_deferred()) {
-                perfmon_chain_copy(&chain, &nmi->ctx, &ctx);
+                perfmon_sample_chain_copy(&chain, &nmi->ctx, &ctx);
                 perfmon_nmi_set_deferred(false);
                 perfmon_nmi_handle(&ctx);
             }
@@ -647,7 +647,7 @@ perfmon_cpu_nr_used_slots(unsigned int cpu)
 }
 
 bool
-perfmon_event_counting_here(const struct perfmon_event *event)
+perfmon_cpu_event_counting(const struct perfmon_event *event)
 {
     assert(!cpu_intr_enabled());
 
@@ -661,7 +661,7 @@ perfmon_event_counting_here(const struct perfmon_event *event)
 }
 
 uint64_t
-perfmon_nr_overflows(unsigned int cpu)
+perfmon_cpu_nr_overflows(unsigned int cpu)
 {
     return syscnt_read(&percpu_ptr(perfmon_cpu, cpu)->sc_overflows);
 }
@@ -678,7 +678,7 @@ perfmon_cpu_dev_init(struct perfmon_dev *dev)
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
 
-        timer_init(&pcpu->poll_timers[d], perfmon_poll_timer, dev, cpu);
+        timer_init(&pcpu->poll_timers[d], perfmon_cpu_poll_timer, dev, cpu);
         pcpu->banks[d] = (dev->bank != NULL) ? percpu_ptr(*dev->bank, cpu)
                                              : NULL;
         pcpu->unsched[d] = ~0U;

@@ -18,7 +18,7 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon_nmi.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/syscnt.h>
 #include <machine/cpu.h>
@@ -287,7 +287,7 @@ pmu_soft_count(unsigned int event, uint64_t n)
              */
             FOR_EACH_BIT(id, raised) {
                 if (cpu->preset & (1U << id)) {
-                    perfmon_chain_capture(&cpu->chains[id], &ctx,
+                    perfmon_sample_chain_capture(&cpu->chains[id], &ctx,
                                           &cpu->where[id]);
                 } else {
                     cpu->where[id] = ctx;

@@ -21,7 +21,7 @@
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_nmi.h>
 #include <kern/perfmon_td.h>
-#include <kern/perfmon/pmu_soft.h>
+#include <kern/pmu_soft.h>
 #include <kern/spinlock.h>
 #include <kern/syscnt.h>
 #include <kern/thread.h>

@@ -231,7 +231,7 @@ pmu_test_boot(void)
 static struct perfmon_dev *
 pmu_test_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_get_dev(false);
+    struct perfmon_dev *dev = perfmon_dev_get(false);
 
     HOST_ASSERT(dev != NULL);
     return dev;
@@ -1072,7 +1072,7 @@ HOST_TEST(preset_counters_overflow_after_n_and_report_once_each)
                                     PERFMON_EF_KERN);
     events[1] = pmu_test_attach_cpu(PERFMON_EV_CYCLE, PERFMON_EF_KERN);
     events[2] = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmis = pmu_amd_nr_pmis(0);
 
     for (unsigned int k = 0; k < 3; k++) {
@@ -1102,7 +1102,7 @@ HOST_TEST(preset_counters_overflow_after_n_and_report_once_each)
 
     /* The model may have a second PMI pending: it reports nothing. */
     pmu_test_catch_up();
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 3);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 3);
 
     for (unsigned int k = 0; k < 3; k++) {
         unsigned int n = pmu_test_counter(events[k]);
@@ -1327,10 +1327,10 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     }
 
     spurious = pmu_amd_nr_spurious(0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     pmu_test_deliver_pmi();
     HOST_ASSERT_EQ(pmu_amd_nr_spurious(0) - spurious, 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
 
     /* The same pending overflow met by a status read outside the PMI. */
     pmu_test_preset(event, 10);
@@ -1351,14 +1351,14 @@ HOST_TEST(preset_discards_an_overflow_pending_on_its_counter)
     }
 
     HOST_ASSERT_EQ(pmu_amd_nr_spurious(0) - spurious, 2);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
 
     model_amd_retire(MODEL_AMD_EV_BRANCHES, 1, MODEL_AMD_RING_KERN);
     HOST_ASSERT(!model_amd_pmi_pending());
     model_amd_retire(MODEL_AMD_EV_BRANCHES, 1, MODEL_AMD_RING_KERN);
     HOST_ASSERT(model_amd_pmi_pending());
     pmu_test_deliver_pmi();
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
     pmu_test_end();
 }
@@ -1449,7 +1449,7 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     model_amd_retire(MODEL_AMD_EV_BRANCHES, period - 1, MODEL_AMD_RING_KERN);
     HOST_ASSERT(!model_amd_pmi_pending());
     pmis = pmu_amd_nr_pmis(0);
-    overflows = perfmon_nr_overflows(0);
+    overflows = perfmon_cpu_nr_overflows(0);
     eois = model_amd_nr_eois();
 
     /* The period ends, and its NMI lands, inside the section. */
@@ -1474,7 +1474,7 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
 
     HOST_ASSERT_EQ(model_amd_lvt_pmc(), PMU_TEST_LVT_REQUESTED);
     HOST_ASSERT_EQ(pmu_amd_nr_pmis(0), pmis);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0), overflows);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0), overflows);
     HOST_ASSERT_EQ(perfmon_event_get_samples(event, &nr), 0);
     HOST_ASSERT_EQ(nr, 0);
     HOST_ASSERT_EQ(perfmon_session_stats(session, 0, &stats), 0);
@@ -1483,7 +1483,7 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     /* Its end handles the overflow, once. */
     perfmon_nmi_leave();
     HOST_ASSERT_EQ(pmu_amd_nr_pmis(0) - pmis, 1);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 1);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 1);
     HOST_ASSERT_EQ(perfmon_event_get_samples(event, &nr), 0);
     HOST_ASSERT_EQ(nr, 1);
     HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)),
@@ -1505,7 +1505,7 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     pmu_test_deliver_pmi();
     host_env_set_intr_ctx(0, 0);
     HOST_ASSERT_EQ(pmu_amd_nr_pmis(0) - pmis, 2);
-    HOST_ASSERT_EQ(perfmon_nr_overflows(0) - overflows, 2);
+    HOST_ASSERT_EQ(perfmon_cpu_nr_overflows(0) - overflows, 2);
     HOST_ASSERT_EQ(perfmon_event_get_samples(event, &nr), 0);
     HOST_ASSERT_EQ(nr, 2);
     HOST_ASSERT_EQ(model_amd_msr(pmu_test_msr_ctr(n)),
