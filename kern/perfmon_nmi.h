@@ -40,11 +40,12 @@
 #include <kern/perfmon_types.h>
 
 /*
- * The count and the flag are bytes of the CPU's head (machine/cpu.h:
- * cpu_nmi_nest_inc, ...), each reached in one instruction; the rest is
- * here.
+ * The count and the flag are bytes reached in one instruction each
+ * (machine/cpu.h: cpu_local_inc8, ...), through the accessors below.
  */
 struct perfmon_nmi_cpu {
+    uint8_t nest;           /* marked sections open */
+    uint8_t deferred;       /* an NMI found one open */
     uint8_t in_nmi;         /* perfmon's NMI handling runs */
     uint8_t in_deferred;    /* perfmon_nmi_run_deferred runs: a section
                                closed inside it leaves the deferred work
@@ -58,6 +59,34 @@ struct perfmon_nmi_cpu {
 };
 
 extern struct perfmon_nmi_cpu perfmon_nmi_cpu;
+
+/*
+ * The calling CPU's count and flag. Compiler barriers, each one
+ * instruction. Local.
+ */
+static inline unsigned int
+perfmon_nmi_nest(void)
+{
+    return cpu_local_read8(perfmon_nmi_cpu.nest);
+}
+
+static inline void
+perfmon_nmi_set_nest(uint8_t nest)
+{
+    cpu_local_write8(perfmon_nmi_cpu.nest, nest);
+}
+
+static inline bool
+perfmon_nmi_deferred(void)
+{
+    return cpu_local_read8(perfmon_nmi_cpu.deferred) != 0;
+}
+
+static inline void
+perfmon_nmi_set_deferred(bool deferred)
+{
+    cpu_local_write8(perfmon_nmi_cpu.deferred, deferred);
+}
 
 /*
  * Run the overflow handling that NMIs deferred while the section that
@@ -75,7 +104,7 @@ perfmon_nmi_enter(void)
 {
     /* A compiler barrier too: the section's accesses stay after it (on
        the same CPU only the compiler could move them). */
-    cpu_nmi_nest_inc();
+    cpu_local_inc8(perfmon_nmi_cpu.nest);
 }
 
 /*
@@ -87,9 +116,9 @@ perfmon_nmi_enter(void)
 static inline void
 perfmon_nmi_leave(void)
 {
-    cpu_nmi_nest_dec();
+    cpu_local_dec8(perfmon_nmi_cpu.nest);
 
-    if (unlikely(cpu_nmi_deferred()) && cpu_nmi_nest() == 0) {
+    if (unlikely(perfmon_nmi_deferred()) && perfmon_nmi_nest() == 0) {
         perfmon_nmi_run_deferred();
     }
 }
@@ -127,7 +156,7 @@ perfmon_nmi_defer(const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
 
-    if (cpu_nmi_deferred()) {
+    if (perfmon_nmi_deferred()) {
         return;
     }
 
@@ -136,7 +165,7 @@ perfmon_nmi_defer(const struct perfmon_intr_ctx *ctx)
      * deferral) then finds it set and leaves the place alone; nothing
      * reads the place before this section's end.
      */
-    cpu_nmi_set_deferred(true);
+    perfmon_nmi_set_deferred(true);
     barrier();
     perfmon_sample_chain_capture(&nmi->chain, ctx, &nmi->ctx);
 }
@@ -160,9 +189,9 @@ perfmon_nmi_active(void)
 bool perfmon_pmi_nmi(void);
 
 /*
- * The NMI: the arch calls it from its NMI handler, with where the NMI
- * landed, in NMI mode only. NMI context: takes no lock, waits for no
- * other CPU.
+ * The NMI: registered with the arch at setup (cpu_nmi_register) in NMI
+ * mode only, and called on every NMI with where it landed. NMI context:
+ * takes no lock, waits for no other CPU.
  */
 void perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx);
 

@@ -511,7 +511,7 @@ perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
     struct perfmon_chain chain;
 
     /* A maskable section is under way here: its end handles it. */
-    if (cpu_nmi_nest() != 0) {
+    if (perfmon_nmi_nest() != 0) {
         perfmon_nmi_defer(ctx);
         return;
     }
@@ -522,9 +522,9 @@ perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
      * first deferral noted; the flag cleared, the section's end finds
      * nothing to do (else it would run the handling again, spuriously).
      */
-    if (unlikely(cpu_nmi_deferred())) {
+    if (unlikely(perfmon_nmi_deferred())) {
         perfmon_sample_chain_copy(&chain, &nmi->ctx, &deferred);
-        cpu_nmi_set_deferred(false);
+        perfmon_nmi_set_deferred(false);
         ctx = &deferred;
     }
 
@@ -568,23 +568,23 @@ perfmon_nmi_run_deferred(void)
         barrier();
 
         do {
-            cpu_nmi_set_nest(1);
+            perfmon_nmi_set_nest(1);
 
             /* The place is copied, then the flag cleared: an NMI after
                the clear captures anew, the samples use the copy. */
-            while (cpu_nmi_deferred()) {
+            while (perfmon_nmi_deferred()) {
                 perfmon_sample_chain_copy(&chain, &nmi->ctx, &ctx);
-                cpu_nmi_set_deferred(false);
+                perfmon_nmi_set_deferred(false);
                 perfmon_nmi_handle(&ctx);
             }
 
-            cpu_nmi_set_nest(0);
-        } while (cpu_nmi_deferred());
+            perfmon_nmi_set_nest(0);
+        } while (perfmon_nmi_deferred());
 
         barrier();
         nmi->in_deferred = 0;
         barrier();
-    } while (unlikely(cpu_nmi_deferred()) && cpu_nmi_nest() == 0);
+    } while (unlikely(perfmon_nmi_deferred()) && perfmon_nmi_nest() == 0);
 }
 
 unsigned int
@@ -649,10 +649,43 @@ perfmon_cpu_dev_init(struct perfmon_dev *dev)
     }
 }
 
+/*
+ * The entries the machine calls (cpu_pmi_register, ...), with where the
+ * interrupt landed in its terms. Interrupt or NMI context.
+ */
+static void
+perfmon_cpu_pmi_entry(const struct cpu_intr_site *site)
+{
+    struct perfmon_intr_ctx ctx = { .ip = site->ip, .fp = site->fp };
+
+    perfmon_pmi_intr(&ctx);
+}
+
+static void
+perfmon_cpu_pmu_soft_entry(const struct cpu_intr_site *site)
+{
+    struct perfmon_intr_ctx ctx = { .ip = site->ip, .fp = site->fp };
+
+    perfmon_pmu_soft_intr(&ctx);
+}
+
+static void
+perfmon_cpu_nmi_entry(const struct cpu_intr_site *site)
+{
+    struct perfmon_intr_ctx ctx = { .ip = site->ip, .fp = site->fp };
+
+    perfmon_nmi_intr(&ctx);
+}
+
 int
 perfmon_cpu_setup(void)
 {
     char name[SYSCNT_NAME_SIZE];
+
+    /* Only in NMI mode is the NMI perfmon's: otherwise one panics. */
+    cpu_pmi_register(perfmon_cpu_pmi_entry);
+    cpu_pmu_soft_register(perfmon_cpu_pmu_soft_entry);
+    cpu_nmi_register(perfmon_pmi_nmi() ? perfmon_cpu_nmi_entry : NULL);
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);

@@ -148,7 +148,7 @@ pmu_soft_wraps(uint64_t value, uint64_t n)
 static inline bool
 pmu_soft_defers(void)
 {
-    return pmu_soft_nmi && cpu_nmi_nest() != 1;
+    return pmu_soft_nmi && perfmon_nmi_nest() != 1;
 }
 
 /*

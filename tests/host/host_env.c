@@ -132,7 +132,7 @@ kmem_free(void *ptr)
 }
 
 /* Where host_env_raise_trap's interrupts come from (host_env_set_intr_ctx). */
-static struct perfmon_intr_ctx host_env_intr_ctx;
+static struct cpu_intr_site host_env_intr_ctx;
 
 void
 host_env_set_intr_ctx(uintptr_t ip, uintptr_t fp)
@@ -187,9 +187,6 @@ cpu_intr_restore(unsigned long flags)
         host_env_intr = true;
     }
 }
-
-uint8_t host_env_nmi_nest;
-uint8_t host_env_nmi_deferred;
 
 void
 cpu_send_self_pmu_soft_from_nmi(void)
@@ -507,6 +504,29 @@ host_env_pmi_nmi(void)
     return false;
 }
 
+/* The handlers registered as with the arch's (machine/ipi.c). */
+static cpu_intr_fn_t host_env_pmi_fn;
+static cpu_intr_fn_t host_env_pmu_soft_fn;
+static cpu_intr_fn_t host_env_nmi_fn;
+
+void
+cpu_pmi_register(cpu_intr_fn_t fn)
+{
+    host_env_pmi_fn = fn;
+}
+
+void
+cpu_pmu_soft_register(cpu_intr_fn_t fn)
+{
+    host_env_pmu_soft_fn = fn;
+}
+
+void
+cpu_nmi_register(cpu_intr_fn_t fn)
+{
+    host_env_nmi_fn = fn;
+}
+
 void
 host_env_raise_trap(unsigned int vector)
 {
@@ -515,11 +535,15 @@ host_env_raise_trap(unsigned int vector)
 
     /*
      * The PMI as an NMI, when the PMU model's LVT entry says so: the arch's
-     * NMI handler (machine/ipi.c) calls perfmon's, with no EOI.
+     * NMI handler (machine/ipi.c) calls the one registered, with no EOI.
      */
     if (vector == TRAP_PMI && host_env_pmi_nmi()) {
+        if (host_env_nmi_fn == NULL) {
+            panic("host_env: an NMI with no handler");
+        }
+
         flags = cpu_intr_save();
-        perfmon_nmi_intr(&host_env_intr_ctx);
+        host_env_nmi_fn(&host_env_intr_ctx);
         cpu_intr_restore(flags);
         return;
     }
@@ -527,7 +551,11 @@ host_env_raise_trap(unsigned int vector)
     /* The PMI vector is the arch's (machine/ipi.c): do what it does. */
     if (vector == TRAP_PMI && host_env_traps[vector] == NULL) {
         flags = cpu_intr_save();
-        perfmon_pmi_intr(&host_env_intr_ctx);
+
+        if (host_env_pmi_fn != NULL) {
+            host_env_pmi_fn(&host_env_intr_ctx);
+        }
+
         lapic_eoi();
         cpu_intr_restore(flags);
         return;

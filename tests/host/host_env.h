@@ -46,8 +46,8 @@ void host_env_raise_trap(unsigned int vector);
 
 /*
  * Whether the PMI is an NMI (the PMU model's LVT entry in NMI delivery
- * mode): TRAP_PMI then goes to perfmon_nmi_intr, with no EOI. A weak
- * default says no; the PMU models define their own.
+ * mode): TRAP_PMI then goes to the NMI handler (cpu_nmi_register), with
+ * no EOI. A weak default says no; the PMU models define their own.
  */
 bool host_env_pmi_nmi(void);
 

@@ -13,7 +13,7 @@
 #include <machine/cpu.h>
 #include <machine/trap.h>
 
-#define CPU_IST_STACK_SIZE  8192    /* perfmon's NMI work copies a call
+#define CPU_IST_STACK_SIZE  8192    /* the NMI handler copies a call
                                        chain or two */
 
 struct cpu_tss {
@@ -215,8 +215,13 @@ cpu_load_tables(unsigned int cpu)
     desc.base = (uintptr_t)cpu_idt;
     __asm__ volatile("lidt %0" : : "m"(desc) : "memory");
 
-    /* Loading GS zeroed the base: set it after. */
+    /*
+     * Loading FS and GS zeroed their bases: set them after. GS points at
+     * the area (its head), FS is the area's distance from the template,
+     * for the one-instruction accesses to per-CPU bytes (cpu_local_inc8).
+     */
     cpu_set_msr(CPU_MSR_GS_BASE, (uintptr_t)head);
+    cpu_set_msr(CPU_MSR_FS_BASE, (uintptr_t)head - (uintptr_t)percpu_start);
 }
 
 void

@@ -31,6 +31,7 @@
 #define CPU_RFLAGS_IF           (1UL << 9)
 
 #define CPU_MSR_EFER            0xc0000080
+#define CPU_MSR_FS_BASE         0xc0000100
 #define CPU_MSR_GS_BASE         0xc0000101
 #define CPU_MSR_APIC_BASE       0x1b
 
@@ -247,11 +248,11 @@ cpu_set_cr3(uint64_t value)
 
 /*
  * Interrupts the core raises (arch/x86/machine/ipi.c owns their vectors
- * and calls the core's entries). Any context.
+ * and calls the handlers registered below). Any context.
  */
 void cpu_send_xcall(unsigned int cpu);          /* xcall_intr there */
 void cpu_send_resched(unsigned int cpu);        /* reschedule there */
-void cpu_send_self_pmu_soft(void);              /* perfmon_pmu_soft_intr */
+void cpu_send_self_pmu_soft(void);              /* the pmu_soft handler */
 
 /*
  * The same request from an NMI: the NMI may have landed between another
@@ -262,11 +263,36 @@ void cpu_send_self_pmu_soft(void);              /* perfmon_pmu_soft_intr */
 void cpu_send_self_pmu_soft_from_nmi(void);
 
 /*
- * An NMI to a CPU (perfmon_nmi_intr there), this one included (the self
+ * An NMI to a CPU (the NMI handler there), this one included (the self
  * shorthand is not valid with NMI delivery, SDM Vol. 3A 11.6.1, so the
  * CPU's own APIC ID is the destination). Any context, an NMI included.
  */
 void cpu_send_nmi(unsigned int cpu);
+
+/*
+ * Where an interrupt landed: the interrupted code's instruction pointer
+ * and frame pointer (the base of that function's frame, for call chains).
+ */
+struct cpu_intr_site {
+    uintptr_t ip;
+    uintptr_t fp;
+};
+
+typedef void (*cpu_intr_fn_t)(const struct cpu_intr_site *site);
+
+/*
+ * Install the handler of the PMU's overflow interrupt (TRAP_PMI), of the
+ * software PMU's self-interrupt (cpu_send_self_pmu_soft), or of the NMI;
+ * NULL removes it. The first two run with interrupts disabled and the
+ * EOI sent after they return (a new PMI must not nest in the handler);
+ * without one the interrupt is only acknowledged. The NMI handler runs
+ * on every NMI (the machine cannot tell one source from another), with
+ * no EOI, in NMI context; without one an NMI panics, and once a panic is
+ * under way an NMI stops the CPU without calling it. Any context.
+ */
+void cpu_pmi_register(cpu_intr_fn_t fn);
+void cpu_pmu_soft_register(cpu_intr_fn_t fn);
+void cpu_nmi_register(cpu_intr_fn_t fn);
 
 /*
  * Stop every other CPU (for panic); nothing before the interrupt
@@ -290,76 +316,41 @@ struct cpu_head {
     unsigned int intr_depth;    /* nesting of interrupt handlers */
     struct thread *thread;      /* current thread */
     const void *intr_frame;     /* innermost interrupt's saved registers */
-    uint8_t nmi_nest;           /* perfmon's marked sections open */
-    uint8_t nmi_deferred;       /* an NMI found one open */
 };
 
 #define CPU_HEAD_OFFSET_ID      8
 #define CPU_HEAD_OFFSET_INTR    12
 #define CPU_HEAD_OFFSET_THREAD  16
-#define CPU_HEAD_OFFSET_NMI_NEST        32
-#define CPU_HEAD_OFFSET_NMI_DEFERRED    33
-
-_Static_assert(__builtin_offsetof(struct cpu_head, nmi_nest)
-               == CPU_HEAD_OFFSET_NMI_NEST, "cpu_head layout");
-_Static_assert(__builtin_offsetof(struct cpu_head, nmi_deferred)
-               == CPU_HEAD_OFFSET_NMI_DEFERRED, "cpu_head layout");
 
 /*
- * perfmon's NMI section count and deferred flag (kern/perfmon_nmi.h): a
- * byte each in the CPU's head, each access one instruction, so that
- * marking a section costs an increment and a decrement. The increment and
- * decrement are compiler barriers: the section's accesses stay between
- * them (an NMI on the same CPU sees the instruction stream in order).
- * Local.
+ * A byte of the calling CPU's copy of a per-CPU variable (kern/percpu.h),
+ * lval naming it in the template (a per-CPU variable or a byte member of
+ * one), reached in one instruction: the FS base holds the distance of
+ * the CPU's area from the template (cpu_load_tables), so the template's
+ * address relative to FS is the copy's. The increment and decrement, as
+ * the others, are compiler barriers, so that a section they bracket keeps
+ * its accesses between them (an NMI on the same CPU sees the instruction
+ * stream in order). Local.
  */
-static inline void
-cpu_nmi_nest_inc(void)
-{
-    __asm__ volatile("incb %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_NEST)
-                     : : : "memory", "cc");
-}
+#define cpu_local_inc8(lval)                                            \
+    __asm__ volatile("incb %%fs:%0" : "+m"(lval) : : "memory", "cc")
 
-static inline void
-cpu_nmi_nest_dec(void)
-{
-    __asm__ volatile("decb %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_NEST)
-                     : : : "memory", "cc");
-}
+#define cpu_local_dec8(lval)                                            \
+    __asm__ volatile("decb %%fs:%0" : "+m"(lval) : : "memory", "cc")
 
-static inline unsigned int
-cpu_nmi_nest(void)
-{
-    uint8_t nest;
+#define cpu_local_read8(lval)                                           \
+    ({                                                                  \
+        uint8_t cpu_local_value_;                                       \
+                                                                        \
+        __asm__ volatile("movb %%fs:%1, %0"                             \
+                         : "=q"(cpu_local_value_) : "m"(lval)           \
+                         : "memory");                                   \
+        cpu_local_value_;                                               \
+    })
 
-    __asm__ volatile("movb %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_NEST) ", %0"
-                     : "=q"(nest) : : "memory");
-    return nest;
-}
-
-static inline void
-cpu_nmi_set_nest(uint8_t nest)
-{
-    __asm__ volatile("movb %0, %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_NEST)
-                     : : "q"(nest) : "memory");
-}
-
-static inline bool
-cpu_nmi_deferred(void)
-{
-    uint8_t deferred;
-
-    __asm__ volatile("movb %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_DEFERRED)
-                     ", %0" : "=q"(deferred) : : "memory");
-    return deferred != 0;
-}
-
-static inline void
-cpu_nmi_set_deferred(bool deferred)
-{
-    __asm__ volatile("movb %0, %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI_DEFERRED)
-                     : : "q"((uint8_t)deferred) : "memory");
-}
+#define cpu_local_write8(lval, value)                                   \
+    __asm__ volatile("movb %1, %%fs:%0"                                 \
+                     : "=m"(lval) : "q"((uint8_t)(value)) : "memory")
 
 /* Return the calling CPU's index, 0 to cpu_count() - 1. Any context. */
 static inline unsigned int

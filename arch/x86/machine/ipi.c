@@ -5,10 +5,9 @@
  * be able to arrive), the PMU interrupts after handling (a new PMI must
  * not nest in the handler).
  */
+#include <stddef.h>
+
 #include <kern/panic.h>
-#include <kern/perfmon.h>
-#include <kern/perfmon_dev.h>
-#include <kern/perfmon_nmi.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/ipi.h>
@@ -67,43 +66,83 @@ ipi_resched_intr(struct trap_frame *frame)
     lapic_eoi();
 }
 
+/* The handlers registered by cpu_pmi_register and the others, or NULL. */
+static cpu_intr_fn_t ipi_pmi_fn;
+static cpu_intr_fn_t ipi_pmu_soft_fn;
+static cpu_intr_fn_t ipi_nmi_fn;
+
+void
+cpu_pmi_register(cpu_intr_fn_t fn)
+{
+    __atomic_store_n(&ipi_pmi_fn, fn, __ATOMIC_RELEASE);
+}
+
+void
+cpu_pmu_soft_register(cpu_intr_fn_t fn)
+{
+    __atomic_store_n(&ipi_pmu_soft_fn, fn, __ATOMIC_RELEASE);
+}
+
+void
+cpu_nmi_register(cpu_intr_fn_t fn)
+{
+    __atomic_store_n(&ipi_nmi_fn, fn, __ATOMIC_RELEASE);
+}
+
+static void
+ipi_call(cpu_intr_fn_t fn, const struct trap_frame *frame)
+{
+    struct cpu_intr_site site = { .ip = frame->rip, .fp = frame->rbp };
+
+    fn(&site);
+}
+
+/* Without a handler the interrupt is only acknowledged. */
+static void
+ipi_pmu_intr(cpu_intr_fn_t *fnp, const struct trap_frame *frame)
+{
+    cpu_intr_fn_t fn = __atomic_load_n(fnp, __ATOMIC_ACQUIRE);
+
+    if (fn != NULL) {
+        ipi_call(fn, frame);
+    }
+
+    lapic_eoi();
+}
+
 static void
 ipi_pmi_intr(struct trap_frame *frame)
 {
-    struct perfmon_intr_ctx ctx = { .ip = frame->rip, .fp = frame->rbp };
-
-    perfmon_pmi_intr(&ctx);
-    lapic_eoi();
+    ipi_pmu_intr(&ipi_pmi_fn, frame);
 }
 
 static void
 ipi_pmu_soft_intr(struct trap_frame *frame)
 {
-    struct perfmon_intr_ctx ctx = { .ip = frame->rip, .fp = frame->rbp };
-
-    perfmon_pmu_soft_intr(&ctx);
-    lapic_eoi();
+    ipi_pmu_intr(&ipi_pmu_soft_fn, frame);
 }
 
 /*
- * In NMI mode every NMI comes here: perfmon cannot tell its own from
- * another's, so it looks for overflows each time; one after a panic stops
- * the CPU, as without a handler (trap.c).
+ * Every NMI comes here: its handler cannot tell its own from another's,
+ * so it is called each time; one after a panic stops the CPU, as without
+ * a handler (trap.c).
  */
 static void
 ipi_nmi_intr(struct trap_frame *frame)
 {
-    struct perfmon_intr_ctx ctx = { .ip = frame->rip, .fp = frame->rbp };
+    cpu_intr_fn_t fn;
 
     if (panic_in_progress) {
         cpu_halt_forever();
     }
 
-    if (!perfmon_pmi_nmi()) {
+    fn = __atomic_load_n(&ipi_nmi_fn, __ATOMIC_ACQUIRE);
+
+    if (fn == NULL) {
         panic("non-maskable interrupt at rip=0x%lx", frame->rip);
     }
 
-    perfmon_nmi_intr(&ctx);
+    ipi_call(fn, frame);
 }
 
 void

@@ -1,10 +1,11 @@
 /*
  * The kernel's own interrupt vectors: cross-CPU calls, reschedule
  * requests, the PMU's overflow interrupt and the software PMU's emulated
- * one. The arch owns the vectors and the EOI, and calls the core's entry
- * for each (xcall_intr, perfmon_pmi_intr, perfmon_pmu_soft_intr); the core
- * raises them through machine/cpu.h (cpu_send_xcall, ...), never through
- * the interrupt controller.
+ * one; and the NMI. The arch owns the vectors and the EOI, and calls the
+ * core's entry for each: xcall_intr, and for the PMU's interrupts and the
+ * NMI the handlers the core registers through machine/cpu.h
+ * (cpu_pmi_register, ...); the core raises them through machine/cpu.h
+ * too (cpu_send_xcall, ...), never through the interrupt controller.
  */
 #ifndef X86_IPI_H
 #define X86_IPI_H

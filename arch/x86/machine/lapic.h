@@ -53,7 +53,7 @@ void lapic_pmc_setup(unsigned int vector);
 
 /*
  * Program the performance counter LVT entry to deliver an NMI, unmasked:
- * the PMI reaches perfmon through the NMI handler (perfmon.pmi=nmi).
+ * the PMI reaches the registered NMI handler (cpu_nmi_register).
  * Intel sets the entry's mask bit on each PMI whatever its delivery mode
  * (SDM vol. 3A, 11.5.1), so the handler unmasks it as before; AMD does
  * not, and the unmask is harmless there. Processor-local, interrupts

@@ -140,10 +140,10 @@ pmu_test_begin(void)
      * A failed test may leave a marked section open, which would defer
      * every later NMI: close it, running what it deferred.
      */
-    if (cpu_nmi_nest() != 0) {
+    if (perfmon_nmi_nest() != 0) {
         unsigned long flags = cpu_intr_save();
 
-        cpu_nmi_set_nest(1);
+        perfmon_nmi_set_nest(1);
         perfmon_nmi_leave();
         cpu_intr_restore(flags);
     }

@@ -51,45 +51,26 @@ cpu_id(void)
 
 unsigned int cpu_count(void);
 
-/* perfmon's NMI section count and deferred flag, as the kernel's. */
-extern uint8_t host_env_nmi_nest;
-extern uint8_t host_env_nmi_deferred;
+/*
+ * A byte of the calling CPU's copy of a per-CPU variable, as the kernel's:
+ * with one CPU, the variable itself.
+ */
+#define cpu_local_inc8(lval)            ((void)(lval)++)
+#define cpu_local_dec8(lval)            ((void)(lval)--)
+#define cpu_local_read8(lval)           ((uint8_t)(lval))
+#define cpu_local_write8(lval, value)   ((void)((lval) = (uint8_t)(value)))
 
-static inline void
-cpu_nmi_nest_inc(void)
-{
-    host_env_nmi_nest++;
-}
+/* Where an interrupt landed, and the handlers' registration (host_env.c). */
+struct cpu_intr_site {
+    uintptr_t ip;
+    uintptr_t fp;
+};
 
-static inline void
-cpu_nmi_nest_dec(void)
-{
-    host_env_nmi_nest--;
-}
+typedef void (*cpu_intr_fn_t)(const struct cpu_intr_site *site);
 
-static inline unsigned int
-cpu_nmi_nest(void)
-{
-    return host_env_nmi_nest;
-}
-
-static inline void
-cpu_nmi_set_nest(uint8_t nest)
-{
-    host_env_nmi_nest = nest;
-}
-
-static inline bool
-cpu_nmi_deferred(void)
-{
-    return host_env_nmi_deferred != 0;
-}
-
-static inline void
-cpu_nmi_set_deferred(bool deferred)
-{
-    host_env_nmi_deferred = deferred;
-}
+void cpu_pmi_register(cpu_intr_fn_t fn);
+void cpu_pmu_soft_register(cpu_intr_fn_t fn);
+void cpu_nmi_register(cpu_intr_fn_t fn);
 
 /* perfmon's request from an NMI: never made on the host (no NMI mode). */
 void cpu_send_self_pmu_soft_from_nmi(void);
