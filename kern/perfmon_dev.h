@@ -201,16 +201,6 @@ void perfmon_sample_report_overflow(struct perfmon_dev *dev,
                                     const struct perfmon_intr_ctx *ctx);
 
 /*
- * The overflow interrupt of the hardware PMU devices, and the software
- * PMU's emulated one: run the handlers of the devices of that kind that
- * interrupt. Registered with the arch at setup (cpu_pmi_register,
- * cpu_pmu_soft_register), which owns the vectors and sends the EOI
- * afterwards, and called with where the interrupt came. Interrupt context.
- */
-void perfmon_pmi_intr(const struct perfmon_intr_ctx *ctx);
-void perfmon_pmu_soft_intr(const struct perfmon_intr_ctx *ctx);
-
-/*
  * The first registered hardware (sw false) or software device, or NULL.
  * Any context.
  */

@@ -186,7 +186,7 @@ perfmon_nmi_active(void)
  * once). Devices that can deliver them either way ask at setup. Any
  * context.
  */
-bool perfmon_pmi_nmi(void);
+bool perfmon_nmi_enabled(void);
 
 /*
  * The NMI: registered with the arch at setup (cpu_nmi_register) in NMI

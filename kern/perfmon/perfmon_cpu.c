@@ -33,19 +33,6 @@
 #include <machine/cpu_mp.h>
 
 struct perfmon_cpu perfmon_cpu __percpu;
-struct perfmon_nmi_cpu perfmon_nmi_cpu __percpu;
-
-void (*perfmon_nmi_test_hook)(const struct perfmon_intr_ctx *ctx);
-
-/* Boot option: how overflow interrupts come (perfmon_pmi_nmi). */
-ARG_DEFINE_STRING("perfmon.pmi");
-
-/*
- * Where the device can deliver its overflow interrupt as an NMI, it does
- * unless told otherwise: only an NMI samples code that runs with
- * interrupts disabled.
- */
-#define PERFMON_PMI_NMI_DEFAULT true
 
 /*
  * Bring one slot of this CPU up to date, interrupts disabled: consume its
@@ -409,7 +396,7 @@ perfmon_cpu_poll_timer(struct timer *timer)
  * it waits for its end.
  */
 static void
-perfmon_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
+perfmon_cpu_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
 {
     unsigned int nr_devs = __atomic_load_n(&perfmon_nr_devs,
                                            __ATOMIC_ACQUIRE);
@@ -427,10 +414,18 @@ perfmon_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
     perfmon_nmi_leave();
 }
 
-void
-perfmon_pmi_intr(const struct perfmon_intr_ctx *ctx)
+/*
+ * The overflow interrupt of the hardware PMU devices, and the software
+ * PMU's emulated one: run the handlers of the devices of that kind that
+ * interrupt. Registered with the arch at setup (cpu_pmi_register,
+ * cpu_pmu_soft_register), which owns the vectors and sends the EOI
+ * afterwards, and called with where the interrupt came. Interrupt
+ * context.
+ */
+static void
+perfmon_cpu_pmi_intr(const struct perfmon_intr_ctx *ctx)
 {
-    perfmon_overflow_intr(false, ctx);
+    perfmon_cpu_overflow_intr(false, ctx);
 }
 
 /*
@@ -438,8 +433,8 @@ perfmon_pmi_intr(const struct perfmon_intr_ctx *ctx)
  * do itself: arming the throttle timer (the timer module takes a lock,
  * which an NMI may have interrupted on this CPU).
  */
-void
-perfmon_pmu_soft_intr(const struct perfmon_intr_ctx *ctx)
+static void
+perfmon_cpu_soft_intr(const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
 
@@ -450,141 +445,7 @@ perfmon_pmu_soft_intr(const struct perfmon_intr_ctx *ctx)
         perfmon_sample_throttle_arm(cpu_local_ptr(perfmon_cpu));
     }
 
-    perfmon_overflow_intr(true, ctx);
-}
-
-bool
-perfmon_pmi_nmi(void)
-{
-    static int mode = -1;
-    uint64_t value;
-
-    if (mode < 0) {
-        if (arg_is_set("perfmon.pmi", "nmi")) {
-            mode = 1;
-        } else if (arg_is_set("perfmon.pmi", "irq")) {
-            mode = 0;
-        } else if (arg_get_u64("perfmon.pmi", &value) == ENOENT) {
-            mode = PERFMON_PMI_NMI_DEFAULT;
-        } else {
-            log_err("perfmon: perfmon.pmi must be nmi or irq, using %s",
-                    PERFMON_PMI_NMI_DEFAULT ? "nmi" : "irq");
-            mode = PERFMON_PMI_NMI_DEFAULT;
-        }
-    }
-
-    return mode == 1;
-}
-
-/*
- * The overflow handling of the devices in NMI mode, and the test's hook,
- * with no marked section open on this CPU: an NMI, or the end of the
- * section an NMI landed in. Local, interrupts disabled.
- */
-static void
-perfmon_nmi_handle(const struct perfmon_intr_ctx *ctx)
-{
-    unsigned int nr_devs = __atomic_load_n(&perfmon_nr_devs,
-                                           __ATOMIC_ACQUIRE);
-    void (*hook)(const struct perfmon_intr_ctx *ctx);
-
-    for (unsigned int d = 0; d < nr_devs; d++) {
-        struct perfmon_dev *dev = perfmon_devs[d];
-
-        if (dev->nmi && dev->overflow_intr) {
-            dev->ops->handle_overflow_intr(ctx);
-        }
-    }
-
-    hook = READ_ONCE(perfmon_nmi_test_hook);
-
-    if (hook != NULL) {
-        hook(ctx);
-    }
-}
-
-void
-perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx)
-{
-    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
-    struct perfmon_intr_ctx deferred;
-    struct perfmon_chain chain;
-
-    /* A maskable section is under way here: its end handles it. */
-    if (perfmon_nmi_nest() != 0) {
-        perfmon_nmi_defer(ctx);
-        return;
-    }
-
-    /*
-     * Landed after a section's end lowered the count, before it tested
-     * the flag: the deferred work is this NMI's now, at the place the
-     * first deferral noted; the flag cleared, the section's end finds
-     * nothing to do (else it would run the handling again, spuriously).
-     */
-    if (unlikely(perfmon_nmi_deferred())) {
-        perfmon_sample_chain_copy(&chain, &nmi->ctx, &deferred);
-        perfmon_nmi_set_deferred(false);
-        ctx = &deferred;
-    }
-
-    nmi->in_nmi = 1;
-    barrier();
-    perfmon_nmi_handle(ctx);
-    barrier();
-    nmi->in_nmi = 0;
-}
-
-/*
- * With the count raised again, so that an NMI meanwhile defers anew; it
- * is lowered only when no deferral is left, and the flag tested once
- * more after that, as perfmon_nmi_leave does.
- */
-void
-perfmon_nmi_run_deferred(void)
-{
-    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
-    struct perfmon_intr_ctx ctx;
-    struct perfmon_chain chain;
-
-    assert(!cpu_intr_enabled());
-
-    /*
-     * The handling may close sections of its own (an emit from a test's
-     * hook, from an NMI that landed with none open) and find work
-     * deferred again: the outer loop does it, the stack does not grow.
-     */
-    if (nmi->in_deferred) {
-        return;
-    }
-
-    /*
-     * An NMI that lands with the count at 0 but in_deferred still set may
-     * defer work of its own whose section's end returns at once (above):
-     * once in_deferred is clear, the flag is tested again.
-     */
-    do {
-        nmi->in_deferred = 1;
-        barrier();
-
-        do {
-            perfmon_nmi_set_nest(1);
-
-            /* The place is copied, then the flag cleared: an NMI after
-               the clear captures anew, the samples use the copy. */
-            while (perfmon_nmi_deferred()) {
-                perfmon_sample_chain_copy(&chain, &nmi->ctx, &ctx);
-                perfmon_nmi_set_deferred(false);
-                perfmon_nmi_handle(&ctx);
-            }
-
-            perfmon_nmi_set_nest(0);
-        } while (perfmon_nmi_deferred());
-
-        barrier();
-        nmi->in_deferred = 0;
-        barrier();
-    } while (unlikely(perfmon_nmi_deferred()) && perfmon_nmi_nest() == 0);
+    perfmon_cpu_overflow_intr(true, ctx);
 }
 
 unsigned int
@@ -658,23 +519,15 @@ perfmon_cpu_pmi_entry(const struct cpu_intr_site *site)
 {
     struct perfmon_intr_ctx ctx = { .ip = site->ip, .fp = site->fp };
 
-    perfmon_pmi_intr(&ctx);
+    perfmon_cpu_pmi_intr(&ctx);
 }
 
 static void
-perfmon_cpu_pmu_soft_entry(const struct cpu_intr_site *site)
+perfmon_cpu_soft_entry(const struct cpu_intr_site *site)
 {
     struct perfmon_intr_ctx ctx = { .ip = site->ip, .fp = site->fp };
 
-    perfmon_pmu_soft_intr(&ctx);
-}
-
-static void
-perfmon_cpu_nmi_entry(const struct cpu_intr_site *site)
-{
-    struct perfmon_intr_ctx ctx = { .ip = site->ip, .fp = site->fp };
-
-    perfmon_nmi_intr(&ctx);
+    perfmon_cpu_soft_intr(&ctx);
 }
 
 int
@@ -684,8 +537,8 @@ perfmon_cpu_setup(void)
 
     /* Only in NMI mode is the NMI perfmon's: otherwise one panics. */
     cpu_pmi_register(perfmon_cpu_pmi_entry);
-    cpu_pmu_soft_register(perfmon_cpu_pmu_soft_entry);
-    cpu_nmi_register(perfmon_pmi_nmi() ? perfmon_cpu_nmi_entry : NULL);
+    cpu_pmu_soft_register(perfmon_cpu_soft_entry);
+    perfmon_nmi_setup();
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);

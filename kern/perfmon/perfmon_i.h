@@ -456,6 +456,9 @@ struct perfmon_cpu_slot *perfmon_cpu_op_update(struct perfmon_event *event);
 
 /* perfmon_cpu.c, perfmon_sample.c, perfmon_mux.c: their part of setup */
 int perfmon_cpu_setup(void);
+
+/* Register the NMI entry, in NMI mode only (else an NMI panics). */
+void perfmon_nmi_setup(void);
 int perfmon_sample_setup(void);
 int perfmon_mux_setup(void);
 void perfmon_cpu_dev_init(struct perfmon_dev *dev);

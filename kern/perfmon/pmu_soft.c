@@ -462,7 +462,7 @@ pmu_soft_setup(void)
     pmu_soft_nr_bits = (unsigned int)width;
     pmu_soft_mask = bitops_width_mask((unsigned int)width);
     pmu_soft_intr = (intr == 1);
-    pmu_soft_nmi = pmu_soft_intr && perfmon_pmi_nmi();
+    pmu_soft_nmi = pmu_soft_intr && perfmon_nmi_enabled();
 
     if (arg_is_set("pmu_soft.nmi", "ipi")) {
         pmu_soft_nmi_ipi = pmu_soft_nmi;

@@ -311,7 +311,7 @@ pmu_amd_setup(void)
     pmu_amd_dev.name = "pmu_amd";
     pmu_amd_dev.ops = &pmu_amd_ops;
     pmu_amd_dev.overflow_intr = pmu_amd_has_pmi();
-    pmu_amd_dev.nmi = pmu_amd_dev.overflow_intr && perfmon_pmi_nmi();
+    pmu_amd_dev.nmi = pmu_amd_dev.overflow_intr && perfmon_nmi_enabled();
     pmu_amd_dev.preset_ends_overflows = pmu_amd_dev.overflow_intr;
     pmu_amd_dev.nr_counters = info->nr_counters - bitops_popcount(pmu_amd_fw);
     pmu_amd_dev.fw_counters = pmu_amd_fw;

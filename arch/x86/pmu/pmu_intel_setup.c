@@ -467,7 +467,7 @@ pmu_intel_setup(void)
     pmu_intel_dev.name = "pmu_intel";
     pmu_intel_dev.ops = &pmu_intel_ops;
     pmu_intel_dev.overflow_intr = pmu_intel_has_pmi();
-    pmu_intel_dev.nmi = pmu_intel_dev.overflow_intr && perfmon_pmi_nmi();
+    pmu_intel_dev.nmi = pmu_intel_dev.overflow_intr && perfmon_nmi_enabled();
     pmu_intel_dev.preset_ends_overflows = pmu_intel_dev.overflow_intr;
     pmu_intel_dev.nr_counters = nr_general
                             + bitops_popcount(info->fixed_mask

@@ -218,7 +218,7 @@ pmu_x86_lvt_setup(void)
 {
     assert_intr_disabled();
 
-    if (perfmon_pmi_nmi()) {
+    if (perfmon_nmi_enabled()) {
         lapic_pmc_setup_nmi();
     } else {
         lapic_pmc_setup(TRAP_PMI);

@@ -248,7 +248,7 @@ void pmu_x86_global_intr(const struct perfmon_intr_ctx *ctx);
 
 /*
  * Point this CPU's LVT performance counter entry at the PMI as perfmon
- * takes it: an NMI (perfmon_pmi_nmi, the default) or the PMI vector.
+ * takes it: an NMI (perfmon_nmi_enabled, the default) or the PMI vector.
  * Processor-local, interrupts disabled.
  */
 void pmu_x86_lvt_setup(void);

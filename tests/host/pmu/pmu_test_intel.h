@@ -79,8 +79,8 @@
  * the default, as here with an empty command line) or the PMI vector;
  * and the EOIs a PMI takes (an NMI none).
  */
-#define PMU_TEST_LVT    (perfmon_pmi_nmi() ? MODEL_LVT_NMI : TRAP_PMI)
-#define PMU_TEST_EOIS   (perfmon_pmi_nmi() ? 0UL : 1UL)
+#define PMU_TEST_LVT    (perfmon_nmi_enabled() ? MODEL_LVT_NMI : TRAP_PMI)
+#define PMU_TEST_EOIS   (perfmon_nmi_enabled() ? 0UL : 1UL)
 /* The narrowest counter, the width perfmon's device reports. */
 #define PMU_TEST_MIN_WIDTH      ((PMU_TEST_FIXED_MASK == 0)               \
                                  ? PMU_TEST_GP_WIDTH                    \

@@ -93,7 +93,7 @@ HOST_TEST(setup_registers_device_and_idles_pmu)
 
     if (PMU_TEST_HAS_PMI) {
         HOST_ASSERT_EQ(model_amd_lvt_pmc(),
-                       perfmon_pmi_nmi() ? MODEL_AMD_LVT_NMI : TRAP_PMI);
+                       perfmon_nmi_enabled() ? MODEL_AMD_LVT_NMI : TRAP_PMI);
     } else {
         HOST_ASSERT(model_amd_lvt_pmc() & MODEL_AMD_LVT_MASKED);
     }

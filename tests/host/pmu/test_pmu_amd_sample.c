@@ -417,7 +417,7 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     unsigned long flags, eois, reads, writes;
     unsigned int n;
 
-    HOST_ASSERT(perfmon_pmi_nmi());
+    HOST_ASSERT(perfmon_nmi_enabled());
     pmu_test_begin();
     HOST_ASSERT_EQ(model_amd_lvt_pmc(), MODEL_AMD_LVT_NMI);
 

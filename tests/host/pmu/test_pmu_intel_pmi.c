@@ -106,7 +106,7 @@ HOST_TEST(nmi_inside_a_section_is_handled_at_its_end)
     uint64_t pmis, overflows;
     unsigned long flags, eois;
 
-    HOST_ASSERT(perfmon_pmi_nmi());
+    HOST_ASSERT(perfmon_nmi_enabled());
     pmu_test_begin();
     HOST_ASSERT_EQ(pmu_intel_set_start_gap(10), 0);
     branches = pmu_test_attach_cpu(PERFMON_EV_BRANCH, PERFMON_EF_KERN);
