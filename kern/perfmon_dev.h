@@ -2,7 +2,7 @@
  * perfmon's interface to PMU drivers: a driver describes its device
  * (struct perfmon_dev, struct perfmon_dev_ops) and registers it, then
  * reports its counters' overflows. What perfmon keeps of a device is its
- * own (struct perfmon_dev_state, kern/perfmon/perfmon_i.h): no driver reads it.
+ * own (struct perfmon_dev_state, kern/perfmon/perfmon_slot_i.h): no driver reads it.
  * The event definitions a driver translates (generic ids, flags) are the
  * clients' header's, kern/perfmon.h.
  */
@@ -129,7 +129,7 @@ struct perfmon_dev_ops {
 /*
  * A PMU device: what the driver sets, and a pointer to perfmon's state of
  * the device, which perfmon sets at registration and nobody else reads
- * (its structure is perfmon's own, in kern/perfmon/perfmon_i.h).
+ * (its structure is perfmon's own, in kern/perfmon/perfmon_cpu_i.h).
  */
 struct perfmon_dev {
     const char *name;

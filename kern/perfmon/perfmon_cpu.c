@@ -19,7 +19,9 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon/perfmon_cpu_i.h>
 #include <kern/perfmon/perfmon_i.h>
+#include <kern/perfmon/perfmon_td_i.h>
 #include <kern/perfmon_nmi.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
@@ -273,7 +275,7 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     }
 
     stopping = lose & cpu->used[d];
-    pending = perfmon_dev_consume(cpu, dev, stopping);
+    pending = perfmon_cpu_consume(cpu, dev, stopping);
 
     FOR_EACH_BIT(i, lose) {
         struct perfmon_cpu_slot *cslot = &cslots[i];
@@ -359,7 +361,7 @@ perfmon_cpu_poll_local(struct perfmon_dev *dev)
 
     perfmon_nmi_enter();
     used = cpu->used[dev->state->index];
-    pending = perfmon_dev_consume(cpu, dev, used);
+    pending = perfmon_cpu_consume(cpu, dev, used);
 
     FOR_EACH_BIT(index, used) {
         perfmon_cpu_slot_sync(dev, bank, &cslots[index], pending);

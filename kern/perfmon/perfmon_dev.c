@@ -12,7 +12,9 @@
 #include <kern/errno.h>
 #include <kern/log.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon/perfmon_cpu_i.h>
 #include <kern/perfmon/perfmon_i.h>
+#include <kern/perfmon/perfmon_slot_i.h>
 #include <kern/spinlock.h>
 
 /*

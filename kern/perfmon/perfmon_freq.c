@@ -13,6 +13,7 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon/perfmon_cpu_i.h>
 #include <kern/perfmon/perfmon_i.h>
 #include <machine/cpu.h>
 

@@ -18,7 +18,10 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon/perfmon_cpu_i.h>
 #include <kern/perfmon/perfmon_i.h>
+#include <kern/perfmon/perfmon_slot_i.h>
+#include <kern/perfmon/perfmon_td_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
 #include <kern/printf.h>

@@ -18,6 +18,7 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon/perfmon_cpu_i.h>
 #include <kern/perfmon/perfmon_i.h>
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_nmi.h>

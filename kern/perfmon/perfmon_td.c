@@ -20,7 +20,9 @@
 #include <kern/macros.h>
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
+#include <kern/perfmon/perfmon_cpu_i.h>
 #include <kern/perfmon/perfmon_i.h>
+#include <kern/perfmon/perfmon_td_i.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
 #include <kern/printf.h>
@@ -317,7 +319,7 @@ perfmon_td_switch_dev(struct perfmon_td *prev, struct perfmon_td *next,
     struct perfmon_cpu_slot *cslots = cpu->slots[d];
     uint32_t prev_used = prev->used[d];
     uint32_t next_used = next->used[d];
-    uint64_t pending = perfmon_dev_consume(cpu, dev, prev_used
+    uint64_t pending = perfmon_cpu_consume(cpu, dev, prev_used
                                            & ~(next_used & cpu->handoffs[d]));
 
     FOR_EACH_BIT(index, prev_used & next_used) {

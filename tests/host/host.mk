@@ -26,7 +26,7 @@ HOST_RENAME_ARG := $(HOST_RENAME_STRING) $(HOST_RENAME_ARG_KEYS)
 # comes before -I. and -Iarch/x86.
 HOST_MODEL := -Itests/host/model
 HOST_MODEL_HDRS := tests/host/host_test.h tests/host/host_env.h \
-    $(wildcard tests/host/model/*/*.h) kern/perfmon/perfmon_i.h
+    $(wildcard tests/host/model/*/*.h) $(wildcard kern/perfmon/*_i.h)
 
 # The tests see each overflow report the driver makes (and can reload the
 # counter from it, as perfmon does for sampling) through a wrapper.
@@ -51,7 +51,7 @@ HOST_PMU_SRCS := tests/host/pmu/pmu_model.c tests/host/pmu/pmu_model_count.c \
 HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model.h \
     tests/host/pmu/pmu_model_i.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
-    kern/perfmon/perfmon_i.h arch/x86/pmu/pmu_intel.h arch/x86/pmu/pmu_intel_i.h \
+    $(wildcard kern/perfmon/*_i.h) arch/x86/pmu/pmu_intel.h arch/x86/pmu/pmu_intel_i.h \
     arch/x86/pmu/pmu_x86.h arch/x86/pmu/pmu_x86_test.h \
     arch/x86/machine/stack.h
 # The main suite's files, by behaviour, over their fixture.
@@ -75,7 +75,7 @@ HOST_PMU_AMD_SRCS := tests/host/pmu/pmu_model_amd.c tests/host/host_env.c \
     kern/string.c
 HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model_amd.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
-    kern/perfmon/perfmon_i.h arch/x86/pmu/pmu_amd.h arch/x86/pmu/pmu_amd_i.h \
+    $(wildcard kern/perfmon/*_i.h) arch/x86/pmu/pmu_amd.h arch/x86/pmu/pmu_amd_i.h \
     arch/x86/pmu/pmu_x86.h arch/x86/pmu/pmu_x86_test.h \
     arch/x86/machine/stack.h
 
@@ -98,7 +98,7 @@ HOST_PX_SRCS := tests/host/perfmon/test_perfmon_mux.c \
     arch/x86/machine/fwcfg.c
 HOST_PX_HDRS := tests/host/host_test.h tests/host/perfmon/pmu_fake.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
-    kern/perfmon/perfmon_i.h tests/host/perfmon/mux_fixture.h
+    $(wildcard kern/perfmon/*_i.h) tests/host/perfmon/mux_fixture.h
 
 # perfmon's device registry with two hardware devices of the test's own
 # (tests/host/perfmon/test_perfmon_devs.c): where events go, what is
