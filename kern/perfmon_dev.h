@@ -129,7 +129,7 @@ struct perfmon_dev_ops {
 /*
  * A PMU device: what the driver sets, and a pointer to perfmon's state of
  * the device, which perfmon sets at registration and nobody else reads
- * (its structure is perfmon's own, in kern/perfmon/perfmon_cpu_i.h).
+ * (its structure is perfmon's own, in kern/perfmon/perfmon_slot_i.h).
  */
 struct perfmon_dev {
     const char *name;
