@@ -557,42 +557,6 @@ perfmon_cpu_setup(void)
 }
 
 /*
- * A CPU event's read on its CPU, into event->final: the cross-CPU call of
- * a remote read, inline in a local one. A plain slot takes the fast path,
- * unmarked: a plain slot's device has no overflow interrupt, so no NMI
- * ever touches it (kern/perfmon_nmi.h); the other path is a marked
- * section.
- */
-struct perfmon_cpu_slot *
-perfmon_cpu_op_update(struct perfmon_event *event)
-{
-    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    struct perfmon_cpu_slot *cslot = event->cpu_slot;
-
-    if (!perfmon_cpu_slot_update_plain(cpu->banks[event->dev_index], cslot)) {
-        perfmon_nmi_enter();
-        cslot = perfmon_cpu_slot_update_slot(event->dev, cslot);
-        perfmon_nmi_leave();
-    }
-
-    return cslot;
-}
-
-/*
- * The count is computed here, where the owner's enable, disable and reset
- * apply (perfmon_snap_end), so that a read sees each wholly or not at all.
- */
-void
-perfmon_cpu_op_read(void *arg)
-{
-    struct perfmon_event *event = arg;
-    uint64_t value = perfmon_cpu_op_update(event)->value;
-
-    event->final = __builtin_expect(event->disabled, 0)
-                   ? event->frozen : value - event->start;
-}
-
-/*
  * Arm a sampling slot loaded on this CPU for samples_left more samples;
  * one that had stopped starts a new period.
  */

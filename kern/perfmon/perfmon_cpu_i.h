@@ -139,7 +139,6 @@ void perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                              struct perfmon_td *td, uint64_t now);
 struct perfmon_td *perfmon_cpu_loaded_td(void);
 void perfmon_cpu_poll_timer(struct timer *timer);
-void perfmon_cpu_op_read(void *arg);
 void perfmon_cpu_op_refresh(void *arg);
 void perfmon_cpu_slot_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                               unsigned int index, struct perfmon_event *event,
@@ -171,7 +170,6 @@ void perfmon_freq_adjust(struct perfmon_event *event, uint64_t value,
                          uint64_t now);
 void perfmon_sample_throttle_arm(struct perfmon_cpu *cpu);
 void perfmon_sample_event_attach(struct perfmon_event *event);
-struct perfmon_cpu_slot *perfmon_cpu_op_update(struct perfmon_event *event);
 void perfmon_cpu_dev_init(struct perfmon_dev *dev);
 
 static inline struct perfmon_cpu_slot *
@@ -331,6 +329,42 @@ perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     if (perfmon_cpu_sched_stale(cpu, dev)) {
         perfmon_cpu_sched_apply(cpu, dev, td, cpu_get_tsc());
     }
+}
+
+/*
+ * A CPU event's read on its CPU, into event->final: the cross-CPU call of
+ * a remote read, inline in a local one. A plain slot takes the fast path,
+ * unmarked: a plain slot's device has no overflow interrupt, so no NMI
+ * ever touches it (kern/perfmon_nmi.h); the other path is a marked
+ * section.
+ */
+static inline struct perfmon_cpu_slot *
+perfmon_cpu_op_update(struct perfmon_event *event)
+{
+    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+    struct perfmon_cpu_slot *cslot = event->cpu_slot;
+
+    if (!perfmon_cpu_slot_update_plain(cpu->banks[event->dev_index], cslot)) {
+        perfmon_nmi_enter();
+        cslot = perfmon_cpu_slot_update_slot(event->dev, cslot);
+        perfmon_nmi_leave();
+    }
+
+    return cslot;
+}
+
+/*
+ * The count is computed here, where the owner's enable, disable and reset
+ * apply (perfmon_snap_end), so that a read sees each wholly or not at all.
+ */
+static inline void
+perfmon_cpu_op_read(void *arg)
+{
+    struct perfmon_event *event = arg;
+    uint64_t value = perfmon_cpu_op_update(event)->value;
+
+    event->final = __builtin_expect(event->disabled, 0)
+                   ? event->frozen : value - event->start;
 }
 
 #endif /* KERN_PERFMON_PERFMON_CPU_I_H */
