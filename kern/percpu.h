@@ -3,8 +3,11 @@
  *
  * A variable declared __percpu lives in the .percpu section, which is a
  * template: every CPU gets its own zero-filled copy of that section (CPU 0
- * uses the section itself), and its GS base points at its copy. Per-CPU
- * variables must therefore be zero-initialized.
+ * uses the section itself), and its GS base points at its copy (its head,
+ * struct cpu_head). Per-CPU variables must therefore be zero-initialized.
+ * cpu_load_tables also sets the FS base to the copy's offset from the
+ * template, so %fs:var is this CPU's copy of var: one instruction for a
+ * per-CPU byte (machine/cpu.h: cpu_local_inc8, cpu_local_read8, ...).
  *
  * percpu_ptr(var, cpu) reaches any CPU's copy; cpu_local_ptr(var) reaches
  * the calling CPU's copy, which is only meaningful while the caller cannot
