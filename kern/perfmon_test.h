@@ -1,5 +1,5 @@
 /*
- * perfmon's queries for tests, the benchmark and the shell: what perfmon
+ * perfmon's queries for tests and the benchmark: what perfmon
  * holds (slots, counters, the schedule), and a few operations run on
  * demand that perfmon otherwise runs on its own (a poll, a rotation). Not
  * for other kernel code, which has kern/perfmon.h.

@@ -80,6 +80,7 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_nmi.h>
+#include <kern/perfmon_test.h>
 #include <kern/perfmon_types.h>
 
 #define PERFMON_EVENT_MAGIC     0x70666d6eU
