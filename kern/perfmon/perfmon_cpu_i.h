@@ -332,26 +332,10 @@ perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 }
 
 /*
- * A CPU event's read on its CPU, into event->final: the cross-CPU call of
- * a remote read, inline in a local one. A plain slot takes the fast path,
- * unmarked: a plain slot's device has no overflow interrupt, so no NMI
- * ever touches it (kern/perfmon_nmi.h); the other path is a marked
- * section.
+ * A CPU event's slot brought up to date on its CPU (perfmon_cpu.c): out
+ * of line, so that the read inlining perfmon_cpu_op_read needs no frame.
  */
-static inline struct perfmon_cpu_slot *
-perfmon_cpu_op_update(struct perfmon_event *event)
-{
-    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    struct perfmon_cpu_slot *cslot = event->cpu_slot;
-
-    if (!perfmon_cpu_slot_update_plain(cpu->banks[event->dev_index], cslot)) {
-        perfmon_nmi_enter();
-        cslot = perfmon_cpu_slot_update_slot(event->dev, cslot);
-        perfmon_nmi_leave();
-    }
-
-    return cslot;
-}
+struct perfmon_cpu_slot *perfmon_cpu_op_update(struct perfmon_event *event);
 
 /*
  * The count is computed here, where the owner's enable, disable and reset
