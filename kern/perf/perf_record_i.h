@@ -52,7 +52,7 @@ struct perf_record_last {
     uint64_t tsc_hz;
     unsigned int nr_cpus;
     unsigned char *buf;                 /* buf_size bytes */
-    size_t buf_size;                    /* perf_record_buf_size() */
+    size_t buf_size;                    /* perf_record_last_buf_size() */
     size_t used;
     bool full;                          /* a record did not fit */
     uint64_t received;                  /* SAMPLE records read */

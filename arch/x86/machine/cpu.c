@@ -211,17 +211,21 @@ cpu_load_tables(unsigned int cpu)
                      : "rax", "memory");
     __asm__ volatile("ltr %w0" : : "r"(CPU_SEL_TSS));
 
-    desc.limit = sizeof(cpu_idt) - 1;
-    desc.base = (uintptr_t)cpu_idt;
-    __asm__ volatile("lidt %0" : : "m"(desc) : "memory");
-
     /*
-     * Loading FS and GS zeroed their bases: set them after. GS points at
-     * the area (its head), FS is the area's distance from the template,
-     * for the one-instruction accesses to per-CPU bytes (cpu_local_inc8).
+     * The bases, written after the selector loads (which may clear them,
+     * or on AMD leave the old base: either way the MSR write decides) and
+     * before the IDT, so that an NMI taken from here on finds this CPU's
+     * data. GS points at the area (its head), FS is the area's distance
+     * from the template, for the one-instruction accesses to per-CPU
+     * bytes (cpu_local_inc8). Before this call an AP's FS base is 0,
+     * CPU 0's copy: no marked section may run on an AP before it.
      */
     cpu_set_msr(CPU_MSR_GS_BASE, (uintptr_t)head);
     cpu_set_msr(CPU_MSR_FS_BASE, (uintptr_t)head - (uintptr_t)percpu_start);
+
+    desc.limit = sizeof(cpu_idt) - 1;
+    desc.base = (uintptr_t)cpu_idt;
+    __asm__ volatile("lidt %0" : : "m"(desc) : "memory");
 }
 
 void
