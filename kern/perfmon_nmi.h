@@ -97,7 +97,9 @@ void perfmon_nmi_run_deferred(void);
 /*
  * Open a marked section: until the matching perfmon_nmi_leave, an NMI on
  * this CPU leaves perfmon's state alone. Sections nest. Local, interrupts
- * disabled.
+ * disabled: asserted not here, on every hot path, but at the entries of
+ * the paths that open a section (or lexically true: the opener disabled
+ * them just before).
  */
 static inline void
 perfmon_nmi_enter(void)
@@ -111,7 +113,8 @@ perfmon_nmi_enter(void)
  * Close a marked section; the outermost one runs the handling NMIs
  * deferred. The count is lowered before the flag is tested: an NMI
  * before the decrement has set the flag, one after it does its own work.
- * Local, interrupts disabled.
+ * Local, interrupts disabled (asserted as for perfmon_nmi_enter, and by
+ * perfmon_nmi_run_deferred).
  */
 static inline void
 perfmon_nmi_leave(void)
@@ -149,7 +152,8 @@ void perfmon_sample_chain_copy(struct perfmon_chain *chain,
  * overflow pending, ctx is where it came. Only the first deferral's place
  * is kept (the section's end reads it before it clears the flag), with
  * its call chain captured now: by the section's end the frames may be
- * gone. Local, interrupts disabled, in a marked section.
+ * gone. Local, interrupts disabled (asserted by
+ * perfmon_sample_chain_capture), in a marked section.
  */
 static inline void
 perfmon_nmi_defer(const struct perfmon_intr_ctx *ctx)

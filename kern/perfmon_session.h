@@ -116,7 +116,8 @@ void perfmon_session_commit(struct perfmon_session *session, void *record);
  * looked up once for both calls, and a reservation that needs no pad, no
  * LOST record and no drop made with no call. size must be valid (the
  * caller ensures it; it is not checked). Same context and rules as above,
- * from a marked section or perfmon's NMI only;
+ * from a marked section or perfmon's NMI only (interrupts disabled:
+ * asserted by the overflow path's entry, not here);
  * the structures below are public for these only.
  *
  *   ring = perfmon_session_ring_local(session);

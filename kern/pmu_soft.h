@@ -107,13 +107,15 @@ _Static_assert(PMU_SOFT_NR_COUNTERS <= PERFMON_MAX_COUNTERS,
                "the software PMU's counters fit a perfmon bank");
 
 /* The read of a hooked counter (a tick counter, or any counter polled
- * at a narrow width). Local, interrupts disabled. */
+ * at a narrow width). Local, interrupts disabled: per slot on perfmon's
+ * hot paths (the switch, the poll), asserted by their entries, not here. */
 uint64_t pmu_soft_read_hooked(unsigned int id);
 
 /*
  * A counter's raw value on the calling CPU: a load, unless the counter
  * needs more on a read (tick accounting brought up to date, the count of
- * unread units reset). Local, interrupts disabled.
+ * unread units reset). Local, interrupts disabled, as
+ * pmu_soft_read_hooked.
  */
 static inline uint64_t
 pmu_soft_bank_read(const struct perfmon_bank *bank, unsigned int id)
@@ -134,7 +136,9 @@ pmu_soft_read_local(unsigned int id)
 
 /*
  * The counter bank's interface to its perfmon device (pmu_soft_dev.c).
- * Local, interrupts disabled.
+ * Local, interrupts disabled: asserted by pmu_soft_intr_take; start, stop
+ * and pmu_soft_take_overflows run per slot or per switch on perfmon's hot
+ * paths, whose entries assert it.
  *
  * pmu_soft_counter_start: make counter id count event and return its
  * value, with no wrap pending. pmu_soft_counter_stop: stop it and forget

@@ -312,7 +312,7 @@ perfmon_event_read_cpu(struct perfmon_event *event)
     /* Should the caller move to the event's CPU before the call,
        xcall_call reads in place. */
     if (event->cpu != cpu_id()) {
-        xcall_call(event->cpu, perfmon_cpu_op_read, event);
+        xcall_call(event->cpu, perfmon_cpu_op_read_remote, event);
         return;
     }
 
@@ -326,7 +326,7 @@ perfmon_event_read_cpu(struct perfmon_event *event)
     }
 
     cpu_intr_restore(flags);
-    xcall_call(event->cpu, perfmon_cpu_op_read, event);
+    xcall_call(event->cpu, perfmon_cpu_op_read_remote, event);
 }
 
 /* perfmon_event_get, inline in both public reads. */

@@ -3,7 +3,8 @@
  * a 64-bit sum, and the CPU's copy of the schedule. Touched only on its
  * CPU with interrupts disabled: by the context switch (perfmon_td.c), the
  * overflow report (perfmon_sample.c), the poll timer and cross-CPU calls.
- * The inline updates the hot paths share are in perfmon_i.h.
+ * The inline updates the hot paths share are in perfmon_cpu_i.h, with
+ * where the rule is asserted.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,7 +40,10 @@ struct perfmon_cpu perfmon_cpu __percpu;
 /*
  * Bring one slot of this CPU up to date, interrupts disabled: consume its
  * overflow (devices with an interrupt only), one read, the add; a sampling
- * slot then takes the samples due.
+ * slot then takes the samples due. Per slot, off the fast paths of the
+ * switch and the reads: the rule is asserted by their entries
+ * (perfmon_td_switch, perfmon_cpu_op_update's callers) and by those of
+ * perfmon_cpu_slot_update's callers.
  */
 __attribute__((noinline)) struct perfmon_cpu_slot *
 perfmon_cpu_slot_update_slot(struct perfmon_dev *dev,
@@ -68,7 +72,12 @@ perfmon_cpu_slot_update_slot(struct perfmon_dev *dev,
     return cslot;
 }
 
-/* Bring slot index of dev on cpu (this CPU) up to date, either way. */
+/*
+ * Bring slot index of dev on cpu (this CPU) up to date, either way.
+ * Interrupts disabled, per slot: asserted by the entries of its callers'
+ * paths (perfmon_td_switch and perfmon_td_load, the snapshots' and thread
+ * operations', the timers, perfmon_cpu_slot_refresh).
+ */
 struct perfmon_cpu_slot *
 perfmon_cpu_slot_update(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                         unsigned int index)
@@ -106,7 +115,11 @@ perfmon_cpu_poll_arm(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
  * (perfmon_mux_publish): each side's full barrier between the two makes
  * sure that one of them sees the other. td: the thread loaded here, or
  * being loaded, or NULL. sampler: the sampling event the counter serves
- * here (a sampling slot's), else NULL.
+ * here (a sampling slot's), else NULL. Interrupts disabled, per slot on
+ * the switch: asserted by the entries of its callers' paths
+ * (perfmon_td_switch, perfmon_td_load, perfmon_snap_cpu_op_remote,
+ * perfmon_snap_td_op, perfmon_td_op_remote; a local CPU snapshot's
+ * caller, perfmon_snap_take, disables them just before).
  */
 struct perfmon_cpu_slot *
 perfmon_cpu_slot_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
@@ -145,7 +158,10 @@ perfmon_cpu_slot_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     return cslot;
 }
 
-/* Drop a reference, stopping the counter with the last one. */
+/*
+ * Drop a reference, stopping the counter with the last one. Interrupts
+ * disabled, per slot on the switch: asserted as for perfmon_cpu_slot_get.
+ */
 void
 perfmon_cpu_slot_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                      unsigned int index)
@@ -180,7 +196,8 @@ perfmon_cpu_slot_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
  * CPU leaves it set when it lets the slot go (users_left), so that the
  * loads and unloads of a context switch write no shared line; the first
  * change of the slot that reaches the CPU after that clears it
- * (perfmon_cpu_users_trim). Local, interrupts disabled.
+ * (perfmon_cpu_users_trim). Local, interrupts disabled (asserted as for
+ * perfmon_cpu_slot_get, its caller).
  */
 void
 perfmon_cpu_slot_user(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
@@ -206,6 +223,8 @@ perfmon_cpu_users_trim(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
     uint64_t bit = 1ULL << cpu_id();
     unsigned int d = dev->state->index;
 
+    assert_intr_disabled();
+
     FOR_EACH_BIT(i, cpu->users_left[d]) {
         __atomic_fetch_and(&dev->state->users[i], ~bit, __ATOMIC_RELAXED);
     }
@@ -221,7 +240,9 @@ perfmon_cpu_users_trim(struct perfmon_cpu *cpu, struct perfmon_dev *dev)
  * counter are accounted, for the CPU's slots and for td, the thread loaded
  * here (NULL when none), at TSC now (a context switch's: the scheduler's,
  * which the thread's run time and the switch's accounting use). Local,
- * interrupts disabled.
+ * interrupts disabled: on the attach's path, asserted by the entries that
+ * reach it (perfmon_td_switch, and those of perfmon_cpu_sched_check's
+ * callers), not here.
  */
 __attribute__((noinline)) void
 perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
@@ -341,7 +362,11 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     cpu->sched_seq[d] = seq;
 }
 
-/* The thread loaded on this CPU, if any. Local, interrupts disabled. */
+/*
+ * The thread loaded on this CPU, if any. Local, interrupts disabled
+ * (asserted by perfmon_snap_cpu_op_remote and perfmon_mux_follow, its
+ * callers' entries, not here: twice per CPU event's attach).
+ */
 struct perfmon_td *
 perfmon_cpu_loaded_td(void)
 {
@@ -359,6 +384,7 @@ perfmon_cpu_poll_local(struct perfmon_dev *dev)
     uint32_t used;
     uint64_t pending;
 
+    assert_intr_disabled();
     perfmon_nmi_enter();
     used = cpu->used[dev->state->index];
     pending = perfmon_cpu_consume(cpu, dev, used);
@@ -375,6 +401,7 @@ perfmon_cpu_poll_local(struct perfmon_dev *dev)
  * armed when the CPU starts using a slot and re-arms itself while slots
  * are in use; the first firing that finds none lets it lapse. So an idle
  * CPU has no timer, and a busy context switch path never touches it.
+ * Timer context, interrupts disabled (asserted by perfmon_cpu_poll_local).
  */
 void
 perfmon_cpu_poll_timer(struct timer *timer)
@@ -395,7 +422,7 @@ perfmon_cpu_poll_timer(struct timer *timer)
  * Each kind of device interrupts on its own vector; every device of the
  * kind that interrupts on a vector looks for its overflows (those in NMI
  * mode are perfmon_nmi_handle's). A marked section: an NMI that lands in
- * it waits for its end.
+ * it waits for its end. Interrupt context, interrupts disabled.
  */
 static void
 perfmon_cpu_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
@@ -403,6 +430,7 @@ perfmon_cpu_overflow_intr(bool sw, const struct perfmon_intr_ctx *ctx)
     unsigned int nr_devs = __atomic_load_n(&perfmon_nr_devs,
                                            __ATOMIC_ACQUIRE);
 
+    assert_intr_disabled();
     perfmon_nmi_enter();
 
     for (unsigned int d = 0; d < nr_devs; d++) {
@@ -466,7 +494,7 @@ perfmon_cpu_nr_used_slots(unsigned int cpu)
 bool
 perfmon_cpu_event_counting(const struct perfmon_event *event)
 {
-    assert(!cpu_intr_enabled());
+    assert_intr_disabled();
 
     /* A disabled event's count stands still, counter or not. */
     if (!perfmon_event_is_attached(event) || event->disabled) {
@@ -485,12 +513,15 @@ perfmon_cpu_nr_overflows(unsigned int cpu)
 
 /*
  * A device being registered: on every CPU, its poll timer, and the empty
- * schedule (no slot has a counter). Boot, device registry lock held.
+ * schedule (no slot has a counter). Thread context (boot, for the
+ * kernel's devices), device registry lock held.
  */
 void
 perfmon_cpu_dev_init(struct perfmon_dev *dev)
 {
     unsigned int d = dev->state->index;
+
+    spinlock_assert_held(&perfmon_devs_lock);
 
     for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
         struct perfmon_cpu *pcpu = percpu_ptr(perfmon_cpu, cpu);
@@ -557,6 +588,18 @@ perfmon_cpu_setup(void)
 }
 
 /*
+ * The cross-CPU call of a remote CPU event's read (perfmon_cpu_op_read,
+ * perfmon_cpu_i.h, inline in a local one): its entry asserts the context
+ * that the inline read leaves to its local caller.
+ */
+void
+perfmon_cpu_op_read_remote(void *arg)
+{
+    assert_intr_disabled();
+    perfmon_cpu_op_read(arg);
+}
+
+/*
  * Arm a sampling slot loaded on this CPU for samples_left more samples;
  * one that had stopped starts a new period.
  */
@@ -565,7 +608,10 @@ perfmon_cpu_slot_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                          unsigned int index, struct perfmon_event *event,
                          uint64_t nr_samples)
 {
-    struct perfmon_cpu_slot *cslot = perfmon_cpu_slot_update(cpu, dev, index);
+    struct perfmon_cpu_slot *cslot;
+
+    assert_intr_disabled();
+    cslot = perfmon_cpu_slot_update(cpu, dev, index);
 
     event->samples_left = nr_samples;
 
@@ -574,11 +620,13 @@ perfmon_cpu_slot_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     }
 }
 
+/* A CPU event's refresh, the cross-CPU call on its CPU. */
 void
 perfmon_cpu_op_refresh(void *arg)
 {
     struct perfmon_td_op *op = arg;
 
+    assert_intr_disabled();
     perfmon_nmi_enter();
     perfmon_cpu_slot_refresh(cpu_local_ptr(perfmon_cpu), op->dev, op->index,
                              op->event, op->value);
@@ -597,6 +645,7 @@ perfmon_cpu_throttle_timer(struct timer *timer)
     unsigned int nr_devs = perfmon_nr_devs;
 
     (void)timer;
+    assert_intr_disabled();
     perfmon_nmi_enter();
     cpu->throttle.nr_samples = 0;
     cpu->throttle.window_end = cpu_get_tsc() + clock_tsc_per_tick();
@@ -636,6 +685,7 @@ perfmon_cpu_freq_timer(struct timer *timer)
     unsigned int nr_devs = perfmon_nr_devs;
     bool live = false;
 
+    assert_intr_disabled();
     perfmon_nmi_enter();
 
     for (unsigned int d = 0; d < nr_devs; d++) {
@@ -664,11 +714,14 @@ perfmon_cpu_freq_timer(struct timer *timer)
 }
 
 /*
- * A CPU event's read on its CPU, into event->final: the cross-CPU call of
- * a remote read, inline in a local one. A plain slot takes the fast path,
- * unmarked: a plain slot's device has no overflow interrupt, so no NMI
- * ever touches it (kern/perfmon_nmi.h); the other path is a marked
- * section.
+ * A CPU event's slot brought up to date on its CPU. A plain slot takes
+ * the fast path, unmarked: a plain slot's device has no overflow
+ * interrupt, so no NMI ever touches it (kern/perfmon_nmi.h); the other
+ * path is a marked section. Interrupts disabled: asserted by the
+ * cross-CPU calls' entries (perfmon_cpu_op_read_remote,
+ * perfmon_snap_cpu_op_remote); a local read or detach disables them just
+ * before (perfmon_event_read_cpu, perfmon_snap_take), where an assertion
+ * would add 5% to the read.
  */
 struct perfmon_cpu_slot *
 perfmon_cpu_op_update(struct perfmon_event *event)

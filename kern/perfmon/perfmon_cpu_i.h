@@ -5,6 +5,19 @@
  * perfmon_sample.c and perfmon_freq.c. Locking and contexts: perfmon_i.h;
  * every function here is local (this CPU's tier), interrupts disabled,
  * unless its comment says otherwise.
+ *
+ * The rule is asserted at the entry of each path into the tier: the
+ * switch (perfmon_td_switch, perfmon_td_load), the cross-CPU calls and
+ * thread operations (perfmon_snap_cpu_op_remote, perfmon_snap_td_op,
+ * perfmon_td_op_remote, perfmon_cpu_op_read_remote, perfmon_cpu_op_refresh,
+ * perfmon_mux_follow), the timers, the overflow report and interrupts
+ * (perfmon_sample_report_overflow, perfmon_cpu_overflow_intr,
+ * perfmon_nmi_handle), and at the entry of each function off the hot
+ * paths. The hot inlines and per-slot helpers do not assert it (4
+ * instructions each, per slot): each says which entries do. The local
+ * reads and CPU snapshots (perfmon_event_read_cpu, perfmon_event_read_thread,
+ * perfmon_snap_take) disable interrupts themselves just before they call
+ * in, where an assertion would cost them 2 to 5%.
  */
 #ifndef KERN_PERFMON_PERFMON_CPU_I_H
 #define KERN_PERFMON_PERFMON_CPU_I_H
@@ -139,6 +152,7 @@ void perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                              struct perfmon_td *td, uint64_t now);
 struct perfmon_td *perfmon_cpu_loaded_td(void);
 void perfmon_cpu_poll_timer(struct timer *timer);
+void perfmon_cpu_op_read_remote(void *arg);
 void perfmon_cpu_op_refresh(void *arg);
 void perfmon_cpu_slot_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                               unsigned int index, struct perfmon_event *event,
@@ -172,6 +186,7 @@ void perfmon_sample_throttle_arm(struct perfmon_cpu *cpu);
 void perfmon_sample_event_attach(struct perfmon_event *event);
 void perfmon_cpu_dev_init(struct perfmon_dev *dev);
 
+/* A slot of cpu's tier: an address, any context. */
 static inline struct perfmon_cpu_slot *
 perfmon_cpu_slot(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
                  unsigned int index)
@@ -183,7 +198,9 @@ perfmon_cpu_slot(struct perfmon_cpu *cpu, const struct perfmon_dev *dev,
  * The common case inline (no report, no decrease: the plain difference),
  * the rest above. Hot: every switch and poll comes here per slot. (The
  * overflow path has its common case, a wrap reported as it happens,
- * inline too: perfmon_sample_overflow.)
+ * inline too: perfmon_sample_overflow.) Interrupts disabled, asserted by
+ * the entries of the paths that sync a slot (perfmon_td_switch, the
+ * poll, the reads, the snapshots, the overflow report).
  */
 static inline void
 perfmon_cpu_slot_add(const struct perfmon_dev *dev,
@@ -204,6 +221,9 @@ perfmon_cpu_slot_add(const struct perfmon_dev *dev,
  * update of a slot with interrupts disabled consumes first and reads
  * after, so that a wrap between the two shows as a decrease (wrap_seen)
  * rather than being counted twice; one call serves a batch of slots.
+ * Interrupts disabled (asserted by perfmon_td_switch and
+ * perfmon_cpu_poll_local, which consume per switch and per poll, and by
+ * the entries that reach perfmon_cpu_sched_apply).
  */
 static inline uint64_t
 perfmon_cpu_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
@@ -227,7 +247,8 @@ perfmon_cpu_consume(const struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 /*
  * The counters of dev on cpu (this CPU) when they are per-CPU memory (a
  * device with a bank: read inline rather than through the driver), else
- * NULL.
+ * NULL. A pointer that never changes once the device is registered: any
+ * context.
  */
 static inline struct perfmon_bank *
 perfmon_cpu_bank(const struct perfmon_cpu *cpu, const struct perfmon_dev *dev)
@@ -235,7 +256,11 @@ perfmon_cpu_bank(const struct perfmon_cpu *cpu, const struct perfmon_dev *dev)
     return cpu->banks[dev->state->index];
 }
 
-/* A slot's raw counter value. Local, interrupts disabled. */
+/*
+ * A slot's raw counter value. Local, interrupts disabled (asserted by
+ * the entries of its callers' paths: perfmon_cpu_slot_sync's, and
+ * perfmon_sample_report_overflow for perfmon_sample_overflow).
+ */
 static inline uint64_t
 perfmon_cpu_slot_read(const struct perfmon_dev *dev,
                       const struct perfmon_bank *bank,
@@ -256,7 +281,9 @@ perfmon_cpu_slot_read(const struct perfmon_dev *dev,
 /*
  * Bring a slot up to date, given what the consume before it returned and
  * perfmon_cpu_bank(cpu, dev). Hot: every poll comes here per slot, and the
- * switches and reads that are off their fast path.
+ * switches and reads that are off their fast path. Interrupts disabled
+ * (asserted by perfmon_cpu_poll_local, perfmon_td_switch, and the entries
+ * that reach perfmon_cpu_slot_update_slot and perfmon_cpu_sched_apply).
  */
 static inline __attribute__((always_inline)) void
 perfmon_cpu_slot_sync(const struct perfmon_dev *dev,
@@ -282,7 +309,11 @@ perfmon_cpu_slot_sync(const struct perfmon_dev *dev,
  * update is brought up to date with no call, so that the caller needs no
  * registers saved. Return false, having changed nothing, for any other
  * slot: the caller then takes the general path (perfmon_cpu_slot_update_slot,
- * perfmon_cpu_slot_sync). Local, interrupts disabled.
+ * perfmon_cpu_slot_sync). Local, interrupts disabled: asserted not here
+ * but by the entries of the paths that reach it (perfmon_td_switch, the
+ * snapshots', the timers', the remote read's); a local read
+ * (perfmon_event_read_thread, perfmon_event_read_cpu) disables them a few
+ * instructions before.
  */
 static inline bool
 perfmon_cpu_slot_update_plain(const struct perfmon_bank *bank,
@@ -306,7 +337,11 @@ perfmon_cpu_slot_update_plain(const struct perfmon_bank *bank,
     return true;
 }
 
-/* Whether dev's schedule changed since this CPU last followed it. */
+/*
+ * Whether dev's schedule changed since this CPU last followed it. Any
+ * context; meaningful where the CPU's copy cannot change meanwhile
+ * (interrupts disabled).
+ */
 static inline bool
 perfmon_cpu_sched_stale(const struct perfmon_cpu *cpu,
                         const struct perfmon_dev *dev)
@@ -320,7 +355,10 @@ perfmon_cpu_sched_stale(const struct perfmon_cpu *cpu,
  * where the CPU takes new slots into use (attaches, thread loads; after
  * the locks that order them after the schedule change of their slot's
  * acquisition) and by the rotation's cross-CPU call. td: the thread
- * loaded here, or NULL. Local, interrupts disabled.
+ * loaded here, or NULL. Local, interrupts disabled (asserted by its
+ * callers' entries: perfmon_td_switch and perfmon_td_load,
+ * perfmon_snap_cpu_op_remote, perfmon_snap_td_op, perfmon_mux_follow; a
+ * local CPU attach's perfmon_snap_take disables them just before).
  */
 static inline void
 perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
@@ -338,8 +376,12 @@ perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 struct perfmon_cpu_slot *perfmon_cpu_op_update(struct perfmon_event *event);
 
 /*
- * The count is computed here, where the owner's enable, disable and reset
- * apply (perfmon_snap_end), so that a read sees each wholly or not at all.
+ * A CPU event's read on its CPU, into event->final: inline in a local
+ * read (interrupts disabled by perfmon_event_read_cpu just before), and
+ * in the cross-CPU call of a remote one (perfmon_cpu_op_read_remote, which
+ * asserts them disabled). The count is computed here, where the owner's
+ * enable, disable and reset apply (perfmon_snap_end), so that a read sees
+ * each wholly or not at all.
  */
 static inline void
 perfmon_cpu_op_read(void *arg)

@@ -30,7 +30,7 @@
  * unregistered, so readers take no lock: perfmon_nr_devs is published
  * (release) after the device's entry and state are ready.
  */
-static struct spinlock perfmon_devs_lock = SPINLOCK_INITIALIZER;
+struct spinlock perfmon_devs_lock = SPINLOCK_INITIALIZER;
 struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
 unsigned int perfmon_nr_devs;
 static struct perfmon_dev_state perfmon_dev_states[PERFMON_MAX_DEVS];
@@ -107,7 +107,8 @@ perfmon_dev_nr_used_slots(struct perfmon_dev *dev)
     unsigned int n = 0;
 
     /*
-     * No lock: the device lock is taken with interrupts enabled, so an
+     * No lock: the device lock may be held with interrupts enabled (by
+     * perfmon_dev_test_lock; the core takes it with them disabled), so an
      * interrupt handler taking it on a CPU that holds it would deadlock.
      * Each count is read once; the total is a snapshot.
      */

@@ -38,6 +38,7 @@ perfmon_freq_load(struct perfmon_cpu *cpu, struct perfmon_cpu_slot *cslot)
 {
     struct perfmon_event *event = cslot->sampler;
 
+    assert_intr_disabled();
     event->freq_value = cslot->value;
     event->freq_tsc = cpu_get_tsc();
 
@@ -57,6 +58,7 @@ perfmon_freq_unload(struct perfmon_cpu_slot *cslot)
 {
     struct perfmon_event *event = cslot->sampler;
 
+    assert_intr_disabled();
     event->freq_count += cslot->value - event->freq_value;
     event->freq_time += cpu_get_tsc() - event->freq_tsc;
 }
@@ -93,7 +95,8 @@ perfmon_freq_period(const struct perfmon_event *event, uint64_t count,
  * catches up after it weigh as the time they cover, with no bias. The
  * first estimate after attach is the first tick's rate; a steady rate is
  * then held. A stretch without events changes nothing: an event that
- * stops and starts again resumes at its rate.
+ * stops and starts again resumes at its rate. Local, interrupts disabled
+ * (the frequency timer's).
  */
 void
 perfmon_freq_adjust(struct perfmon_event *event, uint64_t value, uint64_t now)
@@ -101,6 +104,8 @@ perfmon_freq_adjust(struct perfmon_event *event, uint64_t value, uint64_t now)
     uint64_t count = event->freq_count + (value - event->freq_value);
     uint64_t time = event->freq_time + (now - event->freq_tsc);
     uint64_t period;
+
+    assert_intr_disabled();
 
     if (time < clock_tsc_per_tick() / 2) {
         return;

@@ -235,7 +235,8 @@ perfmon_mux_level(uint64_t own, bool any, uint64_t least, uint64_t most)
  * Give the slots of units[k] counters, all or none, and return whether it
  * did. A unit that wants counters takes them from idle units (after it in
  * units, the last first) if it must; only then do idle units lose theirs,
- * so that a unit given free counters moves no other. Device lock held.
+ * so that a unit given free counters moves no other. Device lock held
+ * (asserted by perfmon_mux_schedule, its caller, once per schedule).
  */
 static bool
 perfmon_mux_take_room(struct perfmon_dev *dev, const uint32_t *units,
@@ -273,7 +274,9 @@ perfmon_mux_take_room(struct perfmon_dev *dev, const uint32_t *units,
  * rotation. Return EAGAIN, the schedule left for the caller to compute
  * again once it has undone what it added, when a pinned unit finds no
  * room; else 0, and whether a wanted unit waits in mux_waiting. Device
- * lock held, interrupts disabled.
+ * lock held, interrupts disabled: the lock is asserted, once per schedule
+ * (what the attach's path affords); every holder in the core takes it
+ * with spinlock_lock_intr_save.
  */
 int
 perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
@@ -285,6 +288,7 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
     bool idle[PERFMON_MAX_SLOTS];
     uint64_t times[PERFMON_MAX_SLOTS];
 
+    spinlock_assert_held(&state->lock);
     perfmon_mux_account(state);
     used = state->used_mask;
     sched = state->sched_mask;
@@ -436,6 +440,7 @@ perfmon_mux_follow(void *arg)
     struct perfmon_dev *dev = arg;
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
+    assert_intr_disabled();
     perfmon_nmi_enter();
     perfmon_cpu_sched_check(cpu, dev, perfmon_cpu_loaded_td());
     perfmon_cpu_users_trim(cpu, dev);
@@ -484,7 +489,9 @@ perfmon_mux_publish(struct perfmon_dev *dev, uint32_t changed)
  * that hold them: a unit that passes but that the driver's constraints
  * never let in (say two events that only one fixed counter counts) waits
  * at the head of each rotation, without holding the others back. Device
- * lock held, interrupts disabled.
+ * lock held, interrupts disabled: by perfmon_slot_acquire, its caller,
+ * which takes the lock (not asserted on the attach's path; the schedule
+ * after it asserts the lock, perfmon_mux_schedule).
  */
 bool
 perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit)

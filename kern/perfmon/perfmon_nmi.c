@@ -73,6 +73,8 @@ perfmon_nmi_handle(const struct perfmon_intr_ctx *ctx)
                                            __ATOMIC_ACQUIRE);
     void (*hook)(const struct perfmon_intr_ctx *ctx);
 
+    assert_intr_disabled();
+
     for (unsigned int d = 0; d < nr_devs; d++) {
         struct perfmon_dev *dev = perfmon_devs[d];
 
@@ -132,7 +134,7 @@ perfmon_nmi_run_deferred(void)
     struct perfmon_intr_ctx ctx;
     struct perfmon_chain chain;
 
-    assert(!cpu_intr_enabled());
+    assert_intr_disabled();
 
     /*
      * The handling may close sections of its own (an emit from a test's

@@ -3,9 +3,10 @@
  * sessions' per-CPU rings, presets for the next period, the per-CPU
  * throttle, and the sampling calls of the API (period, refresh). The
  * overflow path (perfmon_sample_report_overflow down to the ring's commit) is
- * one inline chain in this file: local, interrupts disabled, no lock, no
- * allocation. The API calls run in thread context and reach the counting
- * CPU through the thread's operation or a cross-CPU call.
+ * one inline chain in this file: local, interrupts disabled (asserted once,
+ * at perfmon_sample_report_overflow), no lock, no allocation. The API
+ * calls run in thread context and reach the counting CPU through the
+ * thread's operation or a cross-CPU call.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -89,6 +90,7 @@ perfmon_sample_chain_capture(struct perfmon_chain *chain,
                              const struct perfmon_intr_ctx *ctx,
                              struct perfmon_intr_ctx *capturedp)
 {
+    assert_intr_disabled();
     chain->nr = perfmon_sample_frames(ctx->fp, chain->frames,
                                       PERFMON_CHAIN_MAX);
     capturedp->ip = ctx->ip;
@@ -102,6 +104,7 @@ perfmon_sample_chain_copy(struct perfmon_chain *chain,
 {
     const struct perfmon_chain *src;
 
+    assert_intr_disabled();
     *copyp = *ctx;
 
     if (ctx->fp & PERFMON_CTX_CHAIN) {
@@ -125,7 +128,7 @@ _Static_assert(sizeof(struct perfmon_record_sample)
  * chain leaves the rest unused (the chunk's nr tells), which spares a
  * walk into a buffer and a copy. One reservation for both, so a sample
  * and its chain are kept or lost together. Inlined into its one caller,
- * the overflow path.
+ * the overflow path (interrupts disabled: asserted at its entry).
  */
 static inline __attribute__((always_inline)) uint64_t
 perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
@@ -179,6 +182,8 @@ perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
 {
     struct perfmon_record_throttle *record;
 
+    assert_intr_disabled();
+
     record = perfmon_session_reserve(cslot->sampler->session,
                                      sizeof(*record));
 
@@ -198,7 +203,8 @@ perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
 /*
  * Count a sample taken at TSC time now against the CPU's budget for this
  * tick; past it, stop sampling on the CPU until the next tick
- * (perfmon_cpu_throttle_timer).
+ * (perfmon_cpu_throttle_timer). The overflow path's: interrupts disabled,
+ * asserted at its entry.
  */
 static inline __attribute__((always_inline)) void
 perfmon_sample_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
@@ -229,6 +235,7 @@ perfmon_sample_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
 void
 perfmon_sample_throttle_arm(struct perfmon_cpu *cpu)
 {
+    assert_intr_disabled();
     timer_schedule(&cpu->throttle.timer, clock_get_time() + 1);
 }
 
@@ -236,7 +243,10 @@ perfmon_sample_throttle_arm(struct perfmon_cpu *cpu)
  * Make the slot's counter overflow at the next sample, or on the way
  * there when the period is longer than the device can preset. bank: the
  * device's counters in memory here when the counter was preset before,
- * since it started (a reload is then a store), else NULL.
+ * since it started (a reload is then a store), else NULL. Interrupts
+ * disabled, asserted by its callers (the overflow path's entry,
+ * perfmon_sample_arm, perfmon_sample_discard, perfmon_sample_take,
+ * perfmon_sample_throttle_end).
  */
 static inline __attribute__((always_inline)) void
 perfmon_sample_preset(struct perfmon_dev *dev, struct perfmon_bank *bank,
@@ -270,6 +280,7 @@ void
 perfmon_sample_arm(struct perfmon_dev *dev, struct perfmon_cpu_slot *cslot,
                    uint64_t left, uint64_t period)
 {
+    assert_intr_disabled();
     cslot->armed = cslot->sampler->samples_left != 0;
     cslot->sample_next = cslot->value + left;
     cslot->sample_period = period;
@@ -300,6 +311,7 @@ void
 perfmon_sample_discard(struct perfmon_dev *dev,
                        struct perfmon_cpu_slot *cslot)
 {
+    assert_intr_disabled();
     perfmon_sample_preset(dev, NULL, cslot);
 }
 
@@ -310,7 +322,9 @@ perfmon_sample_discard(struct perfmon_dev *dev,
  * are counted instead. Then, unless the CPU lets the counter go (leaving:
  * a switch stops it or presets it for the next thread), preset it for
  * the next sample when it may have moved off its preset (reload: it
- * overflowed, or a sample was taken).
+ * overflowed, or a sample was taken). Interrupts disabled, asserted by
+ * its callers (the overflow path's entry, perfmon_sample_take and
+ * perfmon_sample_leave).
  */
 static inline __attribute__((always_inline)) void
 perfmon_sample_take_inline(struct perfmon_cpu *cpu,
@@ -362,6 +376,7 @@ perfmon_sample_take(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                     struct perfmon_cpu_slot *cslot,
                     const struct perfmon_intr_ctx *ctx, bool reload)
 {
+    assert_intr_disabled();
     perfmon_sample_take_inline(cpu, dev, cslot, ctx, reload, false);
 }
 
@@ -374,13 +389,15 @@ perfmon_sample_leave(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                      struct perfmon_cpu_slot *cslot,
                      const struct perfmon_intr_ctx *ctx)
 {
+    assert_intr_disabled();
     perfmon_sample_take_inline(cpu, dev, cslot, ctx, false, true);
 }
 
 /*
  * Take the samples due on a sampling slot just brought up to date outside
  * the overflow interrupt, at the caller. Out of line, so that the callers'
- * fast paths need not compute where they are.
+ * fast paths need not compute where they are. Interrupts disabled
+ * (asserted by perfmon_sample_take, which it calls first).
  */
 __attribute__((noinline)) void
 perfmon_sample_due(struct perfmon_dev *dev,
@@ -396,6 +413,7 @@ perfmon_sample_due(struct perfmon_dev *dev,
  * The overflow of a slot in use on this CPU: its slot found, the rest of
  * perfmon_sample_report_overflow. Out of line so that cslot comes in a register
  * of its own (inline, it was computed again from the indexes at each use).
+ * Interrupts disabled, asserted by perfmon_sample_report_overflow.
  */
 static __attribute__((noinline)) void
 perfmon_sample_overflow(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
@@ -426,7 +444,7 @@ perfmon_sample_report_overflow(struct perfmon_dev *dev, unsigned int counter,
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     unsigned int slot_index;
 
-    assert(!cpu_intr_enabled());
+    assert_intr_disabled();
 
     if (counter >= 64) {
         return;
@@ -449,6 +467,7 @@ perfmon_sample_report_overflow(struct perfmon_dev *dev, unsigned int counter,
 /*
  * Each attach of a sampling event counts its samples from zero; what is
  * left of a refresh carries over (a refresh before attach limits it).
+ * Thread context, before the attach's snapshot.
  */
 void
 perfmon_sample_event_attach(struct perfmon_event *event)
@@ -499,6 +518,7 @@ perfmon_sample_throttle_end(struct perfmon_cpu *cpu)
 {
     unsigned int nr_devs = perfmon_nr_devs;
 
+    assert_intr_disabled();
     cpu->throttle.active = false;
 
     for (unsigned int d = 0; d < nr_devs; d++) {
@@ -525,7 +545,8 @@ perfmon_sample_throttle_end(struct perfmon_cpu *cpu)
  * to 2^width before the wrap's interrupt is taken). An update that sees
  * the raw value go down with no report yet (the counter wrapped after
  * its report was consumed) adds the wrap and sets wrap_seen, so that the
- * report still to come adds nothing.
+ * report still to come adds nothing. Interrupts disabled; off the common
+ * path of perfmon_cpu_slot_add, its caller.
  */
 __attribute__((noinline)) void
 perfmon_sample_add_wrap(const struct perfmon_dev *dev,
@@ -535,6 +556,8 @@ perfmon_sample_add_wrap(const struct perfmon_dev *dev,
     uint64_t mask = cslot->mask;
     uint64_t delta = (raw - cslot->prev) & mask;
     bool wrapped = raw < cslot->prev;
+
+    assert_intr_disabled();
 
     if (reported) {
         if (cslot->wrap_seen) {

@@ -194,6 +194,7 @@ perfmon_session_reserve_slow(struct perfmon_session_ring *ring, size_t size)
     struct perfmon_record_lost *lost;
     uint64_t head, tail, pos, lost_pos = 0;
 
+    assert_intr_disabled();
     head = ring->head;
     tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
     pos = head;
@@ -239,12 +240,14 @@ perfmon_session_reserve_slow(struct perfmon_session_ring *ring, size_t size)
  * commit, which takes them after publishing the record, in order; so each
  * ring keeps one producer at a time, and its loss accounting stays exact.
  * perfmon's own sample path runs in a marked section or in the NMI with
- * none open, and uses the ring directly.
+ * none open, and uses the ring directly. Local, interrupts disabled.
  */
 void *
 perfmon_session_reserve(struct perfmon_session *session, size_t size)
 {
     void *record;
+
+    assert_intr_disabled();
 
     if (unlikely((size == 0) || (size > PERFMON_SESSION_RECORD_MAX)
                  || ((size & 7) != 0))) {
@@ -265,6 +268,7 @@ perfmon_session_reserve(struct perfmon_session *session, size_t size)
 void
 perfmon_session_commit(struct perfmon_session *session, void *record)
 {
+    assert_intr_disabled();
     perfmon_session_ring_commit(perfmon_session_ring_local(session), record);
     perfmon_nmi_leave();
 }

@@ -41,7 +41,9 @@
  * Drop a reference on slot index (pin: a pinning one; enabled: an
  * enabled event's), freeing the slot with the last; the caller schedules
  * again. Return whether it was the last. Device lock held, interrupts
- * disabled.
+ * disabled: by perfmon_slot_acquire and perfmon_slot_release, its
+ * callers, which take the lock (not asserted on the attach's path; the
+ * schedule asserts it, perfmon_mux_schedule).
  */
 static bool
 perfmon_slot_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
@@ -76,6 +78,8 @@ perfmon_slot_sampler_fits(const struct perfmon_dev_state *state,
 {
     const struct perfmon_slot *slot = &state->slots[index];
 
+    spinlock_assert_held(&state->lock);
+
     if (td != NULL) {
         return slot->sampler_cpus == 0
                && !(td->sampler_slots[state->index] & (1U << index));
@@ -93,6 +97,8 @@ perfmon_slot_sampler_add(struct perfmon_dev_state *state, unsigned int index,
                          struct perfmon_td *td, unsigned int cpu, int delta)
 {
     struct perfmon_slot *slot = &state->slots[index];
+
+    spinlock_assert_held(&state->lock);
 
     if (td != NULL) {
         slot->nr_td_samplers += delta;
@@ -115,7 +121,8 @@ perfmon_slot_sampler_add(struct perfmon_dev_state *state, unsigned int index,
  * can never be live beside it for a sampler of td, or of CPU cpu when td
  * is NULL), else a free one that none of the slots chosen for the same
  * call (new) takes; PERFMON_MAX_SLOTS when there is none. Device lock
- * held.
+ * held by perfmon_slot_acquire, its caller, which takes it (not asserted
+ * on the attach's path).
  */
 static unsigned int
 perfmon_slot_find(const struct perfmon_dev_state *state, uint64_t config,

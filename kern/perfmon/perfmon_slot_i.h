@@ -85,9 +85,13 @@ struct perfmon_dev_state {
     uint64_t sched_seq __attribute__((aligned(64)));
 };
 
-/* The registered devices, by index (perfmon_slot.c). */
+/*
+ * The registered devices, by index, and the lock of their registration
+ * (perfmon_dev.c).
+ */
 extern struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
 extern unsigned int perfmon_nr_devs;
+extern struct spinlock perfmon_devs_lock;
 
 /*
  * Whether dev samples config every period events (its check_period,

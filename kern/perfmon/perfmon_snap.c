@@ -5,7 +5,9 @@
  * and the CPU events' operations that run there. A change is applied and
  * a read computed inside the snapshot, where they are serialized with
  * each other. Thread context; the operations run with interrupts
- * disabled on the owning CPU.
+ * disabled on the owning CPU, asserted at their entries
+ * (perfmon_snap_cpu_op_remote, perfmon_snap_td_op) or disabled just
+ * before (perfmon_snap_take).
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -36,6 +38,7 @@
 #include <machine/cpu.h>
 #include <machine/cpu_mp.h>
 
+/* A CPU event's attach on its CPU (interrupts disabled: perfmon_snap_cpu). */
 static void
 perfmon_snap_cpu_attach(void *arg)
 {
@@ -55,7 +58,10 @@ perfmon_snap_cpu_attach(void *arg)
     }
 }
 
-/* The detach's: return the slot's value at the detach, and let it go. */
+/*
+ * The detach's: return the slot's value at the detach, and let it go
+ * (interrupts disabled: perfmon_snap_cpu).
+ */
 static uint64_t
 perfmon_snap_cpu_detach(struct perfmon_event *event)
 {
@@ -68,11 +74,18 @@ perfmon_snap_cpu_detach(struct perfmon_event *event)
 
 static void perfmon_snap_end(struct perfmon_snap *snap);
 
+/*
+ * A thread's snapshot, its td operation: through perfmon_td_run, or in
+ * place for the thread's own read (perfmon_snap_take). Interrupts
+ * disabled.
+ */
 static void
 perfmon_snap_td_op(struct perfmon_td_op *op, bool loaded)
 {
     struct perfmon_snap *snap = structof(op, struct perfmon_snap, op);
     void (*fn)(struct perfmon_td_op *op, bool loaded);
+
+    assert_intr_disabled();
 
     if (snap->action == PERFMON_SNAP_ATTACH) {
         fn = perfmon_td_op_attach;
@@ -115,6 +128,10 @@ perfmon_snap_td_op(struct perfmon_td_op *op, bool loaded)
     perfmon_snap_end(snap);
 }
 
+/*
+ * A CPU's snapshot: interrupts disabled, by perfmon_snap_take just before
+ * its call, or asserted by perfmon_snap_cpu_op_remote.
+ */
 static void
 perfmon_snap_cpu(void *arg)
 {
@@ -153,13 +170,25 @@ perfmon_snap_cpu(void *arg)
     perfmon_snap_end(snap);
 }
 
-/* A CPU's snapshot, a marked section (kern/perfmon_nmi.h). */
+/*
+ * A CPU's snapshot, a marked section (kern/perfmon_nmi.h), in place on
+ * the CPU: perfmon_snap_take disables interrupts just before (not
+ * asserted, on the attach's path), or perfmon_snap_cpu_op_remote.
+ */
 static void
 perfmon_snap_cpu_op(void *arg)
 {
     perfmon_nmi_enter();
     perfmon_snap_cpu(arg);
     perfmon_nmi_leave();
+}
+
+/* The same, as the cross-CPU call. */
+static void
+perfmon_snap_cpu_op_remote(void *arg)
+{
+    assert_intr_disabled();
+    perfmon_snap_cpu_op(arg);
 }
 
 /*
@@ -214,7 +243,7 @@ perfmon_snap_take(struct perfmon_snap *snap,
     }
 
     cpu_intr_restore(flags);
-    xcall_call(leader->cpu, perfmon_snap_cpu_op, snap);
+    xcall_call(leader->cpu, perfmon_snap_cpu_op_remote, snap);
 }
 
 /*
@@ -258,7 +287,8 @@ perfmon_snap_times_at(const struct perfmon_event *event,
 
 /*
  * A read's end, where its snapshot was taken: apply the change, or
- * compute the read's results. Interrupts disabled, on the owning CPU.
+ * compute the read's results. Interrupts disabled, on the owning CPU
+ * (as for perfmon_snap_cpu, and asserted by perfmon_snap_td_op).
  */
 static void
 perfmon_snap_end(struct perfmon_snap *snap)

@@ -69,7 +69,12 @@ perfmon_td_unused(const struct perfmon_td *td)
     return true;
 }
 
-/* Load one slot on this CPU. td locked or loaded here, interrupts off. */
+/*
+ * Load one slot on this CPU. td locked or loaded here, interrupts off:
+ * per slot on the switch, asserted by the entries of its callers' paths
+ * (perfmon_td_switch, perfmon_td_load, and perfmon_snap_td_op for
+ * perfmon_td_op_attach).
+ */
 static void
 perfmon_td_slot_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
                      struct perfmon_dev *dev, unsigned int index)
@@ -100,7 +105,8 @@ perfmon_td_slot_load(struct perfmon_td *td, struct perfmon_cpu *cpu,
  * Keep what is left of a sampling slot's period (slot index of device d)
  * in the thread leaving the CPU, with the period it belongs to, after
  * taking the samples due (at ctx). The counter serves the thread's
- * sampler here (cslot->sampler).
+ * sampler here (cslot->sampler). Interrupts disabled (asserted by
+ * perfmon_sample_leave, which it calls first).
  */
 static void
 perfmon_td_slot_save_period(struct perfmon_td *td, unsigned int d,
@@ -126,7 +132,11 @@ perfmon_td_slot_save_period(struct perfmon_td *td, unsigned int d,
     }
 }
 
-/* Unload one slot, adding what it counted here to the thread. */
+/*
+ * Unload one slot, adding what it counted here to the thread. Interrupts
+ * disabled (asserted by perfmon_snap_td_op, which reaches it through
+ * perfmon_td_op_detach).
+ */
 static void
 perfmon_td_slot_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
                        struct perfmon_dev *dev, unsigned int index)
@@ -149,7 +159,9 @@ perfmon_td_slot_unload(struct perfmon_td *td, struct perfmon_cpu *cpu,
 /*
  * Multiplexing, for a thread loading (used: its slots of device d) on this
  * CPU: its time without a counter on the slots that have none here starts
- * now. Local, interrupts disabled.
+ * now. Local, interrupts disabled (asserted by its callers' entries:
+ * perfmon_td_switch, perfmon_td_load, and perfmon_snap_td_op for
+ * perfmon_td_op_attach).
  */
 static void
 perfmon_td_off_begin(struct perfmon_cpu *cpu, unsigned int d, uint32_t used,
@@ -170,7 +182,8 @@ perfmon_td_off_begin(struct perfmon_cpu *cpu, unsigned int d, uint32_t used,
  * the batch:
  * the switch reads what this starts. Then, at the scheduler's TSC, so
  * that the times match the threads' run times, prev takes the time it ran
- * without them, next's starts.
+ * without them, next's starts. Interrupts disabled (asserted by
+ * perfmon_td_switch).
  */
 static __attribute__((noinline)) void
 perfmon_td_switch_off(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
@@ -195,9 +208,10 @@ perfmon_td_load(struct perfmon_td *td)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
-    assert(!cpu_intr_enabled());
+    assert_intr_disabled();
     spinlock_lock(&td->lock);
-    assert(td->loaded_cpu == PERFMON_CPU_NONE);
+    assert_msg(td->loaded_cpu == PERFMON_CPU_NONE, "td loaded on %u",
+               td->loaded_cpu);
     perfmon_nmi_enter();
 
     for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
@@ -217,7 +231,10 @@ perfmon_td_load(struct perfmon_td *td)
     spinlock_unlock(&td->lock);
 }
 
-/* A slot brought up to date by a switch, off its fast path. */
+/*
+ * A slot brought up to date by a switch, off its fast path. Interrupts
+ * disabled, as for the helpers below: asserted by perfmon_td_switch.
+ */
 static __attribute__((noinline)) void
 perfmon_td_switch_sync(struct perfmon_dev *dev, struct perfmon_cpu_slot *cslot,
                        uint64_t pending)
@@ -364,10 +381,12 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
     unsigned int nr_devs = perfmon_nr_devs;
 
-    assert(!cpu_intr_enabled());
-    assert(prev->loaded_cpu == cpu_id());
+    assert_intr_disabled();
+    assert_msg(prev->loaded_cpu == cpu_id(), "prev loaded on %u, not %u",
+               prev->loaded_cpu, cpu_id());
     spinlock_lock(&next->lock);
-    assert(next->loaded_cpu == PERFMON_CPU_NONE);
+    assert_msg(next->loaded_cpu == PERFMON_CPU_NONE, "next loaded on %u",
+               next->loaded_cpu);
     perfmon_nmi_enter();
     next->loaded_cpu = cpu_id();
 
@@ -409,7 +428,10 @@ out:
     __atomic_store_n(&prev->loaded_cpu, PERFMON_CPU_NONE, __ATOMIC_RELEASE);
 }
 
-/* The thread's total for a slot, bringing a loaded slot up to date. */
+/*
+ * The thread's total for a slot, bringing a loaded slot up to date. The
+ * td operations', interrupts disabled (asserted by their entries).
+ */
 uint64_t
 perfmon_td_slot_value(struct perfmon_td *td, struct perfmon_dev *dev,
                       unsigned int index, bool loaded)
@@ -425,12 +447,14 @@ perfmon_td_slot_value(struct perfmon_td *td, struct perfmon_dev *dev,
     return tslot->value + (cslot->value - tslot->cpu_start);
 }
 
+/* perfmon_td_run's cross-CPU call, on the CPU the thread was loaded on. */
 static void
 perfmon_td_op_remote(void *arg)
 {
     struct perfmon_td_op *op = arg;
     unsigned int loaded_cpu;
 
+    assert_intr_disabled();
     spinlock_lock(&op->td->lock);
     loaded_cpu = op->td->loaded_cpu;
 
@@ -474,6 +498,11 @@ perfmon_td_run(struct perfmon_td_op *op)
     }
 }
 
+/*
+ * The td operations of a snapshot: interrupts disabled, asserted by
+ * perfmon_snap_td_op, their caller; attach and detach with td locked, by
+ * perfmon_td_run or perfmon_td_op_remote, which take it.
+ */
 void
 perfmon_td_op_attach(struct perfmon_td_op *op, bool loaded)
 {
@@ -537,11 +566,13 @@ perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded)
  * is all a read needs (no lock, no cross-CPU call). Any other thread's
  * goes through perfmon_td_run. Either way the count is computed where the
  * owner's enable, disable and reset apply (perfmon_snap_end), so that it
- * sees each of them wholly or not at all.
+ * sees each of them wholly or not at all. Interrupts disabled; the td lock
+ * only through perfmon_td_run.
  */
 void
 perfmon_td_op_count(struct perfmon_td_op *op, bool loaded)
 {
+    assert_intr_disabled();
     op->value = perfmon_event_count_at(op->event,
                                        perfmon_td_slot_value(op->td, op->dev,
                                                              op->index,
@@ -553,6 +584,9 @@ perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
 {
     struct perfmon_td_slot *tslot =
         &op->td->slots[op->dev->state->index][op->index];
+
+    assert_intr_disabled();
+    spinlock_assert_held(&op->td->lock);
 
     if (loaded) {
         perfmon_cpu_slot_refresh(cpu_local_ptr(perfmon_cpu), op->dev,

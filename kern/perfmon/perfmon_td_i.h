@@ -20,7 +20,10 @@ _Static_assert(sizeof(struct perfmon_td_slot) == 32,
 
 /*
  * An operation on one slot of a thread, run where the thread's counters
- * live. fn runs with td locked and interrupts disabled; loaded tells
+ * live. fn runs with interrupts disabled and, from perfmon_td_run, td
+ * locked; a thread's reads of its own events run it in place without the
+ * lock (perfmon_event_read_thread_slow, perfmon_snap_take), its counters
+ * being written only on its CPU with interrupts disabled. loaded tells
  * whether the slot is loaded on the calling CPU (else the thread is off
  * every CPU and only its totals exist).
  */

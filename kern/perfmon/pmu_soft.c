@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include <kern/arg.h>
+#include <kern/assert.h>
 #include <kern/bitops.h>
 #include <kern/clock.h>
 #include <kern/errno.h>
@@ -373,6 +374,8 @@ pmu_soft_counter_preset(unsigned int id, uint64_t n)
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
     struct perfmon_bank *bank = cpu_local_ptr(pmu_soft_bank);
 
+    assert_intr_disabled();
+
     /* perfmon has just read the counter: its ticks are accounted. */
     bank->values[id] = (0 - n) & pmu_soft_mask;
 
@@ -421,6 +424,7 @@ pmu_soft_take_overflows(uint32_t mask)
 const struct perfmon_intr_ctx *
 pmu_soft_intr_where(unsigned int id)
 {
+    assert_intr_disabled();
     return &cpu_local_ptr(pmu_soft_cpu)->where[id];
 }
 
@@ -428,7 +432,10 @@ uint32_t
 pmu_soft_intr_take(void)
 {
     struct pmu_soft_cpu *cpu = cpu_local_ptr(pmu_soft_cpu);
-    uint32_t overflowed = pmu_soft_take_overflows(~0U);
+    uint32_t overflowed;
+
+    assert_intr_disabled();
+    overflowed = pmu_soft_take_overflows(~0U);
 
     if (overflowed != 0) {
         syscnt_inc(&cpu->sc_intrs);

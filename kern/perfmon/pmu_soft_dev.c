@@ -108,8 +108,9 @@ pmu_soft_preset(unsigned int counter, uint64_t n)
 }
 
 /*
- * A preset counter wrapped (pmu_soft_count, interrupts disabled): ctx is
- * passed on as it is, so this is a jump.
+ * A preset counter wrapped (pmu_soft_count, interrupts disabled, which
+ * perfmon_sample_report_overflow asserts): ctx is passed on as it is, so
+ * this is a jump.
  */
 static void
 pmu_soft_report(unsigned int id, const struct perfmon_intr_ctx *ctx)
