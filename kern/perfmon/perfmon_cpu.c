@@ -582,6 +582,9 @@ perfmon_cpu_setup(void)
         syscnt_register(&pcpu->sc_samples, name);
         snprintf(name, sizeof(name), "perfmon_throttles/%u", cpu);
         syscnt_register(&pcpu->sc_throttles, name);
+        timer_init(&pcpu->throttle.timer, perfmon_cpu_throttle_timer, NULL,
+                   cpu);
+        timer_init(&pcpu->freq_timer, perfmon_cpu_freq_timer, NULL, cpu);
     }
 
     return 0;

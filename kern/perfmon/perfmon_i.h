@@ -16,9 +16,10 @@
  *   perfmon_mux.c     the schedule: which slot holds which counter
  *   perfmon_td.c      the per-thread tier, the context switch
  *   perfmon_cpu.c     the per-CPU tier, its timers and interrupt entries
- *   perfmon_sample.c  overflow reports and samples of a CPU's slot
- *   perfmon_freq.c    frequency mode's estimate
  *   perfmon_nmi.c     the NMI, and its handling deferred to a section end
+ *   perfmon_sample.c  overflow reports and samples of a CPU's slot, call
+ *                     chains
+ *   perfmon_freq.c    frequency mode's estimate
  *   perfmon_session.c the sample rings
  *
  * The one call against that order is the end of a marked section

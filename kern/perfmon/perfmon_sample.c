@@ -496,14 +496,6 @@ perfmon_sample_setup(void)
 
     perfmon_max_samples_per_tick = (unsigned int)max_samples;
     perfmon_tsc_per_tick = clock_tsc_per_tick();
-
-    for (unsigned int cpu = 0; cpu < cpu_count(); cpu++) {
-        timer_init(&percpu_ptr(perfmon_cpu, cpu)->throttle.timer,
-                   perfmon_cpu_throttle_timer, NULL, cpu);
-        timer_init(&percpu_ptr(perfmon_cpu, cpu)->freq_timer,
-                   perfmon_cpu_freq_timer, NULL, cpu);
-    }
-
     return 0;
 }
 
