@@ -85,6 +85,8 @@ struct perfmon_event {
     struct perfmon_session *session;
     uint64_t period;            /* the next period (frequency mode: the
                                    latest estimate) */
+    uint64_t period_min;        /* frequency mode: the device's least
+                                   period, set at attach */
     uint64_t cookie;
     unsigned int nr_frames;
     uint64_t samples_left;      /* PERFMON_SAMPLES_UNLIMITED, or armed */

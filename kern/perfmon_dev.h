@@ -104,14 +104,16 @@ struct perfmon_dev_ops {
     uint64_t (*preset)(unsigned int counter, uint64_t n);
 
     /*
-     * Optional, for a device that samples: return 0, or EINVAL when the
-     * device cannot sample config every period events (a period below
-     * the least it presets, an erratum of the model); perfmon then
-     * refuses the period (attach, or a new period of an attached event).
-     * Without it every period from 1 is accepted. Any context, no
-     * hardware access.
+     * Optional, for a device that samples: the least period the device
+     * samples config every period events at (a shorter preset would not
+     * interrupt reliably, or an erratum of the model). perfmon refuses a
+     * fixed period below it (attach, or a new period of an attached
+     * event) and keeps a frequency sampler's periods at or above it: the
+     * first one and every estimate are raised to it, and each sample
+     * record carries the period that was used. Without it the least
+     * period is 1. Any context, no hardware access.
      */
-    int (*check_period)(uint64_t config, uint64_t period);
+    uint64_t (*min_period)(uint64_t config);
 
     /*
      * Local, optional (both or neither): bracket the starts and stops of

@@ -91,6 +91,7 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     event->final = 0;
     event->session = NULL;
     event->period = 0;
+    event->period_min = 1;
     event->freq = 0;
     event->cookie = 0;
     event->nr_frames = 0;
@@ -133,9 +134,20 @@ perfmon_event_prepare(struct perfmon_event *event, struct thread *thread,
         return error;
     }
 
-    if (event->period != 0 && (!perfmon_dev_can_sample(dev)
-                               || !perfmon_dev_period_ok(dev, config,
-                                                         event->period))) {
+    if (event->period != 0 && !perfmon_dev_can_sample(dev)) {
+        return EINVAL;
+    }
+
+    /*
+     * A frequency sampler's periods are perfmon's: its first one starts
+     * at the device's least where shorter, as every estimate does
+     * (perfmon_freq_period); a fixed period below the least is refused.
+     */
+    if (event->freq != 0) {
+        event->period_min = perfmon_dev_min_period(dev, config);
+        event->period = MAX(event->period, event->period_min);
+    } else if (event->period != 0
+               && !perfmon_dev_period_ok(dev, config, event->period)) {
         return EINVAL;
     }
 

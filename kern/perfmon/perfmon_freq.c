@@ -80,7 +80,7 @@ perfmon_freq_period(const struct perfmon_event *event, uint64_t count,
     }
 
     rate = perfmon_muldiv(count, tsc_hz, time);    /* events a second */
-    return MAX(1, MIN(rate / event->freq, PERFMON_PERIOD_MAX));
+    return MAX(event->period_min, MIN(rate / event->freq, PERFMON_PERIOD_MAX));
 }
 
 /*

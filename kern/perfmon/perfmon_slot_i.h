@@ -93,16 +93,22 @@ extern struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
 extern unsigned int perfmon_nr_devs;
 extern struct spinlock perfmon_devs_lock;
 
+/* The least period dev samples config at (its min_period). Any context. */
+static inline uint64_t
+perfmon_dev_min_period(const struct perfmon_dev *dev, uint64_t config)
+{
+    return (dev->ops->min_period == NULL) ? 1 : dev->ops->min_period(config);
+}
+
 /*
- * Whether dev samples config every period events (its check_period,
- * where it has one). Any context.
+ * Whether dev samples config every period events (at least its least
+ * period). Any context.
  */
 static inline bool
 perfmon_dev_period_ok(const struct perfmon_dev *dev, uint64_t config,
                       uint64_t period)
 {
-    return dev->ops->check_period == NULL
-           || dev->ops->check_period(config, period) == 0;
+    return period >= perfmon_dev_min_period(dev, config);
 }
 
 /* Whether dev can sample: a period it can preset. Any context. */

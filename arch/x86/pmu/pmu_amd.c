@@ -322,12 +322,12 @@ pmu_amd_preset(unsigned int counter, uint64_t n)
     return value;
 }
 
-/* A period below the least a counter is preset to is refused. */
-static int
-pmu_amd_check_period(uint64_t config, uint64_t period)
+/* The least period a counter is preset to, whatever the event. */
+static uint64_t
+pmu_amd_min_period(uint64_t config)
 {
     (void)config;
-    return (period < PMU_AMD_MIN_PERIOD) ? EINVAL : 0;
+    return PMU_AMD_MIN_PERIOD;
 }
 
 static uint64_t
@@ -468,7 +468,7 @@ const struct perfmon_dev_ops pmu_amd_ops = {
     .overflow_consume = pmu_amd_overflow_consume,
     .handle_overflow_intr = pmu_amd_handle_overflow_intr,
     .preset = pmu_amd_preset,
-    .check_period = pmu_amd_check_period,
+    .min_period = pmu_amd_min_period,
 };
 
 int

@@ -186,12 +186,6 @@ pmu_intel_min_period(uint64_t config)
     return PMU_INTEL_MIN_PERIOD;
 }
 
-/* A period shorter than the model's least is refused, never raised. */
-static int
-pmu_intel_check_period(uint64_t config, uint64_t period)
-{
-    return (period < pmu_intel_min_period(config)) ? EINVAL : 0;
-}
 
 static int
 pmu_intel_translate(uint64_t *configp, uint64_t id, unsigned int flags)
@@ -599,7 +593,7 @@ const struct perfmon_dev_ops pmu_intel_ops = {
     .overflow_consume = pmu_intel_overflow_consume,
     .handle_overflow_intr = pmu_x86_global_intr,
     .preset = pmu_intel_preset,
-    .check_period = pmu_intel_check_period,
+    .min_period = pmu_intel_min_period,
     .batch_begin = pmu_x86_batch_begin,
     .batch_end = pmu_x86_batch_end,
 };

@@ -262,6 +262,41 @@ pmu_sample_check_least_period(const struct pmu_sample_env *env,
     pmu_sample_end(session);
 }
 
+/*
+ * A frequency sampler on a device whose least period is above 1 (2 on
+ * Intel and AMD): its attach succeeds, CPU or thread, and its first
+ * period is the least (asked 0, perfmon's 1, or 1 itself). Its estimates
+ * are held to the same least (perfmon_freq_period); this host's TSC,
+ * 1000 cycles a tick, cannot make an estimate that low.
+ */
+void
+pmu_sample_check_freq_least_period(const struct pmu_sample_env *env,
+                                   unsigned int id)
+{
+    struct perfmon_session *session = pmu_sample_begin();
+    struct perfmon_sample_attr attr = {
+        .session = session, .freq = PERFMON_FREQ_MAX,
+    };
+    struct perfmon_event *event = env->event(id, PERFMON_EF_KERN);
+    struct thread *thread = env->thread();
+    uint64_t period;
+
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
+    HOST_ASSERT_EQ(perfmon_event_get_period(event, &period), 0);
+    HOST_ASSERT_EQ(period, 2);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+
+    attr.period = 1;
+    event = env->event(id, PERFMON_EF_KERN);
+    HOST_ASSERT_EQ(perfmon_event_set_sampling(event, &attr), 0);
+    HOST_ASSERT_EQ(perfmon_event_attach_cpu(event, 0), 0);
+    HOST_ASSERT_EQ(perfmon_event_get_period(event, &period), 0);
+    HOST_ASSERT_EQ(period, 2);
+    HOST_ASSERT_EQ(perfmon_event_detach(event), 0);
+    pmu_sample_end(session);
+}
+
 void
 pmu_sample_check_thread_event(const struct pmu_sample_env *env,
                               unsigned int id)

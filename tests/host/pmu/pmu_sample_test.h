@@ -192,5 +192,7 @@ void pmu_sample_check_overflow_before_preset(const struct pmu_sample_env *env,
  */
 void pmu_sample_check_least_period(const struct pmu_sample_env *env,
                                    unsigned int id);
+void pmu_sample_check_freq_least_period(const struct pmu_sample_env *env,
+                                        unsigned int id);
 
 #endif /* HOST_PMU_SAMPLE_TEST_H */
