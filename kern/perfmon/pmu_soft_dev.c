@@ -15,10 +15,10 @@
 static struct perfmon_dev pmu_soft_dev;
 
 /* Counters reserved by alloc (perfmon's device lock serializes them). */
-static uint32_t pmu_soft_used;
+static uint32_t pmu_soft_dev_used;
 
 static int
-pmu_soft_translate(uint64_t *configp, uint64_t id, unsigned int flags)
+pmu_soft_dev_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 {
     (void)flags;
 
@@ -31,9 +31,10 @@ pmu_soft_translate(uint64_t *configp, uint64_t id, unsigned int flags)
 }
 
 static int
-pmu_soft_alloc(unsigned int *counterp, unsigned int *widthp, uint64_t config)
+pmu_soft_dev_alloc(unsigned int *counterp, unsigned int *widthp,
+                   uint64_t config)
 {
-    uint32_t avail = ~pmu_soft_used & ((1U << PMU_SOFT_NR_COUNTERS) - 1);
+    uint32_t avail = ~pmu_soft_dev_used & ((1U << PMU_SOFT_NR_COUNTERS) - 1);
 
     (void)config;
 
@@ -44,36 +45,36 @@ pmu_soft_alloc(unsigned int *counterp, unsigned int *widthp, uint64_t config)
 
     *counterp = (unsigned int)__builtin_ctz(avail);
     *widthp = pmu_soft_width();
-    pmu_soft_used |= 1U << *counterp;
+    pmu_soft_dev_used |= 1U << *counterp;
     return 0;
 }
 
 static void
-pmu_soft_free(unsigned int counter)
+pmu_soft_dev_free(unsigned int counter)
 {
-    pmu_soft_used &= ~(1U << counter);
+    pmu_soft_dev_used &= ~(1U << counter);
 }
 
 static uint64_t
-pmu_soft_start(unsigned int counter, uint64_t config)
+pmu_soft_dev_start(unsigned int counter, uint64_t config)
 {
     return pmu_soft_counter_start(counter, (unsigned int)config);
 }
 
 static void
-pmu_soft_stop(unsigned int counter)
+pmu_soft_dev_stop(unsigned int counter)
 {
     pmu_soft_counter_stop(counter);
 }
 
 static uint64_t
-pmu_soft_read(unsigned int counter)
+pmu_soft_dev_read(unsigned int counter)
 {
     return pmu_soft_read_local(counter);
 }
 
 static uint64_t
-pmu_soft_overflow_consume(uint64_t ids)
+pmu_soft_dev_overflow_consume(uint64_t ids)
 {
     return pmu_soft_take_overflows((uint32_t)ids);
 }
@@ -86,7 +87,7 @@ pmu_soft_overflow_consume(uint64_t ids)
  * a tick counter's read) may record a new place for the same counter.
  */
 static void
-pmu_soft_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
+pmu_soft_dev_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_intr_ctx where;
     struct perfmon_chain chain;
@@ -102,7 +103,7 @@ pmu_soft_handle_overflow_intr(const struct perfmon_intr_ctx *ctx)
 }
 
 static uint64_t
-pmu_soft_preset(unsigned int counter, uint64_t n)
+pmu_soft_dev_preset(unsigned int counter, uint64_t n)
 {
     return pmu_soft_counter_preset(counter, n);
 }
@@ -113,28 +114,28 @@ pmu_soft_preset(unsigned int counter, uint64_t n)
  * this is a jump.
  */
 static void
-pmu_soft_report(unsigned int id, const struct perfmon_intr_ctx *ctx)
+pmu_soft_dev_report(unsigned int id, const struct perfmon_intr_ctx *ctx)
 {
     perfmon_sample_report_overflow(&pmu_soft_dev, id, ctx);
 }
 
-static const struct perfmon_dev_ops pmu_soft_ops = {
-    .translate = pmu_soft_translate,
-    .alloc = pmu_soft_alloc,
-    .free = pmu_soft_free,
-    .start = pmu_soft_start,
-    .stop = pmu_soft_stop,
-    .read = pmu_soft_read,
-    .overflow_consume = pmu_soft_overflow_consume,
-    .handle_overflow_intr = pmu_soft_handle_overflow_intr,
-    .preset = pmu_soft_preset,
+static const struct perfmon_dev_ops pmu_soft_dev_ops = {
+    .translate = pmu_soft_dev_translate,
+    .alloc = pmu_soft_dev_alloc,
+    .free = pmu_soft_dev_free,
+    .start = pmu_soft_dev_start,
+    .stop = pmu_soft_dev_stop,
+    .read = pmu_soft_dev_read,
+    .overflow_consume = pmu_soft_dev_overflow_consume,
+    .handle_overflow_intr = pmu_soft_dev_handle_overflow_intr,
+    .preset = pmu_soft_dev_preset,
 };
 
 static int
 pmu_soft_dev_setup(void)
 {
     pmu_soft_dev.name = "pmu_soft";
-    pmu_soft_dev.ops = &pmu_soft_ops;
+    pmu_soft_dev.ops = &pmu_soft_dev_ops;
     pmu_soft_dev.overflow_intr = pmu_soft_intr_mode();
     pmu_soft_dev.nmi = pmu_soft_nmi_mode();
     pmu_soft_dev.nr_counters = PMU_SOFT_NR_COUNTERS;
@@ -146,7 +147,7 @@ pmu_soft_dev_setup(void)
     /* Presets up to a full wrap; at 64 bits, as far as presets go. */
     pmu_soft_dev.max_period = (pmu_soft_width() < 64)
                               ? 1ULL << pmu_soft_width() : 1ULL << 63;
-    pmu_soft_set_report_fn(pmu_soft_report);
+    pmu_soft_set_report_fn(pmu_soft_dev_report);
     return perfmon_dev_register(&pmu_soft_dev);
 }
 
