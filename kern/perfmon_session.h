@@ -227,10 +227,20 @@ int perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
  * Wake the waiter when a ring holds at least nr_records records or
  * nr_bytes bytes (0: that criterion unused; both 0: any record, the
  * default). Records count LOST ones too; bytes count what the ring holds,
- * pads included. Return 0 or EINVAL (NULL session, nr_bytes above the
- * ring size, nr_records above what a ring can hold: ring size / 8).
+ * pads included. Return 0 or EINVAL (NULL session, nr_bytes above
+ * PERFMON_SESSION_WM_BYTES_MAX of the ring size, nr_records above what a
+ * ring can hold: ring size / 8). A ring that drops a record holds more
+ * than its size less that record, a LOST record and their pads (each
+ * under what it pads for), so a byte watermark up to the maximum is
+ * always reached by a ring left to fill, whatever its record sizes; the
+ * ring size itself may not be (48-byte records fill 4096 bytes to 4080).
  * Thread context.
  */
+#define PERFMON_SESSION_WM_SLACK \
+    (2 * (PERFMON_SESSION_RECORD_MAX + sizeof(struct perfmon_record_lost)))
+#define PERFMON_SESSION_WM_BYTES_MAX(ring_size) \
+    ((ring_size) > PERFMON_SESSION_WM_SLACK \
+     ? (ring_size) - PERFMON_SESSION_WM_SLACK : 0)
 int perfmon_session_set_watermark(struct perfmon_session *session,
                                   unsigned int nr_records, size_t nr_bytes);
 

@@ -419,7 +419,8 @@ int
 perfmon_session_set_watermark(struct perfmon_session *session,
                               unsigned int nr_records, size_t nr_bytes)
 {
-    if ((session == NULL) || (nr_bytes > session->ring_size)
+    if ((session == NULL)
+        || (nr_bytes > PERFMON_SESSION_WM_BYTES_MAX(session->ring_size))
         || (nr_records > session->ring_size
                          / sizeof(struct perfmon_record_header))) {
         return EINVAL;

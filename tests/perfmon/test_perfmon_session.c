@@ -268,7 +268,11 @@ TEST_DEFINE(perfmon_session, watermark_wait_and_stats_errors)
     TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 4096 / 8 + 1, 0),
                    EINVAL);
     TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 4096 / 8, 4096),
-                   0);
+                   EINVAL);
+    TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 0,
+                       PERFMON_SESSION_WM_BYTES_MAX(4096) + 1), EINVAL);
+    TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 4096 / 8,
+                       PERFMON_SESSION_WM_BYTES_MAX(4096)), 0);
     TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 0, 0), 0);
     TEST_ASSERT_EQ(perfmon_session_wait(NULL, 0), EINVAL);
 
@@ -284,6 +288,23 @@ TEST_DEFINE(perfmon_session, watermark_wait_and_stats_errors)
 
     test_ss_expect_stats(session, 0, 0, 0, 0, 0, 0);
     test_ss_expect_stats(session, PERFMON_SESSION_ALL_CPUS, 0, 0, 0, 0, 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
+/*
+ * 48-byte records fill a 4096-byte ring to 4080 bytes only: a byte
+ * watermark at the maximum accepted is still reached.
+ */
+TEST_DEFINE(perfmon_session, watermark_at_the_maximum_is_reached)
+{
+    struct perfmon_session *session = test_ss_create(4096);
+
+    thread_set_affinity(thread_self(), 1ULL << cpu_id());
+    TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 0,
+                       PERFMON_SESSION_WM_BYTES_MAX(4096)), 0);
+    TEST_ASSERT_EQ(test_ss_produce_n(session, 0, 200, 48), 4096 / 48);
+    TEST_ASSERT_EQ(perfmon_session_wait(session, 0), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
     TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
 }
 

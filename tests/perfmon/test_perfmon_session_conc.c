@@ -232,9 +232,11 @@ TEST_DEFINE(perfmon_session, watermark_counts_records_and_bytes)
     TEST_ASSERT_EQ(perfmon_session_wait(session, 0), 0);
 
     /* Either criterion wakes. */
-    TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 3, 4096), 0);
+    TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 3,
+                   PERFMON_SESSION_WM_BYTES_MAX(4096)), 0);
     TEST_ASSERT_EQ(perfmon_session_wait(session, 0), 0);
-    TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 4, 4096), 0);
+    TEST_ASSERT_EQ(perfmon_session_set_watermark(session, 4,
+                   PERFMON_SESSION_WM_BYTES_MAX(4096)), 0);
     TEST_ASSERT_EQ(perfmon_session_wait(session, 0), ETIMEDOUT);
 
     TEST_ASSERT_EQ(test_ss_drain(session, cpu, &stream), 3);
