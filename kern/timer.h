@@ -45,6 +45,17 @@ struct timer {
 void timer_init(struct timer *timer, timer_fn_t fn, void *arg,
                 unsigned int cpu);
 
+/*
+ * The expiry ticks after now, saturated at UINT64_MAX, which the clock
+ * never reaches (never): a sum that wrapped would be due at once. Any
+ * context.
+ */
+static inline uint64_t
+timer_expiry_after(uint64_t now, uint64_t ticks)
+{
+    return (ticks > UINT64_MAX - now) ? UINT64_MAX : now + ticks;
+}
+
 static inline void *
 timer_arg(const struct timer *timer)
 {

@@ -415,3 +415,19 @@ TEST_DEFINE(timer, handlers_arming_each_other_when_due_run_once_per_tick)
 {
     test_timer_due_check(true);
 }
+
+/*
+ * An expiry past the clock's range saturates to never (UINT64_MAX): one
+ * that wrapped would be due at once, and thread_delay(UINT64_MAX) would
+ * return at the next tick.
+ */
+TEST_DEFINE(timer, expiry_after_saturates_instead_of_wrapping)
+{
+    uint64_t now = clock_get_time();
+
+    TEST_ASSERT_EQ(timer_expiry_after(now, 5), now + 5);
+    TEST_ASSERT_EQ(timer_expiry_after(now, UINT64_MAX), UINT64_MAX);
+    TEST_ASSERT_EQ(timer_expiry_after(now, UINT64_MAX - now + 5), UINT64_MAX);
+    TEST_ASSERT_EQ(timer_expiry_after(UINT64_MAX, 1), UINT64_MAX);
+    TEST_ASSERT_EQ(timer_expiry_after(UINT64_MAX - 1, 1), UINT64_MAX);
+}
