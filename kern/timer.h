@@ -40,10 +40,12 @@ struct timer {
 
 /*
  * Initialize a timer that calls fn(timer) on cpu (TIMER_CPU_ANY: on the
- * CPU that schedules it). Any context.
+ * CPU that schedules it). Return 0, or EINVAL, the timer left untouched,
+ * when cpu is neither TIMER_CPU_ANY nor a CPU index below cpu_count()
+ * (one that has no per-CPU area). Any context.
  */
-void timer_init(struct timer *timer, timer_fn_t fn, void *arg,
-                unsigned int cpu);
+int timer_init(struct timer *timer, timer_fn_t fn, void *arg,
+               unsigned int cpu);
 
 /*
  * The expiry ticks after now, saturated at UINT64_MAX, which the clock
