@@ -12,14 +12,19 @@
 /*
  * Allocate size bytes aligned on 16 bytes (on the power of two at or
  * above size, up to the page size). Return NULL when size is 0 or memory
- * is exhausted. Any context (never sleeps).
+ * is exhausted. Never sleeps. Thread or interrupt context, not an NMI:
+ * each size class has a spinlock taken with interrupts disabled, which an
+ * NMI landing while its CPU holds it would wait on for good.
  */
 void *kmem_alloc(size_t size);
 
 /* Same, zero-filled. */
 void *kmem_zalloc(size_t size);
 
-/* Free an object from kmem_alloc. NULL is ignored. Any context. */
+/*
+ * Free an object from kmem_alloc. NULL is ignored. Thread or interrupt
+ * context, not an NMI (as kmem_alloc).
+ */
 void kmem_free(void *ptr);
 
 INIT_OP_DECLARE(kmem_setup);

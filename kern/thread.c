@@ -257,7 +257,7 @@ thread_delay(uint64_t ticks)
     timer_init(&timer, thread_delay_expire, &delay, TIMER_CPU_ANY);
 
     spinlock_lock_intr_save(&delay.lock, &flags);
-    timer_schedule(&timer, clock_get_time() + ticks);
+    timer_schedule(&timer, timer_expiry_after(clock_get_time(), ticks));
 
     while (!delay.expired) {
         thread_sleep(&delay.lock, flags);

@@ -186,7 +186,10 @@ void thread_sleep(struct spinlock *interlock, unsigned long flags);
  */
 void thread_wakeup(struct thread *thread);
 
-/* Sleep for at least ticks clock ticks. Thread context. */
+/*
+ * Sleep for at least ticks clock ticks; a delay past the clock's range
+ * (UINT64_MAX, say) saturates and never returns. Thread context.
+ */
 void thread_delay(uint64_t ticks);
 
 /*

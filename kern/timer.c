@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include <kern/assert.h>
+#include <kern/errno.h>
 #include <kern/init.h>
 #include <kern/list.h>
 #include <kern/percpu.h>
@@ -31,9 +32,14 @@ struct timer_cpu {
 
 static struct timer_cpu timer_cpu __percpu;
 
-void
+int
 timer_init(struct timer *timer, timer_fn_t fn, void *arg, unsigned int cpu)
 {
+    /* Beyond cpu_count() there is no per-CPU area to lock or list on. */
+    if (cpu != TIMER_CPU_ANY && cpu >= cpu_count()) {
+        return EINVAL;
+    }
+
     list_node_init(&timer->node);
     timer->expiry = 0;
     timer->fn = fn;
@@ -41,6 +47,7 @@ timer_init(struct timer *timer, timer_fn_t fn, void *arg, unsigned int cpu)
     timer->bound_cpu = cpu;
     timer->cpu = (cpu == TIMER_CPU_ANY) ? 0 : cpu;
     timer->state = TIMER_INACTIVE;
+    return 0;
 }
 
 /*

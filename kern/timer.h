@@ -40,10 +40,23 @@ struct timer {
 
 /*
  * Initialize a timer that calls fn(timer) on cpu (TIMER_CPU_ANY: on the
- * CPU that schedules it). Any context.
+ * CPU that schedules it). Return 0, or EINVAL, the timer left untouched,
+ * when cpu is neither TIMER_CPU_ANY nor a CPU index below cpu_count()
+ * (one that has no per-CPU area). Any context.
  */
-void timer_init(struct timer *timer, timer_fn_t fn, void *arg,
-                unsigned int cpu);
+int timer_init(struct timer *timer, timer_fn_t fn, void *arg,
+               unsigned int cpu);
+
+/*
+ * The expiry ticks after now, saturated at UINT64_MAX, which the clock
+ * never reaches (never): a sum that wrapped would be due at once. Any
+ * context.
+ */
+static inline uint64_t
+timer_expiry_after(uint64_t now, uint64_t ticks)
+{
+    return (ticks > UINT64_MAX - now) ? UINT64_MAX : now + ticks;
+}
 
 static inline void *
 timer_arg(const struct timer *timer)

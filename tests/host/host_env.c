@@ -324,7 +324,7 @@ clock_get_time(void)
     return host_env_now;
 }
 
-void
+int
 timer_init(struct timer *timer, timer_fn_t fn, void *arg, unsigned int cpu)
 {
     if (cpu != 0 && cpu != TIMER_CPU_ANY) {
@@ -338,6 +338,7 @@ timer_init(struct timer *timer, timer_fn_t fn, void *arg, unsigned int cpu)
     timer->bound_cpu = cpu;
     timer->cpu = 0;
     timer->state = HOST_ENV_TIMER_IDLE;
+    return 0;
 }
 
 void

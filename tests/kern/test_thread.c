@@ -136,6 +136,30 @@ TEST_DEFINE(thread, self_affinity_change_migrates)
     TEST_ASSERT_EQ(thread_set_affinity(self, 0), EINVAL);
 }
 
+/*
+ * A mask naming only CPUs that are not online is EINVAL and changes
+ * nothing: a thread left with no allowed online CPU would have
+ * thread_enqueue retry for good.
+ */
+TEST_DEFINE(thread, set_affinity_rejects_a_mask_with_no_online_cpu)
+{
+    struct thread *self = thread_self();
+    uint64_t before = thread_affinity(self);
+    uint64_t offline = 0;
+
+    for (unsigned int i = 0; i < 64; i++) {
+        if (!cpu_online(i)) {
+            offline |= 1ULL << i;
+        }
+    }
+
+    TEST_ASSERT(offline != 0);
+    TEST_ASSERT_EQ(thread_set_affinity(self, offline), EINVAL);
+    TEST_ASSERT_EQ(thread_affinity(self), before);
+    TEST_ASSERT_EQ(thread_set_affinity(self, 0), EINVAL);
+    TEST_ASSERT_EQ(thread_affinity(self), before);
+}
+
 struct test_thread_busy {
     volatile bool stop;
     volatile uint64_t loops;

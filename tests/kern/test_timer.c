@@ -5,6 +5,9 @@
 #include <stdint.h>
 
 #include <kern/clock.h>
+#include <kern/errno.h>
+#include <kern/macros.h>
+#include <kern/string.h>
 #include <kern/spinlock.h>
 #include <kern/test.h>
 #include <kern/thread.h>
@@ -414,4 +417,43 @@ TEST_DEFINE(timer, rearm_own_timer_at_due_expiry_runs_once_per_tick)
 TEST_DEFINE(timer, handlers_arming_each_other_when_due_run_once_per_tick)
 {
     test_timer_due_check(true);
+}
+
+/*
+ * An expiry past the clock's range saturates to never (UINT64_MAX): one
+ * that wrapped would be due at once, and thread_delay(UINT64_MAX) would
+ * return at the next tick.
+ */
+TEST_DEFINE(timer, expiry_after_saturates_instead_of_wrapping)
+{
+    uint64_t now = clock_get_time();
+
+    TEST_ASSERT_EQ(timer_expiry_after(now, 5), now + 5);
+    TEST_ASSERT_EQ(timer_expiry_after(now, UINT64_MAX), UINT64_MAX);
+    TEST_ASSERT_EQ(timer_expiry_after(now, UINT64_MAX - now + 5), UINT64_MAX);
+    TEST_ASSERT_EQ(timer_expiry_after(UINT64_MAX, 1), UINT64_MAX);
+    TEST_ASSERT_EQ(timer_expiry_after(UINT64_MAX - 1, 1), UINT64_MAX);
+}
+
+/* A CPU with no per-CPU area is EINVAL, and the timer is left as it was. */
+TEST_DEFINE(timer, init_rejects_a_cpu_out_of_range)
+{
+    const unsigned int bad[] = { cpu_count(), CPU_MAX, 64, TIMER_CPU_ANY - 1 };
+    struct timer timer, copy;
+
+    memset(&timer, 0x5a, sizeof(timer));
+    copy = timer;
+
+    for (unsigned int i = 0; i < ARRAY_SIZE(bad); i++) {
+        TEST_ASSERT_EQ(timer_init(&timer, test_timer_record, NULL, bad[i]),
+                       EINVAL);
+        TEST_ASSERT_EQ(memcmp(&timer, &copy, sizeof(timer)), 0);
+    }
+
+    TEST_ASSERT_EQ(timer_init(&timer, test_timer_record, NULL,
+                              cpu_count() - 1), 0);
+    TEST_ASSERT(!timer_active(&timer));
+    TEST_ASSERT_EQ(timer_init(&timer, test_timer_record, NULL,
+                              TIMER_CPU_ANY), 0);
+    TEST_ASSERT(!timer_active(&timer));
 }
