@@ -622,3 +622,20 @@ pmu_sample_check_overflow_before_preset(const struct pmu_sample_env *env,
 
     pmu_sample_end(session);
 }
+
+void
+pmu_sample_release(struct thread *threads, unsigned int nr_threads,
+                   struct perfmon_event *events, unsigned int nr_events)
+{
+    for (unsigned int i = 0; i < nr_threads; i++) {
+        if (threads[i].perfmon_td.loaded_cpu != PERFMON_CPU_NONE) {
+            host_env_switch_out(&threads[i]);
+        }
+    }
+
+    for (unsigned int i = 0; i < nr_events; i++) {
+        if (perfmon_event_attached(&events[i])) {
+            perfmon_event_detach(&events[i]);
+        }
+    }
+}

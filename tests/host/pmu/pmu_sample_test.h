@@ -195,4 +195,12 @@ void pmu_sample_check_least_period(const struct pmu_sample_env *env,
 void pmu_sample_check_freq_least_period(const struct pmu_sample_env *env,
                                         unsigned int id);
 
+/*
+ * A fixture's end, shared by the vendors' binaries: the loaded threads of
+ * threads switched out, then the attached events of events detached, so
+ * that a failed test leaves nothing to the next.
+ */
+void pmu_sample_release(struct thread *threads, unsigned int nr_threads,
+                        struct perfmon_event *events, unsigned int nr_events);
+
 #endif /* HOST_PMU_SAMPLE_TEST_H */

@@ -155,19 +155,8 @@ pmu_test_begin(void)
         host_env_raise_trap(TRAP_PMI);
     }
 
-    for (unsigned int i = 0; i < pmu_test_nr_threads; i++) {
-        struct thread *thread = &pmu_test_threads[i];
-
-        if (thread->perfmon_td.loaded_cpu != PERFMON_CPU_NONE) {
-            host_env_switch_out(thread);
-        }
-    }
-
-    for (unsigned int i = 0; i < pmu_test_nr_events; i++) {
-        if (perfmon_event_attached(&pmu_test_events[i])) {
-            perfmon_event_detach(&pmu_test_events[i]);
-        }
-    }
+    pmu_sample_release(pmu_test_threads, pmu_test_nr_threads,
+                       pmu_test_events, pmu_test_nr_events);
 
     pmu_test_nr_events = 0;
     pmu_test_nr_threads = 0;
