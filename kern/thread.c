@@ -44,12 +44,30 @@ static unsigned int thread_nr_structs;
 
 static unsigned int thread_next_cpu;    /* round robin for new threads */
 
+/* thread_set_create_hook's function, or NULL. */
+static void (*thread_create_hook)(void);
+
+void
+thread_set_create_hook(void (*fn)(void))
+{
+    /* Release: what the test set up for fn is visible to its callers. */
+    __atomic_store_n(&thread_create_hook, fn, __ATOMIC_RELEASE);
+}
+
 static void
 thread_free(struct thread *thread)
 {
     unsigned long flags;
 
     assert(perfmon_td_unused(&thread->perfmon_td));
+
+    /*
+     * thread_reap drops the thread's own reference under the join lock
+     * and may still be releasing it: wait for it to be done with the
+     * structure.
+     */
+    spinlock_lock_intr_save(&thread->join_lock, &flags);
+    spinlock_unlock_intr_restore(&thread->join_lock, flags);
 
     spinlock_lock_intr_save(&thread_list_lock, &flags);
     list_remove(&thread->all_node);
@@ -93,9 +111,11 @@ thread_main(void)
      * preemption level to what a thread resuming in thread_schedule has.
      */
     thread_switch_finish();
-    thread_preempt_enable_no_resched();
-    assert(thread_preempt_level() == 0);
+    assert(thread_preempt_level() == 1);
     cpu_intr_enable();
+
+    /* Takes a reschedule the switch's follow-up asked for (a wakeup). */
+    thread_preempt_enable();
 
     self = thread_self();
     self->fn(self->arg);
@@ -108,6 +128,7 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
 {
     unsigned int priority = THREAD_PRIO_DEFAULT;
     uint64_t affinity = THREAD_AFFINITY_ALL;
+    void (*hook)(void);
     struct thread *thread;
     unsigned long flags;
 
@@ -150,7 +171,11 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
     thread->preempt_level = 2;
     thread->fn = fn;
     thread->arg = arg;
-    thread->refs = (threadp != NULL) ? 2 : 1;
+    /*
+     * Its own and the caller's; without threadp, the creator's until the
+     * thread is on the list (it may have run and exited by then).
+     */
+    thread->refs = 2;
     list_node_init(&thread->rq_node);
     spinlock_init(&thread->join_lock);
     perfmon_td_init(&thread->perfmon_td);
@@ -163,13 +188,10 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
                                           __ATOMIC_RELAXED) % cpu_count();
     thread->last_cpu = thread_pick_cpu(thread);
 
-    spinlock_lock_intr_save(&thread_list_lock, &flags);
-    list_insert_tail(&thread_list, &thread->all_node);
-    thread_nr_structs++;
-    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+    hook = __atomic_load_n(&thread_create_hook, __ATOMIC_ACQUIRE);
 
-    if (threadp != NULL) {
-        *threadp = thread;
+    if (hook != NULL) {
+        hook();
     }
 
     /* Preemption off until interrupts are back: it may preempt us. */
@@ -178,6 +200,24 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
     thread_enqueue(thread);
     cpu_intr_restore(flags);
     thread_preempt_enable();
+
+    /*
+     * Published only now that it is queued: whoever finds it (lookup,
+     * *threadp) finds it owned by a run queue, not in transit - waking or
+     * moving a thread in transit spins until it lands, which it never
+     * would if the spinner kept the creator's CPU.
+     */
+    spinlock_lock_intr_save(&thread_list_lock, &flags);
+    list_insert_tail(&thread_list, &thread->all_node);
+    thread_nr_structs++;
+    spinlock_unlock_intr_restore(&thread_list_lock, flags);
+
+    if (threadp != NULL) {
+        *threadp = thread;
+    } else {
+        thread_unref(thread);
+    }
+
     return 0;
 }
 
@@ -190,22 +230,55 @@ thread_exit(void)
 
     assert(self != cpu_local_ptr(thread_runq)->idle);
 
+    /*
+     * Release: the thread's last writes before it ends are visible to
+     * whoever sees exited (thread_exited, acquire). The joiner waits for
+     * released, which thread_reap sets once we are off the CPU.
+     */
     spinlock_lock_intr_save(&self->join_lock, &flags);
-    self->exited = true;
-
-    if (self->joiner != NULL) {
-        thread_wakeup(self->joiner);
-    }
-
+    __atomic_store_n(&self->exited, true, __ATOMIC_RELEASE);
     spinlock_unlock_intr_restore(&self->join_lock, flags);
 
     cpu_intr_disable();
     thread_preempt_disable();
     rq = cpu_local_ptr(thread_runq);
     spinlock_lock(&rq->lock);
-    self->state = THREAD_DEAD;
+    __atomic_store_n(&self->state, THREAD_DEAD, __ATOMIC_RELAXED);
     thread_schedule_locked(rq);
     panic("thread: dead thread %s was scheduled", self->name);
+}
+
+/*
+ * Drop the reference a dead thread held on itself, now that it is off its
+ * CPU, then tell its joiner. Both under the join lock, so that a joiner
+ * that sees released knows the reference is gone (its own may be the
+ * last), and a holder whose unref frees the structure meanwhile waits in
+ * thread_free for this to unlock. Interrupts disabled.
+ */
+void
+thread_reap(struct thread *thread)
+{
+    unsigned int prev;
+
+    spinlock_lock(&thread->join_lock);
+    prev = __atomic_fetch_sub(&thread->refs, 1, __ATOMIC_ACQ_REL);
+    assert(prev != 0);
+
+    if (prev == 1) {
+        /* No other reference, so no joiner, and none can come. */
+        spinlock_unlock(&thread->join_lock);
+        thread_free(thread);
+        return;
+    }
+
+    /* Read by the joiner under this lock: the lock orders it. */
+    thread->released = true;
+
+    if (thread->joiner != NULL) {
+        thread_wakeup(thread->joiner);
+    }
+
+    spinlock_unlock(&thread->join_lock);
 }
 
 void
@@ -219,11 +292,13 @@ thread_join(struct thread *thread)
     assert(thread->joiner == NULL);
     thread->joiner = thread_self();
 
-    while (!thread->exited) {
+    while (!thread->released) {
         thread_sleep(&thread->join_lock, flags);
     }
 
     spinlock_unlock_intr_restore(&thread->join_lock, flags);
+
+    /* The last reference unless a lookup holds one: freed here. */
     thread_unref(thread);
 }
 
@@ -306,7 +381,10 @@ thread_lookup_match(bool (*match)(const struct thread *thread,
     list_for_each(&thread_list, node) {
         struct thread *thread = list_entry(node, struct thread, all_node);
 
-        if (match(thread, key) && thread->state != THREAD_DEAD
+        /* state: relaxed, a hint; thread_ref_live decides. */
+        if (match(thread, key)
+            && __atomic_load_n(&thread->state, __ATOMIC_RELAXED)
+               != THREAD_DEAD
             && thread_ref_live(thread)) {
             found = thread;
             break;

@@ -64,7 +64,8 @@ struct thread {
     uint32_t id;                    /* 0 for idle threads, else unique */
 
     struct spinlock join_lock;
-    bool exited;
+    bool exited;                    /* it ended: never runs its code again */
+    bool released;                  /* its own reference dropped (join) */
     struct thread *joiner;
 
     uint64_t nr_switches;           /* times switched in */
@@ -146,18 +147,29 @@ void thread_preempt_check(void);
 /*
  * Create a thread running fn(arg) and store it in *threadp with a
  * reference for the caller (threadp may be NULL: then no reference is
- * returned). Return 0, EINVAL for a bad priority, an affinity naming no
+ * returned). The thread is queued before it is published (on the thread
+ * list, to the lookups and thread_nr_alive, in *threadp): it may start
+ * running before then, but whoever finds it finds it on a run queue. Return 0, EINVAL for a bad priority, an affinity naming no
  * online CPU or a NULL fn, ENOMEM. Thread context.
  */
 int thread_create(struct thread **threadp, const struct thread_attr *attr,
                   void (*fn)(void *arg), void *arg);
 
+/*
+ * For the thread tests only: have thread_create call fn (NULL: nothing)
+ * on the creating thread, preemption enabled, once the new thread is set
+ * up and before it is queued, so that a test can run other threads in
+ * that window. Thread context.
+ */
+void thread_set_create_hook(void (*fn)(void));
+
 /* End the calling thread. Thread context. */
 void thread_exit(void) __noreturn;
 
 /*
- * Wait for a thread to exit, then release the reference thread_create()
- * gave. Thread context; a thread cannot join itself, and only one thread
+ * Wait for a thread to exit and leave its CPU, then release the reference
+ * thread_create() gave: unless a lookup still holds one, the structure is
+ * freed when this returns (thread_nr_alive() counts it no more). Thread context; a thread cannot join itself, and only one thread
  * may join a given thread.
  */
 void thread_join(struct thread *thread);
@@ -206,7 +218,8 @@ int thread_set_affinity(struct thread *thread, uint64_t mask);
 static inline bool
 thread_exited(const struct thread *thread)
 {
-    return READ_ONCE(thread->exited);
+    /* Acquire: pairs with thread_exit's release, after the thread's work. */
+    return __atomic_load_n(&thread->exited, __ATOMIC_ACQUIRE);
 }
 
 /* The thread's perfmon state, for perfmon. Any context. */

@@ -68,6 +68,14 @@ unsigned int thread_pick_cpu(const struct thread *thread);
  */
 void thread_enqueue(struct thread *thread);
 
+/* thread.c, for thread_sched.c */
+
+/*
+ * Drop the reference a dead thread held on itself and wake its joiner,
+ * once it is off its CPU. Interrupts disabled, no run queue lock held.
+ */
+void thread_reap(struct thread *thread);
+
 /*
  * Complete a context switch in the thread switched to (a new thread's
  * first act): release the run queue lock, finish the previous thread's

@@ -251,7 +251,7 @@ thread_switch_finish(void)
 
     if (dead != NULL) {
         /* The reference the thread held on itself while it ran. */
-        thread_unref(dead);
+        thread_reap(dead);
     }
 }
 

@@ -8,6 +8,7 @@
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/spinlock.h>
+#include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
@@ -617,4 +618,217 @@ TEST_DEFINE(thread, self_restriction_ends_on_a_concurrent_change)
     TEST_ASSERT_EQ(r.error, 0);
     TEST_ASSERT_EQ(r.affinity, 1ULL << 0);
     TEST_ASSERT_EQ(r.cpu, 0);
+}
+
+/*
+ * What a prober saw of a thread being created, from inside
+ * thread_create's window between setup and queuing.
+ */
+struct test_thread_publish {
+    struct thread *shared;      /* thread_create's *threadp */
+    unsigned int cpu;           /* the creator's and the prober's */
+    bool by_name;               /* thread_lookup found it */
+    bool by_id;                 /* thread_lookup_id found it */
+    bool by_pointer;            /* *threadp was set */
+    bool in_list;               /* thread_for_each saw it */
+    bool done;
+};
+
+static struct test_thread_publish *test_thread_publish;
+
+static void
+test_thread_publish_scan(struct thread *thread, void *arg)
+{
+    struct test_thread_publish *p = arg;
+
+    if (strcmp(thread_name(thread), "publish-me") == 0) {
+        p->in_list = true;
+    }
+}
+
+/*
+ * Above the creator's priority on its CPU: whatever it finds, it wakes
+ * and moves. A thread still in transit makes both spin until it lands,
+ * which it cannot while this thread holds the creator's CPU.
+ */
+static void
+test_thread_publish_probe(void *arg)
+{
+    struct test_thread_publish *p = arg;
+    struct thread *found, *shared;
+
+    found = thread_lookup("publish-me");
+
+    if (found != NULL) {
+        p->by_name = true;
+        thread_wakeup(found);
+        thread_set_affinity(found, THREAD_AFFINITY_ALL);
+        p->by_id = (thread_lookup_id(thread_id(found)) != NULL);
+        thread_unref(found);
+    }
+
+    shared = __atomic_load_n(&p->shared, __ATOMIC_ACQUIRE);
+
+    if (shared != NULL) {
+        p->by_pointer = true;
+        thread_wakeup(shared);
+    }
+
+    thread_for_each(test_thread_publish_scan, p);
+    __atomic_store_n(&p->done, true, __ATOMIC_RELEASE);
+}
+
+/* Called once, in the creation of "publish-me": runs the prober there. */
+static void
+test_thread_publish_hook(void)
+{
+    struct test_thread_publish *p = test_thread_publish;
+    struct thread_attr attr = {
+        .name = "publish-probe",
+        .priority = THREAD_PRIO_MAX,
+        .affinity = 1ULL << p->cpu,
+    };
+    struct thread *prober;
+
+    thread_set_create_hook(NULL);
+
+    if (thread_create(&prober, &attr, test_thread_publish_probe, p) != 0) {
+        return;
+    }
+
+    /* It preempts us at once; yield in case its wakeup is pending. */
+    while (!__atomic_load_n(&p->done, __ATOMIC_ACQUIRE)) {
+        thread_yield();
+    }
+
+    thread_join(prober);
+}
+
+/*
+ * A thread is published - on the thread list, to thread_lookup and
+ * thread_lookup_id, through *threadp - only once it is queued: a
+ * higher-priority thread on the creator's CPU, run from inside
+ * thread_create before the queuing, finds nothing. Before, it found the
+ * thread in transit and spun in thread_wakeup for good (the run hung).
+ */
+TEST_DEFINE(thread, create_publishes_only_once_queued)
+{
+    struct test_thread_publish p = { .cpu = cpu_count() - 1 };
+    struct test_thread_busy busy = { 0 };
+    struct thread_attr attr = {
+        .name = "publish-me",
+        .affinity = 1ULL << p.cpu,
+    };
+    unsigned int alive = thread_nr_alive();
+    struct thread *found;
+
+    TEST_ASSERT_EQ(thread_set_affinity(thread_self(), 1ULL << p.cpu), 0);
+    test_thread_publish = &p;
+    thread_set_create_hook(test_thread_publish_hook);
+    TEST_ASSERT_EQ(thread_create(&p.shared, &attr, test_thread_busy_fn,
+                                 &busy), 0);
+    thread_set_create_hook(NULL);
+    TEST_ASSERT(p.done);
+    TEST_ASSERT(!p.by_name);
+    TEST_ASSERT(!p.by_id);
+    TEST_ASSERT(!p.by_pointer);
+    TEST_ASSERT(!p.in_list);
+
+    /* Once thread_create returns, the thread is there to find. */
+    found = thread_lookup("publish-me");
+    TEST_ASSERT(found == p.shared);
+    thread_wakeup(found);
+    thread_unref(found);
+    TEST_ASSERT_EQ(thread_nr_alive(), alive + 1);
+    busy.stop = true;
+    thread_join(p.shared);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+#define TEST_THREAD_JOIN_ROUNDS 20
+
+struct test_thread_joiner {
+    bool go;                    /* the joiner is counted: start */
+    unsigned int target_cpu;
+    unsigned int rounds;        /* joins whose count matched */
+    unsigned int before;        /* at the first mismatch */
+    unsigned int after;
+};
+
+static void
+test_thread_nothing(void *arg)
+{
+    (void)arg;
+}
+
+/*
+ * Above its targets' priority: its wakeup by the target's exit preempts
+ * whatever runs on their CPU when that is its own.
+ */
+static void
+test_thread_joiner_fn(void *arg)
+{
+    struct test_thread_joiner *j = arg;
+    struct thread_attr attr = {
+        .name = "join-target",
+        .affinity = 1ULL << j->target_cpu,
+    };
+
+    /* It may run before thread_create has put it on the list. */
+    while (!__atomic_load_n(&j->go, __ATOMIC_ACQUIRE)) {
+        thread_delay(1);
+    }
+
+    for (unsigned int i = 0; i < TEST_THREAD_JOIN_ROUNDS; i++) {
+        unsigned int before = thread_nr_alive();
+        struct thread *target;
+        unsigned int after;
+
+        if (thread_create(&target, &attr, test_thread_nothing, NULL) != 0) {
+            return;
+        }
+
+        thread_join(target);
+        after = thread_nr_alive();
+
+        if (after != before) {
+            j->before = before;
+            j->after = after;
+            return;
+        }
+
+        j->rounds++;
+    }
+}
+
+/*
+ * thread_join returns once the joined thread's structure is freed:
+ * thread_nr_alive() right after it is what it was before the create, for
+ * a joiner of higher priority on the target's CPU (woken by the exit, it
+ * used to run before the exiting thread had switched away and dropped its
+ * own reference: one more structure than before, every round) and on
+ * another CPU.
+ */
+TEST_DEFINE(thread, join_returns_after_the_structure_is_freed)
+{
+    unsigned int last = cpu_count() - 1;
+
+    for (unsigned int k = 0; k < ((cpu_count() > 1) ? 2 : 1); k++) {
+        struct test_thread_joiner j = {
+            .target_cpu = (k == 0) ? last : 0,
+        };
+        struct thread_attr attr = {
+            .name = "joiner",
+            .priority = THREAD_PRIO_MAX,
+            .affinity = 1ULL << last,
+        };
+        struct thread *joiner;
+
+        TEST_ASSERT_EQ(thread_create(&joiner, &attr, test_thread_joiner_fn,
+                                     &j), 0);
+        __atomic_store_n(&j.go, true, __ATOMIC_RELEASE);
+        thread_join(joiner);
+        TEST_ASSERT_EQ(j.after, j.before);
+        TEST_ASSERT_EQ(j.rounds, TEST_THREAD_JOIN_ROUNDS);
+    }
 }
