@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include <kern/clock.h>
+#include <kern/assert.h>
 #include <kern/clock_calib.h>
 #include <kern/init.h>
 #include <kern/log.h>
@@ -48,12 +49,14 @@ clock_start_local(void)
 uint64_t
 clock_nr_ticks(unsigned int cpu)
 {
+    assert_msg(cpu < cpu_count(), "clock: no CPU %u", cpu);
     return READ_ONCE(percpu_ptr(clock_cpu, cpu)->nr_ticks);
 }
 
 uint64_t
 clock_nr_intrs(unsigned int cpu)
 {
+    assert_msg(cpu < cpu_count(), "clock: no CPU %u", cpu);
     return READ_ONCE(percpu_ptr(clock_cpu, cpu)->nr_intrs);
 }
 

@@ -55,13 +55,15 @@ void clock_tick_intr(void);
 
 /*
  * Ticks accounted on a CPU since it started: by its tick interrupt, and by
- * reads of tick counters (clock_account_local). Any context.
+ * reads of tick counters (clock_account_local). Any context; cpu below
+ * cpu_count() (asserted).
  */
 uint64_t clock_nr_ticks(unsigned int cpu);
 
 /*
  * Tick interrupts a CPU has taken. Unlike clock time, they can lag on a
- * loaded host, and the poll timers run in them. Any context.
+ * loaded host, and the poll timers run in them. Any context; cpu below
+ * cpu_count() (asserted).
  */
 uint64_t clock_nr_intrs(unsigned int cpu);
 

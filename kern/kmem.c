@@ -12,6 +12,7 @@
 #include <kern/spinlock.h>
 #include <kern/string.h>
 #include <kern/vm_page.h>
+#include <machine/cpu.h>
 
 #define KMEM_MIN_SHIFT      4       /* 16 bytes */
 #define KMEM_MAX_SHIFT      11      /* 2 KiB */
@@ -86,6 +87,8 @@ kmem_alloc(size_t size)
     unsigned int class;
     void *block;
 
+    assert_msg(!cpu_in_nmi(), "kmem: allocation in an NMI");
+
     if (size == 0) {
         return NULL;
     }
@@ -138,6 +141,8 @@ kmem_free(void *ptr)
     struct kmem_free_obj *obj;
     struct vm_page *page;
     unsigned long flags;
+
+    assert_msg(!cpu_in_nmi(), "kmem: free in an NMI");
 
     if (ptr == NULL) {
         return;

@@ -12,9 +12,10 @@
 /*
  * Allocate size bytes aligned on 16 bytes (on the power of two at or
  * above size, up to the page size). Return NULL when size is 0 or memory
- * is exhausted. Never sleeps. Thread or interrupt context, not an NMI:
- * each size class has a spinlock taken with interrupts disabled, which an
- * NMI landing while its CPU holds it would wait on for good.
+ * is exhausted. Never sleeps. Thread or interrupt context, not an NMI
+ * (asserted, cpu_in_nmi): each size class has a spinlock taken with
+ * interrupts disabled, which an NMI landing while its CPU holds it would
+ * wait on for good.
  */
 void *kmem_alloc(size_t size);
 
@@ -23,7 +24,7 @@ void *kmem_zalloc(size_t size);
 
 /*
  * Free an object from kmem_alloc. NULL is ignored. Thread or interrupt
- * context, not an NMI (as kmem_alloc).
+ * context, not an NMI (as kmem_alloc, asserted).
  */
 void kmem_free(void *ptr);
 

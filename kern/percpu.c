@@ -17,8 +17,16 @@ percpu_area_create(unsigned int cpu)
     struct cpu_head *head;
     void *area;
 
+    if (cpu >= CPU_MAX) {
+        return EINVAL;
+    }
+
     if (cpu == 0) {
         return 0;
+    }
+
+    if (percpu_areas[cpu] != NULL) {
+        return EEXIST;
     }
 
     area = kmem_alloc(percpu_size());

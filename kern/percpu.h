@@ -49,7 +49,9 @@ percpu_local_base(void)
 
 /*
  * Give a CPU its per-CPU area (zero-filled, with its head initialized).
- * Return 0 or ENOMEM. Boot only, thread context.
+ * Return 0 (also for CPU 0, whose area is the template), EINVAL for a CPU
+ * at or past CPU_MAX, EEXIST for one that has its area (nothing changes),
+ * or ENOMEM. Boot, thread context.
  */
 int percpu_area_create(unsigned int cpu);
 

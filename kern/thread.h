@@ -149,8 +149,9 @@ void thread_preempt_check(void);
  * reference for the caller (threadp may be NULL: then no reference is
  * returned). The thread is queued before it is published (on the thread
  * list, to the lookups and thread_nr_alive, in *threadp): it may start
- * running before then, but whoever finds it finds it on a run queue. Return 0, EINVAL for a bad priority, an affinity naming no
- * online CPU or a NULL fn, ENOMEM. Thread context.
+ * running before then, but whoever finds it finds it on a run queue.
+ * Return 0, EINVAL for a bad priority, an affinity naming no online CPU
+ * or a NULL fn, ENOMEM. Thread context.
  */
 int thread_create(struct thread **threadp, const struct thread_attr *attr,
                   void (*fn)(void *arg), void *arg);
@@ -169,8 +170,9 @@ void thread_exit(void) __noreturn;
 /*
  * Wait for a thread to exit and leave its CPU, then release the reference
  * thread_create() gave: unless a lookup still holds one, the structure is
- * freed when this returns (thread_nr_alive() counts it no more). Thread context; a thread cannot join itself, and only one thread
- * may join a given thread.
+ * freed when this returns (thread_nr_alive() counts it no more). Thread
+ * context; a thread cannot join itself, and only one thread may join a
+ * given thread.
  */
 void thread_join(struct thread *thread);
 
@@ -247,13 +249,15 @@ thread_affinity(const struct thread *thread)
 static inline uint64_t
 thread_run_total(const struct thread *thread)
 {
-    return READ_ONCE(thread->run_total);
+    /* Relaxed: see thread_switch (the caller orders it by how it knows). */
+    return __atomic_load_n(&thread->run_total, __ATOMIC_RELAXED);
 }
 
 static inline uint64_t
 thread_run_time(const struct thread *thread, uint64_t now)
 {
-    return thread_run_total(thread) + (now - READ_ONCE(thread->run_start));
+    return thread_run_total(thread)
+           + (now - __atomic_load_n(&thread->run_start, __ATOMIC_RELAXED));
 }
 
 /* The CPU a thread runs on or last ran on. Any context. */

@@ -152,8 +152,14 @@ thread_pick_cpu(const struct thread *thread)
         return thread->last_cpu;
     }
 
-    /* set_affinity guarantees an online CPU; fall back on CPU 0. */
-    return (allowed == 0) ? 0 : (unsigned int)__builtin_ctzll(allowed);
+    /*
+     * thread_create and thread_set_affinity refuse a mask with no online
+     * CPU, and CPUs do not go offline: none left is a broken invariant,
+     * which thread_enqueue would otherwise retry for good.
+     */
+    assert_msg(allowed != 0, "thread %s: no online CPU in its affinity 0x%lx",
+               thread->name, (unsigned long)READ_ONCE(thread->affinity));
+    return (unsigned int)__builtin_ctzll(allowed);
 }
 
 /*

@@ -1,6 +1,7 @@
 /*
  * Physical pages and the kernel heap.
  */
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -8,6 +9,8 @@
 #include <kern/string.h>
 #include <kern/test.h>
 #include <kern/vm_page.h>
+#include <kern/xcall.h>
+#include <machine/cpu.h>
 
 #define TEST_KMEM_NR_OBJS 64
 
@@ -143,4 +146,35 @@ TEST_DEFINE(kmem, out_of_memory_returns_null)
     TEST_ASSERT(p != NULL);
     kmem_free(p);
     kmem_free(blocks);
+}
+
+static void
+test_kmem_in_nmi_probe(void *arg)
+{
+    bool *in_nmi = arg;
+
+    *in_nmi = cpu_in_nmi();
+}
+
+/*
+ * kmem asserts it is not called in an NMI (cpu_in_nmi): the predicate is
+ * false where kmem is allowed, in a thread and in an interrupt (the
+ * cross-CPU call's handler on another CPU).
+ */
+TEST_DEFINE(kmem, nmi_predicate_is_false_in_threads_and_interrupts)
+{
+    bool in_nmi = true;
+    void *obj;
+
+    TEST_ASSERT(!cpu_in_nmi());
+    obj = kmem_alloc(64);
+    TEST_ASSERT(obj != NULL);
+    kmem_free(obj);
+
+    if (cpu_count() > 1) {
+        unsigned int other = (cpu_id() + 1) % cpu_count();
+
+        TEST_ASSERT_EQ(xcall_call(other, test_kmem_in_nmi_probe, &in_nmi), 0);
+        TEST_ASSERT(!in_nmi);
+    }
 }

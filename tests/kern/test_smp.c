@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <kern/errno.h>
 #include <kern/percpu.h>
 #include <kern/test.h>
 #include <kern/xcall.h>
@@ -65,4 +66,25 @@ TEST_DEFINE(smp, percpu_areas_are_distinct)
             TEST_ASSERT(a >= b + percpu_size() || b >= a + percpu_size());
         }
     }
+}
+
+/*
+ * percpu_area_create refuses a CPU at or past CPU_MAX (EINVAL) and one
+ * that has its area (EEXIST), and changes no area.
+ */
+TEST_DEFINE(smp, percpu_area_create_rejects_bad_cpus)
+{
+    unsigned int last = cpu_count() - 1;
+    void *area = percpu_areas[last];
+
+    TEST_ASSERT_EQ(percpu_area_create(CPU_MAX), EINVAL);
+    TEST_ASSERT_EQ(percpu_area_create(~0U), EINVAL);
+
+    if (last != 0) {
+        TEST_ASSERT_EQ(percpu_area_create(last), EEXIST);
+    }
+
+    TEST_ASSERT(percpu_areas[last] == area);
+    TEST_ASSERT_EQ(percpu_area_create(0), 0);
+    TEST_ASSERT(percpu_areas[0] == percpu_start);
 }

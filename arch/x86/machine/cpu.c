@@ -45,6 +45,9 @@ struct cpu_desc_ptr {
 /* First in the per-CPU section (see kernel.lds), so at offset 0. */
 struct cpu_head cpu_head __section(".bss.percpu.head");
 
+_Static_assert(__builtin_offsetof(struct cpu_head, nmi_depth)
+               == CPU_HEAD_OFFSET_NMI, "cpu_in_nmi reads nmi_depth");
+
 static uint64_t cpu_gdt[CPU_GDT_SIZE] __percpu __aligned(16);
 static struct cpu_tss cpu_tss __percpu __aligned(16);
 static char cpu_ist_stacks[3][CPU_IST_STACK_SIZE] __percpu __aligned(16);

@@ -316,11 +316,13 @@ struct cpu_head {
     unsigned int intr_depth;    /* nesting of interrupt handlers */
     struct thread *thread;      /* current thread */
     const void *intr_frame;     /* innermost interrupt's saved registers */
+    unsigned int nmi_depth;     /* nesting of NMI handlers (cpu_in_nmi) */
 };
 
 #define CPU_HEAD_OFFSET_ID      8
 #define CPU_HEAD_OFFSET_INTR    12
 #define CPU_HEAD_OFFSET_THREAD  16
+#define CPU_HEAD_OFFSET_NMI     32
 
 /*
  * A byte of the calling CPU's copy of a per-CPU variable (kern/percpu.h),
@@ -370,6 +372,20 @@ cpu_in_intr(void)
     unsigned int depth;
 
     __asm__ volatile("movl %%gs:" STRINGIFY(CPU_HEAD_OFFSET_INTR) ", %0"
+                     : "=r"(depth));
+    return depth != 0;
+}
+
+/*
+ * Return true when running in an NMI handler (below it, an interrupted
+ * context of any kind). One load. Any context.
+ */
+static inline bool
+cpu_in_nmi(void)
+{
+    unsigned int depth;
+
+    __asm__ volatile("movl %%gs:" STRINGIFY(CPU_HEAD_OFFSET_NMI) ", %0"
                      : "=r"(depth));
     return depth != 0;
 }

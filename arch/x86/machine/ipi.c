@@ -7,7 +7,9 @@
  */
 #include <stddef.h>
 
+#include <kern/macros.h>
 #include <kern/panic.h>
+#include <kern/percpu.h>
 #include <kern/xcall.h>
 #include <machine/cpu.h>
 #include <machine/ipi.h>
@@ -130,6 +132,7 @@ ipi_pmu_soft_intr(struct trap_frame *frame)
 static void
 ipi_nmi_intr(struct trap_frame *frame)
 {
+    struct cpu_head *head;
     cpu_intr_fn_t fn;
 
     if (panic_in_progress) {
@@ -142,7 +145,13 @@ ipi_nmi_intr(struct trap_frame *frame)
         panic("non-maskable interrupt at rip=0x%lx", frame->rip);
     }
 
+    /* Local only: the CPU's own code reads it (cpu_in_nmi), in order. */
+    head = (struct cpu_head *)percpu_local_base();
+    head->nmi_depth++;
+    barrier();
     ipi_call(fn, frame);
+    barrier();
+    head->nmi_depth--;
 }
 
 void
