@@ -50,14 +50,16 @@ uint64_t
 clock_nr_ticks(unsigned int cpu)
 {
     assert_msg(cpu < cpu_count(), "clock: no CPU %u", cpu);
-    return READ_ONCE(percpu_ptr(clock_cpu, cpu)->nr_ticks);
+    return __atomic_load_n(&percpu_ptr(clock_cpu, cpu)->nr_ticks,
+                           __ATOMIC_RELAXED);
 }
 
 uint64_t
 clock_nr_intrs(unsigned int cpu)
 {
     assert_msg(cpu < cpu_count(), "clock: no CPU %u", cpu);
-    return READ_ONCE(percpu_ptr(clock_cpu, cpu)->nr_intrs);
+    return __atomic_load_n(&percpu_ptr(clock_cpu, cpu)->nr_intrs,
+                           __ATOMIC_RELAXED);
 }
 
 void
@@ -69,7 +71,12 @@ clock_account_local(void)
 
     if (elapsed != 0) {
         clock->last_tick = now;
-        clock->nr_ticks += elapsed;
+        /*
+         * Its CPU alone writes it (interrupts disabled); other CPUs read a
+         * count, which orders nothing else: relaxed.
+         */
+        __atomic_store_n(&clock->nr_ticks, clock->nr_ticks + elapsed,
+                         __ATOMIC_RELAXED);
         pmu_soft_count(PMU_SOFT_EV_TICK, elapsed);
     }
 }
@@ -79,7 +86,8 @@ clock_tick_intr(void)
 {
     struct clock_cpu *clock = cpu_local_ptr(clock_cpu);
 
-    WRITE_ONCE(clock->nr_intrs, clock->nr_intrs + 1);
+    /* As nr_ticks: one writer, a count read elsewhere, relaxed. */
+    __atomic_store_n(&clock->nr_intrs, clock->nr_intrs + 1, __ATOMIC_RELAXED);
     clock_account_local();
     timer_tick_intr(clock_get_time());
     thread_tick_intr();

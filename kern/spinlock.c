@@ -30,14 +30,19 @@ spinlock_lock_raw(struct spinlock *lock)
         }
     }
 
-    lock->owner = cpu_id() + 1;
+    /*
+     * Relaxed: spinlock_held on another CPU compares it with its own id,
+     * a value only this CPU writes; what the lock protects is ordered by
+     * locked's acquire and release.
+     */
+    __atomic_store_n(&lock->owner, cpu_id() + 1, __ATOMIC_RELAXED);
 }
 
 static void
 spinlock_unlock_raw(struct spinlock *lock)
 {
     assert(spinlock_held(lock));
-    lock->owner = 0;
+    __atomic_store_n(&lock->owner, 0, __ATOMIC_RELAXED);
     __atomic_store_n(&lock->locked, 0, __ATOMIC_RELEASE);
 }
 
@@ -65,7 +70,7 @@ spinlock_trylock(struct spinlock *lock)
         return false;
     }
 
-    lock->owner = cpu_id() + 1;
+    __atomic_store_n(&lock->owner, cpu_id() + 1, __ATOMIC_RELAXED);
     return true;
 }
 
@@ -89,5 +94,6 @@ bool
 spinlock_held(const struct spinlock *lock)
 {
     return __atomic_load_n(&lock->locked, __ATOMIC_RELAXED)
-           && lock->owner == cpu_id() + 1;
+           && __atomic_load_n(&lock->owner, __ATOMIC_RELAXED)
+              == cpu_id() + 1;
 }

@@ -71,7 +71,9 @@ thread_free(struct thread *thread)
 
     spinlock_lock_intr_save(&thread_list_lock, &flags);
     list_remove(&thread->all_node);
-    thread_nr_structs--;
+    /* Under the list lock; thread_nr_alive reads it without. */
+    __atomic_store_n(&thread_nr_structs, thread_nr_structs - 1,
+                     __ATOMIC_RELAXED);
     spinlock_unlock_intr_restore(&thread_list_lock, flags);
 
     vm_page_free(thread->stack, THREAD_STACK_ORDER);
@@ -209,7 +211,8 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
      */
     spinlock_lock_intr_save(&thread_list_lock, &flags);
     list_insert_tail(&thread_list, &thread->all_node);
-    thread_nr_structs++;
+    __atomic_store_n(&thread_nr_structs, thread_nr_structs + 1,
+                     __ATOMIC_RELAXED);
     spinlock_unlock_intr_restore(&thread_list_lock, flags);
 
     if (threadp != NULL) {
@@ -347,7 +350,8 @@ thread_delay(uint64_t ticks)
 unsigned int
 thread_cpu(const struct thread *thread)
 {
-    return READ_ONCE(thread->last_cpu);
+    /* A snapshot, stale as soon as read: relaxed (thread_switch). */
+    return __atomic_load_n(&thread->last_cpu, __ATOMIC_RELAXED);
 }
 
 /* Take a reference unless the last one is already gone. */
@@ -437,17 +441,22 @@ thread_for_each(void (*fn)(struct thread *thread, void *arg), void *arg)
 unsigned int
 thread_nr_alive(void)
 {
-    return READ_ONCE(thread_nr_structs);
+    /*
+     * A count: a leak check reads it after its joins, whose locks order
+     * the frees before it; relaxed is enough.
+     */
+    return __atomic_load_n(&thread_nr_structs, __ATOMIC_RELAXED);
 }
 
 const char *
 thread_state_name(const struct thread *thread)
 {
-    if (thread->on_cpu) {
+    /* A snapshot for the shell, without the run queue lock: relaxed. */
+    if (__atomic_load_n(&thread->on_cpu, __ATOMIC_RELAXED)) {
         return "running";
     }
 
-    switch (thread->state) {
+    switch (__atomic_load_n(&thread->state, __ATOMIC_RELAXED)) {
     case THREAD_RUNNING:
         return "ready";
     case THREAD_SLEEPING:

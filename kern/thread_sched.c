@@ -50,13 +50,14 @@ thread_runq_of(unsigned int cpu)
 
 /*
  * Lock the run queue that owns the thread, re-checking ownership once the
- * lock is held.
+ * lock is held. cpu is written under the owning run queue's lock and read
+ * here without it, relaxed: only the re-check under the lock counts.
  */
 static struct thread_runq *
 thread_lock_runq(struct thread *thread, unsigned long *flags)
 {
     for (;;) {
-        unsigned int cpu = READ_ONCE(thread->cpu);
+        unsigned int cpu = __atomic_load_n(&thread->cpu, __ATOMIC_RELAXED);
         struct thread_runq *rq;
 
         if (cpu == THREAD_CPU_TRANSIT) {
@@ -67,7 +68,7 @@ thread_lock_runq(struct thread *thread, unsigned long *flags)
         rq = thread_runq_of(cpu);
         spinlock_lock_intr_save(&rq->lock, flags);
 
-        if (READ_ONCE(thread->cpu) == cpu) {
+        if (__atomic_load_n(&thread->cpu, __ATOMIC_RELAXED) == cpu) {
             return rq;
         }
 
@@ -75,10 +76,29 @@ thread_lock_runq(struct thread *thread, unsigned long *flags)
     }
 }
 
+/*
+ * need_resched is written under the run queue lock and read without it by
+ * its CPU (preemption points, the idle loop): relaxed both ways, as it is
+ * a hint - the switch it asks for decides under the lock, and a remote
+ * writer follows the store with the reschedule interrupt, whose exit
+ * reads it again.
+ */
+static void
+thread_runq_set_resched(struct thread_runq *rq, bool value)
+{
+    __atomic_store_n(&rq->need_resched, value, __ATOMIC_RELAXED);
+}
+
+static bool
+thread_runq_resched_pending(const struct thread_runq *rq)
+{
+    return __atomic_load_n(&rq->need_resched, __ATOMIC_RELAXED);
+}
+
 static void
 thread_runq_request_resched(struct thread_runq *rq)
 {
-    rq->need_resched = true;
+    thread_runq_set_resched(rq, true);
 
     if (rq->cpu != cpu_id()) {
         cpu_send_resched(rq->cpu);
@@ -92,9 +112,13 @@ thread_runq_queue(struct thread_runq *rq, struct thread *thread)
     assert(!thread->on_rq);
     list_insert_tail(&rq->queues[thread->priority], &thread->rq_node);
     rq->ready_mask |= 1U << thread->priority;
-    rq->nr_ready++;
+    /*
+     * Under the lock; the idle loop reads it without, as a hint (it then
+     * schedules under the lock): relaxed.
+     */
+    __atomic_store_n(&rq->nr_ready, rq->nr_ready + 1, __ATOMIC_RELAXED);
     thread->on_rq = true;
-    WRITE_ONCE(thread->cpu, rq->cpu);
+    __atomic_store_n(&thread->cpu, rq->cpu, __ATOMIC_RELAXED);
 }
 
 /* Queue a thread that was not running, preempting a lower level. */
@@ -119,7 +143,7 @@ thread_runq_remove(struct thread_runq *rq, struct thread *thread)
         rq->ready_mask &= ~(1U << thread->priority);
     }
 
-    rq->nr_ready--;
+    __atomic_store_n(&rq->nr_ready, rq->nr_ready - 1, __ATOMIC_RELAXED);
     thread->on_rq = false;
 }
 
@@ -198,7 +222,7 @@ static void
 thread_move(struct thread_runq *rq, struct thread *thread,
             unsigned long flags)
 {
-    WRITE_ONCE(thread->cpu, THREAD_CPU_TRANSIT);
+    __atomic_store_n(&thread->cpu, THREAD_CPU_TRANSIT, __ATOMIC_RELAXED);
     thread_preempt_disable();
     spinlock_unlock(&rq->lock);
     thread_enqueue(thread);
@@ -222,7 +246,7 @@ thread_put_prev(struct thread_runq *rq, struct thread *prev)
         if (READ_ONCE(prev->affinity) & (1ULL << rq->cpu)) {
             thread_runq_queue(rq, prev);
         } else {
-            WRITE_ONCE(prev->cpu, THREAD_CPU_TRANSIT);
+            __atomic_store_n(&prev->cpu, THREAD_CPU_TRANSIT, __ATOMIC_RELAXED);
             rq->migrate = prev;
         }
 
@@ -275,24 +299,33 @@ thread_switch(struct thread_runq *rq, struct thread *prev,
     /*
      * Run time, before perfmon's switch: an operation that finds prev
      * unloaded reads its final total, one that finds next loaded (on its
-     * CPU, after the switch) its slice's start.
+     * CPU, after the switch) its slice's start. Only this CPU writes them;
+     * relaxed (plain moves on x86): a remote reader is ordered by how it
+     * learned the thread was off its CPU (a lock, an acquire), and
+     * otherwise reads an estimate.
+     *
+     * on_cpu and last_cpu likewise: written here under the run queue
+     * lock, read under it or, relaxed, as snapshots (thread_state_name,
+     * thread_cpu).
      */
-    prev->run_total += now - prev->run_start;
-    next->run_start = now;
+    __atomic_store_n(&prev->run_total,
+                     prev->run_total + (now - prev->run_start),
+                     __ATOMIC_RELAXED);
+    __atomic_store_n(&next->run_start, now, __ATOMIC_RELAXED);
 
     /* Software events of the thread leaving count before its unload. */
     pmu_soft_count(PMU_SOFT_EV_CSWITCH, 1);
     perfmon_td_switch(&prev->perfmon_td, &next->perfmon_td, now);
 
-    prev->on_cpu = false;
-    next->on_cpu = true;
+    __atomic_store_n(&prev->on_cpu, false, __ATOMIC_RELAXED);
+    __atomic_store_n(&next->on_cpu, true, __ATOMIC_RELAXED);
     rq->current = next;
     head->thread = next;
 
     next->nr_switches++;
 
     if (next->last_cpu != rq->cpu) {
-        next->last_cpu = rq->cpu;
+        __atomic_store_n(&next->last_cpu, rq->cpu, __ATOMIC_RELAXED);
         next->nr_migrations++;
         pmu_soft_count(PMU_SOFT_EV_MIGRATION, 1);
     }
@@ -313,7 +346,7 @@ thread_schedule_locked(struct thread_runq *rq)
     struct thread *prev = rq->current;
     struct thread *next;
 
-    rq->need_resched = false;
+    thread_runq_set_resched(rq, false);
     thread_put_prev(rq, prev);
     next = thread_runq_pick(rq);
 
@@ -349,7 +382,7 @@ thread_preempt_enable(void)
     self->preempt_level--;
 
     if (self->preempt_level == 0 && cpu_intr_enabled()
-        && READ_ONCE(cpu_local_ptr(thread_runq)->need_resched)) {
+        && thread_runq_resched_pending(cpu_local_ptr(thread_runq))) {
         thread_schedule();
     }
 }
@@ -358,7 +391,7 @@ void
 thread_preempt_check(void)
 {
     if (thread_self()->preempt_level == 0
-        && cpu_local_ptr(thread_runq)->need_resched) {
+        && thread_runq_resched_pending(cpu_local_ptr(thread_runq))) {
         thread_schedule();
     }
 }
@@ -380,7 +413,7 @@ thread_tick_intr(void)
 
     if (rq->ready_mask != 0
         && (31 - __builtin_clz(rq->ready_mask)) >= (int)current->priority) {
-        rq->need_resched = true;
+        thread_runq_set_resched(rq, true);
     }
 
     spinlock_unlock(&rq->lock);
@@ -400,7 +433,8 @@ thread_sleep(struct spinlock *interlock, unsigned long flags)
     thread_preempt_disable();
     rq = cpu_local_ptr(thread_runq);
     spinlock_lock(&rq->lock);
-    self->state = THREAD_SLEEPING;
+    /* Under the run queue lock; lookups read it relaxed, as a hint. */
+    __atomic_store_n(&self->state, THREAD_SLEEPING, __ATOMIC_RELAXED);
     spinlock_unlock(interlock);
     thread_schedule_locked(rq);
     thread_preempt_enable_no_resched();
@@ -425,7 +459,7 @@ thread_wakeup(struct thread *thread)
     /* A sleeping thread is off its CPU: the sleep held this lock until
      * the switch completed. */
     assert(!thread->on_cpu && !thread->on_rq);
-    thread->state = THREAD_RUNNING;
+    __atomic_store_n(&thread->state, THREAD_RUNNING, __ATOMIC_RELAXED);
 
     if (READ_ONCE(thread->affinity) & (1ULL << rq->cpu)) {
         thread_runq_add(rq, thread);
@@ -537,7 +571,8 @@ thread_run_idle(void)
     for (;;) {
         cpu_intr_disable();
 
-        if (READ_ONCE(rq->nr_ready) != 0 || rq->need_resched) {
+        if (__atomic_load_n(&rq->nr_ready, __ATOMIC_RELAXED) != 0
+            || thread_runq_resched_pending(rq)) {
             cpu_intr_enable();
             thread_schedule();
             continue;

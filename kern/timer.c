@@ -32,6 +32,32 @@ struct timer_cpu {
 
 static struct timer_cpu timer_cpu __percpu;
 
+/*
+ * A timer's state and its CPU's running field are written under the CPU's
+ * timer lock and read without it by timer_active: release stores and
+ * acquire loads (plain moves on x86). An acquire load that sees the
+ * state a tick wrote after setting running sees running as the tick left
+ * it; a running of NULL, stored last, tells that the handler returned
+ * (the timer's owner may free it then).
+ */
+static void
+timer_set_state(struct timer *timer, int state)
+{
+    __atomic_store_n(&timer->state, state, __ATOMIC_RELEASE);
+}
+
+static void
+timer_set_running(struct timer_cpu *tc, struct timer *timer)
+{
+    __atomic_store_n(&tc->running, timer, __ATOMIC_RELEASE);
+}
+
+static struct timer *
+timer_running(const struct timer_cpu *tc)
+{
+    return __atomic_load_n(&tc->running, __ATOMIC_ACQUIRE);
+}
+
 int
 timer_init(struct timer *timer, timer_fn_t fn, void *arg, unsigned int cpu)
 {
@@ -46,7 +72,7 @@ timer_init(struct timer *timer, timer_fn_t fn, void *arg, unsigned int cpu)
     timer->arg = arg;
     timer->bound_cpu = cpu;
     timer->cpu = (cpu == TIMER_CPU_ANY) ? 0 : cpu;
-    timer->state = TIMER_INACTIVE;
+    timer_set_state(timer, TIMER_INACTIVE);
     return 0;
 }
 
@@ -86,7 +112,7 @@ timer_insert(struct timer_cpu *tc, struct timer *timer)
     }
 
     list_insert_before(node, &timer->node);
-    timer->state = TIMER_PENDING;
+    timer_set_state(timer, TIMER_PENDING);
 }
 
 /*
@@ -160,7 +186,7 @@ timer_cancel(struct timer *timer)
 
         spinlock_unlock_intr_restore(&tc->lock, flags);
 
-        while (READ_ONCE(tc->running) == timer) {
+        while (timer_running(tc) == timer) {
             cpu_pause();
         }
     }
@@ -171,7 +197,7 @@ timer_cancel(struct timer *timer)
         list_remove(&timer->node);
     }
 
-    timer->state = TIMER_INACTIVE;
+    timer_set_state(timer, TIMER_INACTIVE);
     spinlock_unlock_intr_restore(&tc->lock, flags);
     return was_pending;
 }
@@ -181,8 +207,8 @@ timer_active(const struct timer *timer)
 {
     const struct timer_cpu *tc = percpu_ptr(timer_cpu, READ_ONCE(timer->cpu));
 
-    return READ_ONCE(timer->state) != TIMER_INACTIVE
-           || READ_ONCE(tc->running) == timer;
+    return __atomic_load_n(&timer->state, __ATOMIC_ACQUIRE) != TIMER_INACTIVE
+           || timer_running(tc) == timer;
 }
 
 void
@@ -206,8 +232,8 @@ timer_tick_intr(uint64_t now)
         }
 
         list_remove(&timer->node);
-        timer->state = TIMER_RUNNING;
-        WRITE_ONCE(tc->running, timer);
+        timer_set_state(timer, TIMER_RUNNING);
+        timer_set_running(tc, timer);
         spinlock_unlock(&tc->lock);
 
         timer->fn(timer);
@@ -216,11 +242,11 @@ timer_tick_intr(uint64_t now)
 
         /* The handler may have re-armed (pending) or cancelled it. */
         if (timer->state == TIMER_RUNNING) {
-            timer->state = TIMER_INACTIVE;
+            timer_set_state(timer, TIMER_INACTIVE);
         }
 
         /* Last touch of the timer: its owner may free it after this. */
-        WRITE_ONCE(tc->running, NULL);
+        timer_set_running(tc, NULL);
     }
 
     spinlock_unlock(&tc->lock);
