@@ -201,8 +201,12 @@ void thread_sleep(struct spinlock *interlock, unsigned long flags);
 void thread_wakeup(struct thread *thread);
 
 /*
- * Sleep for at least ticks clock ticks; a delay past the clock's range
- * (UINT64_MAX, say) saturates and never returns. Thread context.
+ * Sleep until the clock's tick count (clock_get_time) has advanced by at
+ * least ticks from its value at the call. The call may come late in a
+ * tick, so the time slept in TSC cycles is more than ticks - 1 tick
+ * periods but may be less than ticks of them (thread_delay(1) can last a
+ * fraction of a tick). A delay past the clock's range (UINT64_MAX, say)
+ * saturates and never returns. Thread context.
  */
 void thread_delay(uint64_t ticks);
 

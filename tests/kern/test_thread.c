@@ -222,13 +222,23 @@ TEST_DEFINE(thread, running_thread_moved_by_affinity)
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
+/*
+ * What thread_delay guarantees, exactly: the tick count advances by at
+ * least ticks, and the TSC by more than ticks - 1 tick periods (the TSC
+ * read before the tick count was at most one period short of its next
+ * tick).
+ */
 TEST_DEFINE(thread, delay_never_wakes_early)
 {
+    uint64_t period = clock_tsc_per_tick();
+
     for (uint64_t ticks = 1; ticks <= 5; ticks++) {
+        uint64_t tsc = cpu_get_tsc();
         uint64_t start = clock_get_time();
 
         thread_delay(ticks);
         TEST_ASSERT_GE(clock_get_time() - start, ticks);
+        TEST_ASSERT_GT(cpu_get_tsc() - tsc, (ticks - 1) * period);
         /* And it does wake: a generous bound for a loaded host. */
         TEST_ASSERT_LT(clock_get_time() - start, ticks + 100);
     }
