@@ -64,9 +64,14 @@ static void
 perf_work_pingpong(void *arg)
 {
     struct perf_work *work = arg;
-    unsigned int self = (thread_self() == work->threads[0]) ? 0 : 1;
+    unsigned int self;
 
+    /*
+     * After go: a thread may run before thread_create has stored it in
+     * threads[]; go's release follows every create.
+     */
     perf_work_wait_go(work);
+    self = (thread_self() == work->threads[0]) ? 0 : 1;
 
     for (uint64_t i = 0; i < work->rounds && !work->stop; i++) {
         while (work->turn != self && !work->stop) {
