@@ -133,6 +133,7 @@ $(eval $(call host_test,init_order,tests/host/kern/test_init_order.c kern/init_o
 $(eval $(call host_test,string,tests/host/kern/test_string.c kern/string.c,,,$(HOST_RENAME_STRING)))
 $(eval $(call host_test,arg,tests/host/kern/test_arg.c kern/arg.c kern/string.c,,,$(HOST_RENAME_ARG)))
 $(eval $(call host_test,clock_calib,tests/host/kern/test_clock_calib.c kern/clock_calib.c))
+$(eval $(call host_test,timer,tests/host/kern/test_timer.c))
 $(eval $(call host_test,perf_num,tests/host/kern/test_perf_num.c kern/perf/perf_num.c kern/printf.c,,,$(HOST_RENAME_PRINTF)))
 
 # The Intel register model alone, then the driver: detection, setup on
