@@ -60,12 +60,43 @@ TEST_DEFINE(kmem, free_then_reuse)
     kmem_free(NULL);
 }
 
+/*
+ * Each size class, 16 to 2048 bytes, serves every size above the class
+ * below it: an object of 2^k bytes freed comes back (the class's free list
+ * is last in, first out) for 2^(k-1) + 1 bytes and for 2^k, and one byte
+ * more is the next class.
+ */
+TEST_DEFINE(kmem, size_class_boundaries)
+{
+    for (unsigned int shift = 4; shift <= 11; shift++) {
+        size_t size = (size_t)1 << shift;
+        size_t low = (shift == 4) ? 1 : (size / 2 + 1);
+        void *obj = kmem_alloc(size);
+        void *again, *next;
+
+        TEST_ASSERT(obj != NULL);
+        kmem_free(obj);
+        again = kmem_alloc(low);
+        TEST_ASSERT(again == obj);
+        kmem_free(again);
+        again = kmem_alloc(size);
+        TEST_ASSERT(again == obj);
+        kmem_free(again);
+        next = kmem_alloc(size + 1);
+        TEST_ASSERT(next != NULL && next != obj);
+        TEST_ASSERT_EQ((uintptr_t)next % ((size + 1 > 2048) ? 4096 : 16), 0);
+        kmem_free(next);
+    }
+}
+
 TEST_DEFINE(kmem, bad_sizes_return_null)
 {
     size_t before = vm_page_nr_free();
 
     TEST_ASSERT(kmem_alloc(0) == NULL);
     TEST_ASSERT(kmem_alloc((size_t)VM_PAGE_SIZE << (VM_PAGE_ORDER_MAX + 1))
+                == NULL);
+    TEST_ASSERT(kmem_alloc(((size_t)VM_PAGE_SIZE << VM_PAGE_ORDER_MAX) + 1)
                 == NULL);
     TEST_ASSERT(kmem_alloc(SIZE_MAX) == NULL);
     TEST_ASSERT(vm_page_alloc(VM_PAGE_ORDER_MAX + 1) == NULL);
