@@ -46,12 +46,14 @@ KERNEL_CFLAGS := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror \
 KERNEL_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 \
     --no-warn-rwx-segments -z noexecstack -T kernel.lds
 
-# The in-kernel suites sit in tests/ by subject (tests/lib/ holds what they
-# share, found through -Itests/lib); tests/host/ is built for the host.
+# The in-kernel suites sit in tests/ by subject, in folders at any depth
+# (tests/lib/ holds what they share, found through -Itests/lib); tests/host/
+# is built for the host. The runner compares each boot's results with the
+# list of tests these sources define ($(BUILD)/tests.list, beside the ISO).
+TEST_SRCS := $(sort $(filter-out tests/host/%,$(shell find tests -name '*.c')))
 KERNEL_SRCS := $(wildcard kern/*.c kern/perfmon/*.c kern/perf/*.c) \
     $(wildcard arch/x86/machine/*.c) $(wildcard arch/x86/machine/*.S) \
-    $(wildcard arch/x86/pmu/*.c) \
-    $(filter-out tests/host/%,$(wildcard tests/*/*.c))
+    $(wildcard arch/x86/pmu/*.c) $(TEST_SRCS)
 KERNEL_OBJS := $(addprefix $(BUILD)/,$(addsuffix .o,$(basename $(KERNEL_SRCS))))
 
 HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror \
@@ -148,7 +150,12 @@ $(KERNEL_ELF): $(KERNEL_OBJS) $(BUILD)/ksyms.o kernel.lds
 	$(Q)$(LD) $(KERNEL_LDFLAGS) -o $@ $(KERNEL_OBJS) $(BUILD)/ksyms.o
 	$(Q)$(PYTHON) tools/build/gen-ksyms --check $(NM) $(BUILD)/kernel.pass1.elf $@
 
-$(ISO): $(KERNEL_ELF) tools/build/grub.cfg
+$(BUILD)/tests.list: $(TEST_SRCS) tools/test/runner_tests.py
+	@mkdir -p $(BUILD)
+	$(Q)$(PYTHON) tools/test/runner_tests.py $(TEST_SRCS) > $@.tmp
+	$(Q)mv $@.tmp $@
+
+$(ISO): $(KERNEL_ELF) tools/build/grub.cfg $(BUILD)/tests.list
 	@mkdir -p $(BUILD)/iso/boot/grub
 	$(call quiet,ISO,$@)
 	$(Q)cp $(KERNEL_ELF) $(BUILD)/iso/boot/kernel.elf
@@ -260,8 +267,8 @@ torture: deps $(ISO)
 # cppcheck over every C file of the kernel and the tests; a finding fails
 # the target, tools/build/cppcheck.supp holds the reasoned exceptions. The host
 # tests built once per PMU configuration are checked in one of them.
-LINT_SRCS := $(wildcard kern/*.c kern/*/*.c arch/x86/*/*.c tests/*/*.c \
-    tests/host/*/*.c)
+LINT_SRCS := $(wildcard kern/*.c kern/*/*.c arch/x86/*/*.c) \
+    $(sort $(shell find tests -name '*.c'))
 
 lint: deps
 	$(call quiet,LINT,cppcheck)

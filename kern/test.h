@@ -12,7 +12,9 @@
  * Output is KTAP version 1. A failed assertion prints the file, line and
  * compared values as a diagnostic and ends the test; helper threads that
  * a test starts may assert too: their failure fails the running test and
- * ends the helper thread.
+ * ends the helper thread. No failure is lost: one reported by any thread
+ * while a test runs fails that test, and one reported while none runs
+ * (before the run, between tests) fails the run, with a line saying so.
  */
 #ifndef KERN_TEST_H
 #define KERN_TEST_H
@@ -78,6 +80,15 @@ int test_undo_on_failure(void (*fn)(void *arg), void *arg);
 
 /* Print a KTAP diagnostic line ("# ..."). Any context. */
 void test_diag(const char *fmt, ...) __format_printf(1, 2);
+
+/*
+ * Say that a check of the running test is looser than it is written, or
+ * left out (why, and what is still checked): a line "# loosened: ...",
+ * which the runner counts and lists after the run, so that no check
+ * shrinks unseen. A check that cannot run at all is test_skip's. Any
+ * context.
+ */
+void test_loosen(const char *fmt, ...) __format_printf(1, 2);
 
 void test_fail_cmp(const char *file, int line, const char *a_str,
                    const char *op, const char *b_str, uint64_t a, uint64_t b)

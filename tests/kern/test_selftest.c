@@ -99,3 +99,34 @@ TEST_DEFINE_MANUAL(selftest, failure_runs_its_undo_actions)
     cpu_intr_disable();
     TEST_ASSERT_EQ(last, 0);
 }
+
+/* Fails a few ticks after it starts, outside the harness's tracking. */
+static void
+test_selftest_late_failer(void *arg)
+{
+    (void)arg;
+    thread_delay(5);
+    TEST_ASSERT_EQ(2 + 2, 5);
+}
+
+/*
+ * Passes, leaving behind a thread the harness does not track, which fails
+ * after the test ended: while the next test runs (which then fails) or
+ * between tests (a failure of the run). Either way the run fails; the
+ * failure is never lost.
+ */
+TEST_DEFINE_MANUAL(selftest, failure_after_its_test_ended)
+{
+    struct thread_attr attr = { .name = "late_failer" };
+    struct thread *thread;
+
+    TEST_ASSERT_EQ(thread_create(&thread, &attr, test_selftest_late_failer,
+                                 NULL), 0);
+    thread_unref(thread);
+}
+
+/* Selected after failure_after_its_test_ended: runs while it fails. */
+TEST_DEFINE_MANUAL(selftest, waits_a_while)
+{
+    thread_delay(20);
+}

@@ -257,7 +257,7 @@ TEST_DEFINE(thread, preemption_shares_a_cpu)
     struct test_thread_busy a = { 0 }, b = { 0 };
     unsigned int cpu = cpu_count() - 1;
     struct thread *ta, *tb;
-    uint64_t a1, b1;
+    uint64_t a1, b1, sa, sb;
 
     ta = test_thread_start("busy-a", 1ULL << cpu, test_thread_busy_fn, &a);
     tb = test_thread_start("busy-b", 1ULL << cpu, test_thread_busy_fn, &b);
@@ -273,10 +273,21 @@ TEST_DEFINE(thread, preemption_shares_a_cpu)
         thread_delay(1);
     }
 
+    /*
+     * Both ran, then both ran again: on one CPU, with neither yielding
+     * nor sleeping, one of them came back after the other had run, each
+     * time switched in by a preemption (a plain read of a counter only
+     * their CPU writes: a snapshot is enough).
+     */
+    sa = __atomic_load_n(&ta->nr_switches, __ATOMIC_RELAXED);
+    sb = __atomic_load_n(&tb->nr_switches, __ATOMIC_RELAXED);
     a.stop = true;
     b.stop = true;
     thread_join(ta);
     thread_join(tb);
+    TEST_ASSERT_GE(sa, 1);
+    TEST_ASSERT_GE(sb, 1);
+    TEST_ASSERT_GE(sa + sb, 3);
 }
 
 struct test_thread_yielders {

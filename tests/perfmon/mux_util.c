@@ -74,6 +74,7 @@ test_px_init(struct test_px_set *set, unsigned int nr_events,
     set->share_min = UINT32_MAX;
     set->share_max = 0;
     set->unsteady = false;
+    set->loose_shares = false;
     set->init_tsc = cpu_get_tsc();
     set->last_step = set->init_tsc;
 }
@@ -327,6 +328,13 @@ test_px_assert_share(struct test_px_set *set, uint64_t running,
     }
 
     if (!test_px_timing_checked()) {
+        if (!set->loose_shares) {
+            set->loose_shares = true;
+            test_loosen("shares and estimates at %u CPUs: only 0 < running "
+                        "< enabled (vCPUs outnumber the host's cores)",
+                        cpu_count());
+        }
+
         TEST_ASSERT_GT(running, 0);
         TEST_ASSERT_LT(running, total);
         return;
@@ -354,6 +362,14 @@ test_px_assert_half_share(struct test_px_set *set, unsigned int i)
     scaled = perfmon_scale(value->count, value->time_enabled,
                            value->time_running);
     if (!test_px_steady(set, value->time_enabled)) {
+        if (!set->unsteady && test_px_timing_checked()) {
+            test_loosen("estimate of event %u unchecked: steps held off "
+                        "%llu us of %llu us (> 5%%)", i,
+                        (unsigned long long)perfmon_tsc_to_ns(set->stalled)
+                        / 1000,
+                        (unsigned long long)value->time_enabled / 1000);
+        }
+
         set->unsteady = true;
     } else if (test_px_timing_checked()) {
         TEST_ASSERT_GE(scaled * 4, set->emitted * 3);

@@ -50,6 +50,7 @@ struct test_px_set {
     unsigned int share_min;                 /* permille of enabled */
     unsigned int share_max;
     bool unsteady;                          /* estimates left unchecked */
+    bool loose_shares;                      /* said so (test_loosen) */
 };
 
 /*

@@ -96,6 +96,11 @@ test_ps_drain(struct perfmon_session *session, unsigned int cpu,
                              (unsigned long)test_ps_buf.sample.ip, fn);
             }
 
+            if (d->nr_samples == 0 || size < d->sample_size_min) {
+                d->sample_size_min = size;
+            }
+
+            d->sample_size_max = MAX(d->sample_size_max, size);
             d->nr_samples++;
             d->period_sum += test_ps_buf.sample.period;
             break;

@@ -64,6 +64,8 @@ struct test_ps_drain {
     uint64_t nr_throttle_records;
     uint64_t throttled_periods;
     uint64_t period_sum;
+    uint64_t sample_size_min;   /* bytes of its sample records (0: none) */
+    uint64_t sample_size_max;
 };
 
 /* Read cpu's ring until empty, adding what it held to d. */

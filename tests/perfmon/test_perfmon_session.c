@@ -453,8 +453,17 @@ TEST_DEFINE(perfmon_session, random_sizes_stay_framed)
     test_ss_drain(session, cpu, &stream);
     TEST_ASSERT_EQ(stream.next_seq, seq);
     TEST_ASSERT_EQ(stream.received + stream.lost, seq);
-    TEST_ASSERT_GT(stream.lost, 0);
-    TEST_ASSERT_GT(stream.received, 1000);
+
+    /*
+     * One producer and one consumer on one CPU, the sizes and the runs
+     * drawn from a fixed seed: the ring's placement decides every loss,
+     * so the figures are exact (a change to how records are placed,
+     * padded or announced changes them).
+     */
+    TEST_ASSERT_EQ(seq, 6949);
+    TEST_ASSERT_EQ(stream.received, 3673);
+    TEST_ASSERT_EQ(stream.lost, 3276);
+    TEST_ASSERT_EQ(stream.nr_lost_records, 1307);
     test_ss_expect_stats(session, cpu, seq, stream.received, stream.lost, 0,
                          stream.nr_lost_records);
 

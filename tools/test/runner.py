@@ -36,8 +36,9 @@ import runner_ktap  # noqa: E402
 import runner_qemu  # noqa: E402
 from runner_checks import (check_logs_saved, check_plan,  # noqa: E402,F401
                            run_host_tests)
+import runner_tests  # noqa: E402
 from runner_ktap import (KTAP_RESULT, Boot, Result, boot_line,  # noqa: E402
-                         parse_ktap, recap)
+                         parse_ktap, recap, totals_line)
 from runner_qemu import (EXIT_PASS, Qemu, choose_accel,  # noqa: E402
                          host_cpu_flags, host_cpu_vendor, kvm_usable,
                          qemu_command, stop_all_qemus)
@@ -65,7 +66,7 @@ def cmd_check(args):
     if args.tests:
         print("runner: TESTS=%s: the shell, runner-check and host-test "
               "boots are left out" % args.tests, flush=True)
-    totals = [0, 0, 0]
+    totals = [0, 0, 0, 0]
     done = []           # (boot, result, log), in finishing order
     report = []         # every result line, for report.txt
 
@@ -76,6 +77,7 @@ def cmd_check(args):
         totals[0] += res.passed
         totals[1] += res.failed
         totals[2] += res.skipped
+        totals[3] += len(res.loosened)
 
     pool = concurrent.futures.ThreadPoolExecutor(args.jobs)
     interrupted = False
@@ -131,10 +133,7 @@ def cmd_check(args):
     if interrupted:
         print("interrupted: %d of %d boots finished; every QEMU stopped"
               % (sum(1 for b, _, _ in done if b is not None), len(boots)))
-    line = "%d passed, %d failed" % (totals[0], totals[1])
-    if totals[2]:
-        line += ", %d skipped" % totals[2]
-    print(line, flush=True)
+    print(totals_line(*totals), flush=True)
     if interrupted:
         return 130
     return 1 if totals[1] else 0
@@ -158,10 +157,10 @@ def cmd_boot(args):
     print("\n".join(l for l in boot.text.splitlines()
                     if l.startswith("# ")))
     print("\n".join(res.lines))
-    line = "%d passed, %d failed" % (res.passed, res.failed)
-    if res.skipped:
-        line += ", %d skipped" % res.skipped
-    print(line)
+    for test, what in res.loosened:
+        print("loosened: %s: %s" % (test, what))
+    print(totals_line(res.passed, res.failed, res.skipped,
+                      len(res.loosened)))
     return 1 if res.failed else 0
 
 
@@ -406,7 +405,7 @@ def run_self_tests():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     tests = []
     for module in (sys.modules[__name__], runner_qemu, runner_ktap,
-                   runner_checks, runner_docs, perf_profile):
+                   runner_tests, runner_checks, runner_docs, perf_profile):
         tests += finder.find(module, module.__name__)
     tests.sort(key=lambda test: test.name.split(".", 1)[-1])
     for test in tests:
@@ -555,6 +554,9 @@ def main():
     parser.add_argument("--host-list", default="")
     parser.add_argument("--host-py", default="",
                         help="Python host test scripts (KTAP output)")
+    parser.add_argument("--test-list", default="",
+                        help="the build's list of tests (default: "
+                        "tests.list beside the ISO, which make writes)")
     parser.add_argument("--tests", default="",
                         help="test= selection for the suite boots (TESTS=)")
     parser.add_argument("--logdir", default="",

@@ -654,6 +654,18 @@ def check_plan(args):
                               r"not ok 1 selftest\.failure_runs_its_undo_"
                               r"actions$",
                               r"^ok 2 spinlock\."]))
+    # A failure reported after its test ended, by a thread the harness
+    # does not track, is not lost: it fails the test running then, or the
+    # run, with a line saying it came from outside a running test.
+    boots.append(Boot("harness-late-failure",
+                      "test=selftest.failure_after_its_test_ended,"
+                      "selftest.waits_a_while", 1, timeout=60, expect="fail",
+                      output=[r"^# FAIL tests/kern/test_selftest\.c:\d+: "
+                              r"2 \+ 2 == 5: ",
+                              r"^ok 1 selftest\.failure_after_its_test_"
+                              r"ended$",
+                              r"^(not ok 2 selftest\.waits_a_while|# FAIL 1 "
+                              r"failure reported outside a running test)"]))
     boots.append(Boot("harness-hang", "test=selftest.hang", 1, timeout=20,
                       expect="timeout", output=[r"^# hanging on purpose$"]))
     # A selection by suite, glob and name runs exactly those tests; a
