@@ -119,7 +119,8 @@ struct perfmon_event {
     uint64_t frozen;            /* the count while disabled */
     uint64_t time_enabled;      /* up to the last disable or detach */
     uint64_t time_running;
-    uint64_t enabled_tsc;       /* TSC at the last enable or attach */
+    uint64_t enabled_tsc;       /* CPU events: TSC at the last enable
+                                   or attach */
     uint64_t enabled_run;       /* thread events: its run time then */
     uint64_t enabled_off;       /* its slot's time off counters then */
     struct perfmon_group *group;    /* the group it was added to, or NULL */
@@ -127,11 +128,20 @@ struct perfmon_event {
 
 /*
  * A count with its times, in nanoseconds (TSC cycles converted with the
- * calibrated TSC frequency, cpu_get_freq()): time_enabled grows while the
- * event is attached and enabled; time_running while it is enabled and
- * actually counts: its raw event holds a counter on the CPU (for a thread
- * event: and its thread runs there). Without multiplexing a CPU event's
- * running is its enabled time, a thread event's its thread's run time.
+ * calibrated TSC frequency, cpu_get_freq()). time_enabled grows while the
+ * event is attached and enabled: all the time for a CPU event, only while
+ * its thread runs for a thread event (Linux's meaning: a thread that
+ * sleeps adds nothing to it). time_running grows while the event is
+ * enabled and actually counts: its raw event holds a counter on the CPU
+ * (for a thread event: the CPU its thread runs on). So running never
+ * exceeds enabled, the two are equal for an event that never waited for a
+ * counter (a CPU event's equal its time enabled, a thread event's its
+ * thread's run time), and perfmon_scale(count, time_enabled,
+ * time_running) estimates what the event would have counted holding a
+ * counter all along, for threads as for CPUs. Neither time goes back
+ * between reads, on any CPU, even where the TSCs of two CPUs disagree:
+ * each is a sum of differences each taken on one CPU's TSC (the CPU
+ * event's own CPU; a thread's slices, each on the CPU it ran on).
  */
 struct perfmon_value {
     uint64_t count;

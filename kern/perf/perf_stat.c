@@ -19,16 +19,21 @@
  * utilized for the clocks), the share of its enabled time an event ran
  * when it was multiplexed, and the measured time. No event named: Linux's
  * default set. Counts are scaled as Linux scales multiplexed events
- * (count * enabled / running, perfmon_scale). An event that cannot be
- * counted prints <not supported> and the others still count (with -g,
- * none counts); one that never ran prints <not counted>. Ctrl-C ends the
+ * (count * enabled / running, perfmon_scale), thread targets as CPU
+ * targets: a thread event's time enabled is its thread's run time. An
+ * event that cannot be counted prints <not supported> and the others
+ * still count (with -g, none counts); one that never ran prints <not
+ * counted>. Ctrl-C ends the
  * count early and prints what was counted. Event names are perf_util's
  * (kern/perf/perf_util.c).
  *
  * task-clock and cpu-clock are no device's events: each is counted by a
- * software event (its carrier) attached as the others are, whose time
- * running (a thread's) or enabled (a CPU's) is the clock's count, so the
- * clocks also follow multiplexing and -g as the other events do.
+ * software event (its carrier) attached as the others are (but never in
+ * -g's group), whose time enabled is the clock's count: a thread's run
+ * time, a CPU's time attached. Multiplexing does not cut a time enabled,
+ * so a clock is never scaled nor marked with a share; its carrier still
+ * takes a turn on the software PMU's counters as the other software
+ * events do.
  *
  * This file parses the arguments and runs the runs; counting one run is
  * kern/perf/perf_stat_count.c's, printing kern/perf/perf_stat_print.c's.
@@ -444,11 +449,6 @@ perf_stat_parse(struct perf_stat *stat, int argc, char **argv)
                "or a workload after --\n", PERF_STAT_MAX_MS);
         return EINVAL;
     }
-
-    /* A workload without a target: its threads are the targets. */
-    stat->threads = (stat->target.thread != NULL
-                     || (stat->work_kind != NULL
-                         && stat->target.word == NULL));
 
     if (stat->interval_ms != 0 && stat->nr_runs > 1) {
         printf("perf stat: -I and -r do not go together\n");

@@ -23,20 +23,23 @@
 #include <kern/thread.h>
 
 /*
- * The time an event's count is scaled to. perfmon's time enabled of a
- * thread event includes the time its thread was off its CPU, which
- * Linux's does not: scaling by it would estimate what the thread would
- * have counted running all along. So thread targets scale by the time
- * the thread ran (running, until multiplexing can hold an event off a
- * counter while its thread runs), CPU targets by time enabled.
+ * The time an event's count is scaled to: its time enabled, a CPU's
+ * while the event was attached, a thread's while the thread ran
+ * (perfmon's, as Linux's), for every target.
  */
 uint64_t
 perf_stat_count_scale(const struct perf_stat *stat,
                       const struct perf_stat_row *row)
 {
-    return stat->threads ? row->running : row->enabled;
+    (void)stat;
+    return row->enabled;
 }
 
+/*
+ * A clock's time is its carrier's time enabled, which multiplexing does
+ * not cut (whether the carrier held a counter does not matter): a clock
+ * is never scaled.
+ */
 uint64_t
 perf_stat_count_value(const struct perf_stat *stat,
                       const struct perf_stat_event *ev,
@@ -49,6 +52,14 @@ perf_stat_count_value(const struct perf_stat *stat,
     }
 
     return perfmon_scale(row->count, scale, row->running);
+}
+
+bool
+perf_stat_count_counted(const struct perf_stat_event *ev,
+                        const struct perf_stat_row *row)
+{
+    return ev->error == 0
+           && (ev->ev.clock ? row->enabled : row->running) != 0;
 }
 
 /* An event's counts and times summed over its targets, as Linux does. */

@@ -64,7 +64,6 @@ struct perf_stat {
     char sep;                           /* -x, or '\0' */
     bool grouped;                       /* -g */
     bool verbose;                       /* -v */
-    bool threads;                       /* thread targets, not CPUs */
     uint64_t elapsed[PERF_STAT_MAX_RUNS];       /* ns of each run */
 };
 
@@ -79,14 +78,18 @@ int perf_stat_count_run(struct perf_stat *stat, unsigned int nr_run,
                         bool *interruptedp);
 
 /*
- * The time a row's count is scaled to, and the estimate a row prints (a
- * clock's time, or the scaled count).
+ * The time a row's count is scaled to (its time enabled, for thread and
+ * CPU targets alike), the estimate a row prints (a clock's time, its
+ * time enabled, never scaled; or the scaled count), and whether a row
+ * counted anything (a clock: was enabled; any other event: ran).
  */
 uint64_t perf_stat_count_scale(const struct perf_stat *stat,
                                const struct perf_stat_row *row);
 uint64_t perf_stat_count_value(const struct perf_stat *stat,
                                const struct perf_stat_event *ev,
                                const struct perf_stat_row *row);
+bool perf_stat_count_counted(const struct perf_stat_event *ev,
+                             const struct perf_stat_row *row);
 
 /*
  * Every event's line (kern/perf/perf_stat_print.c): rows, values (and,

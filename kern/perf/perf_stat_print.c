@@ -33,7 +33,7 @@ perf_stat_print_find(const struct perf_stat *stat,
         const struct perf_stat_event *ev = &stat->events[i];
         bool generic = !(ev->ev.flags & (PERFMON_EF_RAW | PERFMON_EF_SW));
 
-        if (!ev->error && rows[i].running != 0
+        if (perf_stat_count_counted(ev, &rows[i])
             && (clock ? ev->ev.clock : (generic && ev->ev.id == id))) {
             return values[i];
         }
@@ -124,13 +124,15 @@ perf_stat_print_row(const struct perf_stat *stat,
     struct perf_stat_print_metric m = { .unit = "" };
     char count[32], var[16] = "", pct[16] = "", line[192];
     uint64_t scale = perf_stat_count_scale(stat, row);
+    /* A clock runs all its time enabled, multiplexed or not. */
+    uint64_t running = ev->ev.clock ? scale : row->running;
     const char *unit = ev->ev.clock ? "msec" : "";
     bool csv = (stat->sep != '\0');
     char sep = stat->sep;
 
     if (ev->error) {
         strlcpy(count, "<not supported>", sizeof(count));
-    } else if (row->running == 0) {
+    } else if (!perf_stat_count_counted(ev, row)) {
         strlcpy(count, "<not counted>", sizeof(count));
     } else {
         if (ev->ev.clock && csv) {
@@ -145,7 +147,7 @@ perf_stat_print_row(const struct perf_stat *stat,
         }
 
         perf_stat_print_compute_metric(stat, rows, values, i, elapsed_ns, &m);
-        perf_stat_print_percent(pct, sizeof(pct), row->running, scale);
+        perf_stat_print_percent(pct, sizeof(pct), running, scale);
     }
 
     if (vars != NULL) {
@@ -161,7 +163,7 @@ perf_stat_print_row(const struct perf_stat *stat,
 
         printf("%s%s%c%s%c%s%c%s%llu%c%s%c%s%c%s\n", prefix, count, sep,
                unit, sep, ev->name, sep, var_field,
-               (unsigned long long)row->running, sep,
+               (unsigned long long)running, sep,
                (pct[0] != '\0') ? pct : "0.00", sep, m.value, sep, m.unit);
         return;
     }
@@ -176,14 +178,14 @@ perf_stat_print_row(const struct perf_stat *stat,
                  m.unit);
     }
 
-    if (vars != NULL && !ev->error && row->running != 0) {
+    if (vars != NULL && perf_stat_count_counted(ev, row)) {
         size_t len = strlen(line);
 
         snprintf(line + len, sizeof(line) - len, "  ( +- %5s%% )", var);
     }
 
-    /* The share an event ran only when it was multiplexed. */
-    if (!ev->error && row->running != 0 && row->running != scale) {
+    /* The share an event ran only when it was multiplexed (no clock). */
+    if (perf_stat_count_counted(ev, row) && running != scale) {
         size_t len = strlen(line);
 
         snprintf(line + len, sizeof(line) - len, "  (%s%%)", pct);
@@ -245,12 +247,13 @@ perf_stat_print_summary(const struct perf_stat *stat,
         uint64_t count = ev->ev.clock ? perf_stat_count_scale(stat,
                                                               &ev->sum)
                                       : ev->sum.count;
+        uint64_t running = ev->ev.clock ? count : ev->sum.running;
 
         if (ev->error == 0) {
             printf("%s: %llu %llu %llu\n", ev->name,
                    (unsigned long long)count,
                    (unsigned long long)ev->sum.enabled,
-                   (unsigned long long)ev->sum.running);
+                   (unsigned long long)running);
         }
     }
 

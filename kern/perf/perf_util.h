@@ -23,7 +23,7 @@
 /*
  * An event as the perf commands name it. A clock (task-clock, cpu-clock)
  * is no device event: it is counted by carrier, a software event whose
- * time running is the clock's count, in nanoseconds.
+ * time enabled is the clock's count, in nanoseconds.
  */
 struct perf_util_event {
     uint64_t id;            /* for perfmon_event_init */

@@ -248,37 +248,37 @@ perfmon_snap_take(struct perfmon_snap *snap,
 
 /*
  * An attached event's times (TSC cycles) at a snapshot, given its slot's
- * time without a counter then (off). A CPU event runs all the time it is
- * enabled, a thread event while its thread is on a CPU, less the time
- * their slot held no counter there. The TSCs of two CPUs may differ by a
- * little: a time never goes below its last value and running never above
- * enabled.
+ * time without a counter then (off). A CPU event is enabled all the time
+ * since its enable; a thread event only while its thread runs (its run
+ * time since then, as Linux's task events are), so that scaling by
+ * enabled / running estimates what the thread would have counted with a
+ * counter all the time it ran. Either runs while enabled, less the time
+ * its slot held no counter. Every difference is taken on one CPU's TSC:
+ * a CPU event's snapshots all run on its CPU, and a thread's run time and
+ * time without a counter add up slices each measured on the CPU it ran
+ * on, so neither time goes back whatever the TSCs of two CPUs read (a
+ * thread event migrates). The clamps keep running within enabled.
  */
 static void
 perfmon_snap_times_at(const struct perfmon_event *event,
                       const struct perfmon_snap *snap, uint64_t off,
                       uint64_t *enabledp, uint64_t *runningp)
 {
-    uint64_t enabled = 0, running = 0;
+    uint64_t enabled = 0, running;
 
     if (!event->disabled) {
-        if (snap->now > event->enabled_tsc) {
+        if (event->thread != NULL) {
+            if (snap->run > event->enabled_run) {
+                enabled = snap->run - event->enabled_run;
+            }
+        } else if (snap->now > event->enabled_tsc) {
             enabled = snap->now - event->enabled_tsc;
         }
 
-        if (event->thread == NULL) {
-            running = enabled;
-        } else if (snap->run > event->enabled_run) {
-            running = snap->run - event->enabled_run;
-        }
-
-        /* Never below its value then, TSCs of two CPUs apart. */
         off = (off > event->enabled_off) ? off - event->enabled_off : 0;
-        running = (running > off) ? running - off : 0;
-
-        if (running > enabled) {
-            running = enabled;
-        }
+        running = (enabled > off) ? enabled - off : 0;
+    } else {
+        running = 0;
     }
 
     *enabledp = event->time_enabled + enabled;

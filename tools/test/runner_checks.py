@@ -530,6 +530,16 @@ def check_plan(args):
         (r"^ Performance counter stats for 'thread main':\n\n"
          r"\s+\d+\.\d\d msec task-clock\s+#\s+0\.\d{3} CPUs utilized\n"
          + count + "tick", None),
+        # A workload's threads multiplexed (eleven raw events on eight
+        # counters): the events scaled and marked with their share, as
+        # on a CPU; the clock never marked (its time is its time
+        # enabled, which multiplexing does not cut).
+        (prompt, "perf stat -e task-clock,emit,emit1,emit2,emit3,emit4,"
+                 "emit5,emit6,emit7,emit8,emit9 -- spin 300\r"),
+        (r"^ Performance counter stats for 'spin 300':\n\n"
+         r"\s+\d+\.\d\d msec task-clock\s+#\s+[01]\.\d{3} CPUs utilized\n"
+         + count + r"emit\s+#\s+\d+\.\d{3} [KMG]?/sec\s+\(\d+\.\d\d%\)\n"
+         r"(?:\s+(?:[\d,]+|<not counted>)\s+emit\d\b.*\n){9}\n", None),
         # Input typed while perf stat runs is kept: Ctrl-C is taken, the
         # line typed before it runs after.
         (prompt, "perf stat cpu 0 tick 60000\r"),
