@@ -482,35 +482,76 @@ perfmon_mux_publish(struct perfmon_dev *dev, uint32_t changed)
     perfmon_mux_kick(dev);
 }
 
-/*
- * Whether a waiting unit could hold counters at all while the pinned
- * units hold theirs: no more slots than the counters they leave. Not
- * tried with the driver, which would move the counters of the units
- * that hold them: a unit that passes but that the driver's constraints
- * never let in (say two events that only one fixed counter counts) waits
- * at the head of each rotation, without holding the others back. Device
- * lock held, interrupts disabled: by perfmon_slot_acquire, its caller,
- * which takes the lock (not asserted on the attach's path; the schedule
- * after it asserts the lock, perfmon_mux_schedule).
- */
-bool
-perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit)
+/* Whether some slot of unit is pinned (used slots only: a free one's
+   fields are stale). */
+static bool
+perfmon_mux_unit_pinned(const struct perfmon_dev_state *state, uint32_t unit)
 {
-    const struct perfmon_dev_state *state = dev->state;
-    unsigned int pinned = 0;
-
-    FOR_EACH_BIT(i, state->sched_mask & ~unit) {
-        uint32_t other = perfmon_mux_unit(state, i);
-        bool pin = false;
-
-        FOR_EACH_BIT(j, other) {
-            pin |= perfmon_mux_slot_pinned(&state->slots[j]);
+    FOR_EACH_BIT(i, unit & state->used_mask) {
+        if (perfmon_mux_slot_pinned(&state->slots[i])) {
+            return true;
         }
-
-        pinned += pin;
     }
 
-    return bitops_popcount(unit) + pinned <= dev->nr_counters;
+    return false;
+}
+
+/*
+ * Whether unit (the union of the units an attach links, its new slots
+ * included), pinned after the attach if pin, could hold its counters
+ * while the pinned units hold theirs, and, if it pins, whether every
+ * other attached unit still could beside it: no unit may have more slots
+ * than the counters the pinned units leave. Checking both sides makes the
+ * answer the same whatever order the units attach in: a pinned event
+ * attached after a group that needs every counter is refused, as the
+ * group is when it comes second. The invariant (every attached unit fits
+ * beside the pinned ones) holds from then on: detach only frees slots,
+ * and only an attach links or pins. Not tried with the driver, which
+ * would move the counters of the units that hold them: a unit that
+ * passes but that the driver's constraints never let in (say two events
+ * that only one fixed counter counts) waits at the head of each
+ * rotation, without holding the others back. Device lock held,
+ * interrupts disabled: by perfmon_slot_acquire, its caller, which takes
+ * the lock (not asserted on the attach's path; the schedule after it
+ * asserts the lock, perfmon_mux_schedule).
+ */
+bool
+perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit, bool pin)
+{
+    const struct perfmon_dev_state *state = dev->state;
+    uint32_t others = state->used_mask & ~unit, pinned = 0, seen = 0;
+
+    FOR_EACH_BIT(i, others) {
+        uint32_t other = perfmon_mux_unit(state, i);
+
+        if (!(seen & (1U << i)) && perfmon_mux_unit_pinned(state, other)) {
+            pinned |= other;
+        }
+
+        seen |= other;
+    }
+
+    if (bitops_popcount(unit) + bitops_popcount(pinned)
+        > dev->nr_counters) {
+        return false;
+    }
+
+    if (!pin) {
+        return true;
+    }
+
+    pinned |= unit;
+
+    FOR_EACH_BIT(i, others & ~pinned) {
+        uint32_t other = perfmon_mux_unit(state, i);
+
+        if (bitops_popcount(other) + bitops_popcount(pinned)
+            > dev->nr_counters) {
+            return false;
+        }
+    }
+
+    return true;
 }
 
 /* Count (delta 1) or uncount (delta -1) the links of a group's slots. */

@@ -181,8 +181,8 @@ perfmon_slot_acquire(struct perfmon_dev *dev, const uint64_t *configs,
     uint32_t new = 0, unit = 0, changed = 0;
     uint64_t least, most;
     unsigned long flags;
+    bool any, pin = sampler;
     int error = 0;
-    bool any;
 
     assert(nr >= 1 && nr <= PERFMON_GROUP_MAX && (!sampler || nr == 1));
     spinlock_lock_intr_save(&state->lock, &flags);
@@ -211,10 +211,11 @@ perfmon_slot_acquire(struct perfmon_dev *dev, const uint64_t *configs,
         }
 
         unit |= perfmon_mux_unit(state, index);
+        pin |= pins[k];
     }
 
     /* Before anything changes: a refusal moves no counter. */
-    if ((unit & ~state->sched_mask) != 0 && !perfmon_mux_fits(dev, unit)) {
+    if (!perfmon_mux_fits(dev, unit, pin)) {
         error = EAGAIN;
         goto out;
     }

@@ -141,7 +141,7 @@ uint64_t perfmon_mux_level(uint64_t own, bool any, uint64_t least,
 int perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate);
 void perfmon_mux_reschedule(struct perfmon_dev *dev);
 void perfmon_mux_publish(struct perfmon_dev *dev, uint32_t changed);
-bool perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit);
+bool perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit, bool pin);
 void perfmon_mux_links_add(struct perfmon_dev_state *state,
                            const unsigned int *indexes, unsigned int nr_indexes,
                            int delta);

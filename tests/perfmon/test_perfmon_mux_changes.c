@@ -262,10 +262,12 @@ test_px_spinner_main(void *arg)
 
 /*
  * A thread event counts on its counter while its thread spins on CPU 1;
- * pinned events attached on CPU 0 then take every counter, which CPU 1
- * follows at once or at the switch away from the thread. The thread ran
- * two ticks with its counter: its event's running time shows it (a loss
- * applied at the switch once made it wrap to 0).
+ * pinned events attached on CPU 0 take every other counter, and a
+ * multiplexed event attached there waits; the rotation gives it the
+ * counter (it has served less), which CPU 1 gives up at once or at the
+ * switch away from the thread. The thread ran two ticks with its
+ * counter: its event's running time shows it (a loss applied at the
+ * switch once made it wrap to 0), and it then waited.
  */
 TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
 {
@@ -276,12 +278,13 @@ TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
     struct perfmon_event *event = &set->extra;
     struct perfmon_value value;
     struct thread *thread;
+    uint64_t rotations;
 
     test_require_cpus(2);
     test_px_pin_self(0);
     test_px_init(set, nr_slots, 1);
 
-    for (unsigned int i = 0; i < nr_slots; i++) {
+    for (unsigned int i = 0; i + 1 < nr_slots; i++) {
         TEST_ASSERT_EQ(perfmon_event_init(&set->events[i],
                                           PMU_SOFT_EV_EMIT + 1 + i,
                                           PERFMON_EF_SW | PERFMON_EF_PINNED),
@@ -304,6 +307,11 @@ TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], 0), 0);
     }
 
+    /* The multiplexed one waits; a rotation (ours or the thread's) gives
+       it the counter, the thread's event having served more. */
+    rotations = perfmon_mux_nr_rotations(soft);
+    perfmon_mux_rotate(soft);
+    TEST_ASSERT_GT(perfmon_mux_nr_rotations(soft), rotations);
     spinner.go = true;
     thread_join(thread);
     TEST_ASSERT_EQ(perfmon_event_read_value(event, &value), 0);
@@ -314,6 +322,79 @@ TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
     }
 
     TEST_ASSERT_GT(value.time_running, 0);
+    TEST_ASSERT_LT(value.time_running, value.time_enabled);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * Attach decides the same whatever the order (issue: a pinned event
+ * attached after a group of S raw events was accepted and the group never
+ * ran again, while the group attached second got EAGAIN). A group holding
+ * every counter: a pinned event of another raw event, on the CPU or on a
+ * thread, is refused, changing nothing; pinned on one of the group's raw
+ * events it pins the group's unit, which fits, and the group counts every
+ * unit. Detached and attached the other way round: the group is refused.
+ */
+TEST_DEFINE(perfmon_mux, pinned_attach_cannot_starve_an_attached_unit)
+{
+    struct perfmon_dev *soft = test_px_soft_dev();
+    struct test_px_set *set = &test_px_set;
+    unsigned int nr_slots = soft->nr_counters;
+    unsigned int cpu = cpu_count() - 1;
+    struct perfmon_group *group = &set->groups[0];
+    struct perfmon_event *pinned = &set->extra;
+    struct perfmon_event *member_pin = &set->events[nr_slots];
+    uint64_t seq;
+
+    test_px_pin_self(cpu);
+    test_px_init(set, nr_slots + 1, 0);
+    TEST_ASSERT_EQ(perfmon_group_init(group), 0);
+
+    for (unsigned int i = 0; i < nr_slots; i++) {
+        TEST_ASSERT_EQ(perfmon_group_add(group, &set->events[i]), 0);
+    }
+
+    TEST_ASSERT_EQ(perfmon_event_init(pinned, PMU_SOFT_EV_EMIT + nr_slots,
+                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
+    TEST_ASSERT_EQ(perfmon_event_init(member_pin, PMU_SOFT_EV_EMIT,
+                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(group, cpu), 0);
+    TEST_ASSERT(test_px_all_counting_here(set, 0, nr_slots));
+    seq = perfmon_mux_sched_seq(soft);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(pinned, cpu), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_event_attach(pinned, thread_self()), EAGAIN);
+    TEST_ASSERT(!perfmon_event_attached(pinned));
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_slots);
+    TEST_ASSERT(test_px_all_counting_here(set, 0, nr_slots));
+
+    /* Pinning the group's own raw event pins its unit: room enough. */
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(member_pin, cpu), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_slots);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(pinned, cpu), EAGAIN);
+
+    for (unsigned int i = 0; i < nr_slots; i++) {
+        TEST_ASSERT_EQ(test_emit_paced(i, 10), 10);
+    }
+
+    TEST_ASSERT(test_px_all_counting_here(set, 0, nr_slots + 1));
+    TEST_ASSERT_EQ(perfmon_event_detach(member_pin), 0);
+
+    for (unsigned int i = 0; i < nr_slots; i++) {
+        TEST_ASSERT_EQ(perfmon_event_read_value(&set->events[i],
+                                                &set->values[i]), 0);
+        TEST_ASSERT_EQ(set->values[i].count, 10);
+    }
+
+    /* The other order: the pinned event first, then the group. */
+    TEST_ASSERT_EQ(perfmon_group_detach(group), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(pinned, cpu), 0);
+    seq = perfmon_mux_sched_seq(soft);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(group, cpu), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
+    TEST_ASSERT_EQ(perfmon_event_detach(pinned), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
