@@ -467,8 +467,9 @@ px_nr_samples(struct perfmon_event *event)
  * A sampling event shares no slot: beside a counting event of its raw
  * event it takes a slot of its own, pinned (it holds a counter at once).
  * Each period of PX_PERIOD events, one overflow, is one sample, exactly;
- * the counting event counts them all (with one counter it has none: the
- * sampling event took it). A refresh of 3 gives 3 more samples, then
+ * the counting event counts them all (with one counter the sampling
+ * event would leave it none for ever: refused, perfmon_mux_fits). A
+ * refresh of 3 gives 3 more samples, then
  * none, while it keeps counting.
  */
 HOST_TEST(sampling_event_takes_its_own_slot_one_sample_per_period)
@@ -493,6 +494,18 @@ HOST_TEST(sampling_event_takes_its_own_slot_one_sample_per_period)
                                                   .session = session,
                                                   .period = PX_PERIOD,
                                               }), 0);
+
+    if (!shared) {
+        /* One counter: the counting event would never run again. */
+        HOST_ASSERT_EQ(perfmon_event_attach_cpu(sampler, 0), EAGAIN);
+        HOST_ASSERT(px_counting(0));
+        HOST_ASSERT_EQ(perfmon_dev_nr_used_slots(px_dev()), 1);
+        px_detach(0, 1);
+        HOST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+        px_end();
+        return;
+    }
+
     HOST_ASSERT_EQ(perfmon_event_attach_cpu(sampler, 0), 0);
     HOST_ASSERT(perfmon_event_slot_index(sampler)
                 != perfmon_event_slot_index(&px_events[0]));
