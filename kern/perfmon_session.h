@@ -102,9 +102,13 @@ unsigned int perfmon_session_nr_refs(const struct perfmon_session *session);
  * would hold it back on its first CPU for good),
  * so that the NMI's samples never land inside it. The inline pair below
  * has no such guard: it is for code that already runs in a marked
- * section or in perfmon's NMI. A ring should hold several of the largest
- * records written to it (a 256-byte ring never holds a 264-byte record,
- * nor one above 240 bytes with a LOST record before it). The maximum is
+ * section or in perfmon's NMI. A drained ring takes any record of up to
+ * its size (16 bytes less with a LOST record before it), wherever its
+ * last record ended; a ring that holds records takes one when the bytes
+ * it has free reach it without straddling the buffer's end. A ring
+ * should hold several of the largest records written to it (a 256-byte
+ * ring never holds a 264-byte record, nor one above 240 bytes with a
+ * LOST record before it). The maximum is
  * a sample with the deepest call chain (kern/perfmon_record.h).
  */
 #define PERFMON_SESSION_RECORD_MAX  264
@@ -142,11 +146,12 @@ struct perfmon_session_ring {
     uint16_t next_size;         /* size of the reserved record */
     uint16_t next_nr;           /* records the reservation adds (1 or 2) */
     uint32_t cpu;
-    char *buf;                  /* fixed after creation, as is mask */
+    uint64_t pad_from;          /* where the last pad starts (~0: none) */
 
     /* Consumer (one thread). */
     uint64_t tail __aligned(PERFMON_SESSION_LINE); /* release order */
     uint64_t mask;              /* ring size - 1, fixed */
+    char *buf;                  /* fixed after creation */
     uint64_t nr_read;           /* records read, LOST ones included */
     uint64_t lost;              /* sum of nr_lost of LOST records read */
     uint64_t nr_lost_records;   /* LOST records read */

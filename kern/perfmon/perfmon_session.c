@@ -8,11 +8,18 @@
  * ring holds. They never wrap in practice (2^64 bytes).
  *
  * A record never straddles the end of the buffer. When one does not fit
- * in the bytes left before the end, the producer fills them with a pad
- * (a header of type PERFMON_SESSION_PAD, size: the bytes to the end) and
- * puts the record at the start of the buffer; the consumer skips pads
- * and never hands them out. A pad is published in the same commit as the
- * record after it, so a pad is never the last thing in a ring.
+ * in the bytes left before the end, the producer leaves them as a pad
+ * and puts the record at the start of the buffer. The pad is marked by
+ * its start in pad_from, not by a header in the buffer: a drained ring
+ * starts over at the buffer's start whatever its offset, and its record
+ * may then cover the pad's bytes. The consumer skips from pad_from to
+ * the end and never hands pads out. A pad is published in the same
+ * commit as the record after it (pad_from written before head's
+ * release), so a pad is never the last thing in a ring; and a ring holds
+ * at most one pad (a second one would be more than a ring size past the
+ * first), so a new pad_from is only written once the consumer's tail is
+ * past the old pad, and the consumer, whose tail is below head, never
+ * sees a pad_from not yet published equal its tail.
  *
  * Ordering: the producer writes a record, then publishes head with
  * release order; the consumer reads head with acquire order before the
@@ -44,9 +51,6 @@
 #include <kern/perfmon_session.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
-
-/* Header type of the filler before a record placed at the buffer start. */
-#define PERFMON_SESSION_PAD     0
 
 int
 perfmon_session_create(struct perfmon_session **sessionp, size_t ring_size)
@@ -86,6 +90,7 @@ perfmon_session_create(struct perfmon_session **sessionp, size_t ring_size)
 
         ring->mask = ring_size - 1;
         ring->cpu = cpu;
+        ring->pad_from = UINT64_MAX;
     }
 
     *sessionp = session;
@@ -161,18 +166,13 @@ perfmon_session_place(const struct perfmon_session_ring *ring, uint64_t pos,
     return pos;
 }
 
+/* A pad always runs to the buffer's end: only its start is recorded. */
 static inline void
 perfmon_session_pad(struct perfmon_session_ring *ring, uint64_t from,
                     uint64_t to)
 {
-    struct perfmon_record_header *header;
-
     if (from != to) {
-        header = (struct perfmon_record_header *)(ring->buf
-                                                  + (from & ring->mask));
-        header->type = PERFMON_SESSION_PAD;
-        header->size = (uint16_t)(to - from);
-        header->cpu = ring->cpu;
+        WRITE_ONCE(ring->pad_from, from);
     }
 }
 
@@ -193,11 +193,23 @@ perfmon_session_reserve_slow(struct perfmon_session_ring *ring, size_t size)
 {
     struct perfmon_record_lost *lost;
     uint64_t head, tail, pos, lost_pos = 0;
+    size_t need;
 
     assert_intr_disabled();
     head = ring->head;
     tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
-    pos = head;
+    need = size + ((ring->nr_pending != 0) ? sizeof(*lost) : 0);
+
+    /*
+     * A drained ring holds nothing its pad could overlap: when the
+     * pieces do not fit before the end, all of them start over at the
+     * buffer's start, and they need only fit in the ring.
+     */
+    if (tail == head) {
+        tail = perfmon_session_place(ring, head, need);
+    }
+
+    pos = tail > head ? tail : head;
 
     if (ring->nr_pending != 0) {
         lost_pos = perfmon_session_place(ring, pos, sizeof(*lost));
@@ -376,18 +388,19 @@ perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
     }
 
     src = (const uint64_t *)(ring->buf + (tail & ring->mask));
-    word = src[0];
 
     /*
      * A pad runs to the end of the buffer and a record follows it: skip
-     * it for good (the producer may reuse its bytes at once).
+     * it for good (the producer may reuse its bytes at once). pad_from
+     * is read after head's acquire, so a published pad is seen.
      */
-    if (unlikely(PERFMON_SESSION_WORD_TYPE(word) == PERFMON_SESSION_PAD)) {
-        tail += PERFMON_SESSION_WORD_SIZE(word);
+    if (unlikely(tail == READ_ONCE(ring->pad_from))) {
+        tail += ring->mask + 1 - (tail & ring->mask);
         __atomic_store_n(&ring->tail, tail, __ATOMIC_RELEASE);
         src = (const uint64_t *)ring->buf;
-        word = src[0];
     }
+
+    word = src[0];
 
     record_size = PERFMON_SESSION_WORD_SIZE(word);
 
