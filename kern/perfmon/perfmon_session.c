@@ -25,10 +25,28 @@
  * release order; the consumer reads head with acquire order before the
  * bytes below it, copies the record out, then publishes tail with release
  * order; the producer reads tail with acquire order before it reuses the
- * bytes below it. Each counter has a single writer (the producer's
- * counters on the producer's line, the consumer's on its own line); other
- * contexts only read them, which on x86 is a plain load of an aligned
- * 64-bit word.
+ * bytes below it. pad_from is relaxed both ways: head's release and
+ * acquire order it (the pad_from a consumer at a pad needs is published
+ * with the record after the pad, and is not replaced before the tail
+ * that the producer acquires is past that pad).
+ *
+ * Statistics: each counter has a single writer (the producer's on the
+ * producer's line, the consumer's on its own line), which reads it
+ * plainly and stores it atomically; any context may read them all
+ * (perfmon_session_ring_stats), in an order that pairs with the
+ * writers' so that a snapshot never counts a record twice nor wraps:
+ *  - the producer increments produced before it drops or publishes the
+ *    record; its store of dropped is a release (it publishes produced);
+ *  - the consumer stores nr_read with release after head's acquire (it
+ *    publishes the produced count that covers the record), then, for a
+ *    LOST record, lost, then nr_lost_records with release (it publishes
+ *    nr_read and lost), for a THROTTLE record throttled with release;
+ *  - the reader loads nr_lost_records, lost, throttled, nr_read and
+ *    dropped with acquire, in that order, then produced. So it sees no
+ *    more LOST records than nr_read counts (read never wraps) nor than
+ *    lost, no more lost than dropped (the LOST record was published
+ *    after its drops: dropped - lost never wraps), and a produced count
+ *    at least read + dropped.
  *
  * Loss: a record that does not fit is counted in nr_pending; the next
  * reservation that succeeds carries a PERFMON_RECORD_LOST record with
@@ -172,7 +190,7 @@ perfmon_session_pad(struct perfmon_session_ring *ring, uint64_t from,
                     uint64_t to)
 {
     if (from != to) {
-        WRITE_ONCE(ring->pad_from, from);
+        __atomic_store_n(&ring->pad_from, from, __ATOMIC_RELAXED);
     }
 }
 
@@ -180,7 +198,9 @@ static void
 perfmon_session_drop(struct perfmon_session_ring *ring)
 {
     ring->nr_pending++;
-    WRITE_ONCE(ring->dropped, ring->dropped + 1);
+
+    /* Release: publishes produced (perfmon_session_ring_stats). */
+    __atomic_store_n(&ring->dropped, ring->dropped + 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -350,12 +370,20 @@ perfmon_session_account(struct perfmon_session_ring *ring,
 {
     const struct perfmon_record_header *header = (const void *)record;
 
+    /*
+     * After nr_read's store; the releases publish it (and lost) to the
+     * statistics' reader, which loads these first.
+     */
     if (header->type == PERFMON_RECORD_LOST) {
-        WRITE_ONCE(ring->lost, ring->lost
-                   + ((const struct perfmon_record_lost *)header)->nr_lost);
-        WRITE_ONCE(ring->nr_lost_records, ring->nr_lost_records + 1);
+        __atomic_store_n(&ring->lost,
+                         ring->lost
+                         + ((const struct perfmon_record_lost *)header)->nr_lost,
+                         __ATOMIC_RELEASE);
+        __atomic_store_n(&ring->nr_lost_records, ring->nr_lost_records + 1,
+                         __ATOMIC_RELEASE);
     } else {
-        WRITE_ONCE(ring->throttled, ring->throttled + 1);
+        __atomic_store_n(&ring->throttled, ring->throttled + 1,
+                         __ATOMIC_RELEASE);
     }
 }
 
@@ -394,7 +422,8 @@ perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
      * it for good (the producer may reuse its bytes at once). pad_from
      * is read after head's acquire, so a published pad is seen.
      */
-    if (unlikely(tail == READ_ONCE(ring->pad_from))) {
+    if (unlikely(tail == __atomic_load_n(&ring->pad_from,
+                                         __ATOMIC_RELAXED))) {
         tail += ring->mask + 1 - (tail & ring->mask);
         __atomic_store_n(&ring->tail, tail, __ATOMIC_RELEASE);
         src = (const uint64_t *)ring->buf;
@@ -412,10 +441,10 @@ perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
     dst[0] = word;
 
     /*
-     * Single writer: an aligned 64-bit add is one store, which readers
-     * of the statistics see whole.
+     * Single writer. Release: publishes the produced count head's
+     * acquire saw, which covers this record (perfmon_session_ring_stats).
      */
-    ring->nr_read++;
+    __atomic_store_n(&ring->nr_read, ring->nr_read + 1, __ATOMIC_RELEASE);
 
     if (unlikely((uint16_t)(PERFMON_SESSION_WORD_TYPE(word)
                             - PERFMON_RECORD_LOST)
@@ -514,16 +543,19 @@ perfmon_session_ring_stats(const struct perfmon_session_ring *ring,
     uint64_t lost, nr_read, nr_lost_records, throttled, dropped, produced;
 
     /*
-     * Consumer counts first: a LOST record read accounts for drops the
-     * producer counted before it, so the dropped total read next is at
-     * least the lost one and the difference is never negative.
+     * Each load before the counts that bound it (see the overview): the
+     * LOST records before nr_read, which counts them first; lost before
+     * dropped, whose drops a LOST record read reports; all of them
+     * before produced, which counts each record before it is read or
+     * dropped.
      */
+    nr_lost_records = __atomic_load_n(&ring->nr_lost_records,
+                                      __ATOMIC_ACQUIRE);
     lost = __atomic_load_n(&ring->lost, __ATOMIC_ACQUIRE);
-    nr_read = READ_ONCE(ring->nr_read);
-    nr_lost_records = READ_ONCE(ring->nr_lost_records);
-    throttled = READ_ONCE(ring->throttled);
+    throttled = __atomic_load_n(&ring->throttled, __ATOMIC_ACQUIRE);
+    nr_read = __atomic_load_n(&ring->nr_read, __ATOMIC_ACQUIRE);
     dropped = __atomic_load_n(&ring->dropped, __ATOMIC_ACQUIRE);
-    produced = READ_ONCE(ring->produced);
+    produced = __atomic_load_n(&ring->produced, __ATOMIC_RELAXED);
 
     stats->produced += produced;
     stats->read += nr_read - nr_lost_records;
