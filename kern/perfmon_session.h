@@ -165,7 +165,7 @@ struct perfmon_session_ring {
     uint64_t tail __aligned(PERFMON_SESSION_LINE); /* release order */
     uint64_t mask;              /* ring size - 1, fixed */
     char *buf;                  /* fixed after creation */
-    uint64_t nr_read;           /* records read, LOST ones included */
+    uint64_t nr_read;           /* records read, LOST ones not included */
     uint64_t lost;              /* sum of nr_lost of LOST records read */
     uint64_t nr_lost_records;   /* LOST records read */
     uint64_t throttled;         /* THROTTLE records read */

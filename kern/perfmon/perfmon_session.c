@@ -37,16 +37,20 @@
  * writers' so that a snapshot never counts a record twice nor wraps:
  *  - the producer increments produced before it drops or publishes the
  *    record; its store of dropped is a release (it publishes produced);
- *  - the consumer stores nr_read with release after head's acquire (it
- *    publishes the produced count that covers the record), then, for a
- *    LOST record, lost, then nr_lost_records with release (it publishes
- *    nr_read and lost), for a THROTTLE record throttled with release;
+ *  - the consumer counts a record it read in one counter, after head's
+ *    acquire, with release (that publishes the produced count that
+ *    covers it): a LOST record in nr_lost_records, after lost, a
+ *    THROTTLE record in nr_read, before throttled, any other in
+ *    nr_read. A record is counted once, in one store: no snapshot sees
+ *    it half counted (nr_read leaves LOST records out for that reason;
+ *    the watermark adds nr_lost_records back);
  *  - the reader loads nr_lost_records, lost, throttled, nr_read and
  *    dropped with acquire, in that order, then produced. So it sees no
- *    more LOST records than nr_read counts (read never wraps) nor than
- *    lost, no more lost than dropped (the LOST record was published
- *    after its drops: dropped - lost never wraps), and a produced count
- *    at least read + dropped.
+ *    more LOST records than lost says, no more lost than dropped (the
+ *    LOST record was published after its drops: dropped - lost never
+ *    wraps), no more THROTTLE records than nr_read, and a produced
+ *    count at least nr_read + dropped (the records read and those
+ *    dropped were produced before it).
  *
  * Loss: a record that does not fit is counted in nr_pending; the next
  * reservation that succeeds carries a PERFMON_RECORD_LOST record with
@@ -369,19 +373,21 @@ perfmon_session_account(struct perfmon_session_ring *ring,
                         const uint64_t *record)
 {
     const struct perfmon_record_header *header = (const void *)record;
+    const struct perfmon_record_lost *lost = (const void *)record;
 
     /*
-     * After nr_read's store; the releases publish it (and lost) to the
-     * statistics' reader, which loads these first.
+     * Releases: each publishes the produced count head's acquire saw, and
+     * the count stored before it, to the statistics' reader, which loads
+     * the later one first (nr_lost_records before lost, throttled before
+     * nr_read).
      */
     if (header->type == PERFMON_RECORD_LOST) {
-        __atomic_store_n(&ring->lost,
-                         ring->lost
-                         + ((const struct perfmon_record_lost *)header)->nr_lost,
+        __atomic_store_n(&ring->lost, ring->lost + lost->nr_lost,
                          __ATOMIC_RELEASE);
         __atomic_store_n(&ring->nr_lost_records, ring->nr_lost_records + 1,
                          __ATOMIC_RELEASE);
     } else {
+        __atomic_store_n(&ring->nr_read, ring->nr_read + 1, __ATOMIC_RELEASE);
         __atomic_store_n(&ring->throttled, ring->throttled + 1,
                          __ATOMIC_RELEASE);
     }
@@ -441,15 +447,17 @@ perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
     dst[0] = word;
 
     /*
-     * Single writer. Release: publishes the produced count head's
-     * acquire saw, which covers this record (perfmon_session_ring_stats).
+     * Single writer, one store per record. Release: publishes the
+     * produced count head's acquire saw, which covers this record
+     * (perfmon_session_ring_stats).
      */
-    __atomic_store_n(&ring->nr_read, ring->nr_read + 1, __ATOMIC_RELEASE);
-
     if (unlikely((uint16_t)(PERFMON_SESSION_WORD_TYPE(word)
                             - PERFMON_RECORD_LOST)
                  <= PERFMON_RECORD_THROTTLE - PERFMON_RECORD_LOST)) {
         perfmon_session_account(ring, dst);
+    } else {
+        __atomic_store_n(&ring->nr_read, ring->nr_read + 1,
+                         __ATOMIC_RELEASE);
     }
 
     __atomic_store_n(&ring->tail, tail + record_size, __ATOMIC_RELEASE);
@@ -478,8 +486,9 @@ perfmon_session_set_watermark(struct perfmon_session *session,
 }
 
 /*
- * Whether a ring holds the watermark. Called by the consumer, so tail and
- * nr_read are its own. The producer publishes nr_committed after head:
+ * Whether a ring holds the watermark. Called by the consumer, so tail,
+ * nr_read and nr_lost_records are its own (the records read, LOST ones
+ * included, are their sum). The producer publishes nr_committed after head:
  * the count seen may lag records already read (then the difference is
  * negative: nothing held) but never runs ahead of records published, so
  * a ring is never reported at its watermark before it is.
@@ -494,7 +503,8 @@ perfmon_session_ring_ready(const struct perfmon_session *session,
     uint64_t nr_bytes;
 
     nr_held = (int64_t)(__atomic_load_n(&ring->nr_committed,
-                                        __ATOMIC_ACQUIRE) - ring->nr_read);
+                                        __ATOMIC_ACQUIRE)
+                        - (ring->nr_read + ring->nr_lost_records));
     nr_bytes = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) - ring->tail;
 
     return ((wm_records != 0) && (nr_held >= (int64_t)wm_records))
@@ -544,10 +554,10 @@ perfmon_session_ring_stats(const struct perfmon_session_ring *ring,
 
     /*
      * Each load before the counts that bound it (see the overview): the
-     * LOST records before nr_read, which counts them first; lost before
-     * dropped, whose drops a LOST record read reports; all of them
-     * before produced, which counts each record before it is read or
-     * dropped.
+     * LOST records before lost, THROTTLE records before nr_read, lost
+     * before dropped, whose drops a LOST record read reports; all of
+     * them before produced, which counts each record before it is read
+     * or dropped.
      */
     nr_lost_records = __atomic_load_n(&ring->nr_lost_records,
                                       __ATOMIC_ACQUIRE);
@@ -558,7 +568,7 @@ perfmon_session_ring_stats(const struct perfmon_session_ring *ring,
     produced = __atomic_load_n(&ring->produced, __ATOMIC_RELAXED);
 
     stats->produced += produced;
-    stats->read += nr_read - nr_lost_records;
+    stats->read += nr_read;
     stats->lost += lost;
     stats->dropped += dropped - lost;
     stats->nr_lost_records += nr_lost_records;
