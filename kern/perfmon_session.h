@@ -44,6 +44,8 @@ struct perfmon_session;
  * Counts of a session, per CPU or summed. produced == read + lost +
  * dropped + what the rings hold (+ a reservation not yet committed);
  * records are counted once each, LOST records themselves not included.
+ * A snapshot of rings in use (perfmon_session_stats) still has read +
+ * lost + dropped <= produced and nr_lost_records <= lost: no count wraps.
  */
 struct perfmon_session_stats {
     uint64_t produced;      /* records offered to the rings (reserve
@@ -102,10 +104,25 @@ unsigned int perfmon_session_nr_refs(const struct perfmon_session *session);
  * would hold it back on its first CPU for good),
  * so that the NMI's samples never land inside it. The inline pair below
  * has no such guard: it is for code that already runs in a marked
- * section or in perfmon's NMI. A ring should hold several of the largest
- * records written to it (a 256-byte ring never holds a 264-byte record,
- * nor one above 240 bytes with a LOST record before it). The maximum is
- * a sample with the deepest call chain (kern/perfmon_record.h).
+ * section or in perfmon's NMI.
+ *
+ * Which records fit, in a ring of R bytes: a record never straddles the
+ * buffer's end, so one of s bytes goes where the last one ended (offset
+ * o) when s <= R - o, else at the buffer's start, the R - o bytes
+ * skipped; after drops, the 16-byte LOST record goes first, by the same
+ * rule, and the record right after it. Then:
+ *  - a drained ring (the consumer has read all it held) takes the
+ *    record whenever s <= R, or s + 16 <= R after drops, wherever o is
+ *    (it starts over at the buffer's start when need be);
+ *  - a ring that holds h bytes takes it when the bytes so placed, the
+ *    skipped ones included, come to at most R - h.
+ * A record that does not fit is dropped, and so is every one after it
+ * until one fits with its LOST record. So a 256-byte ring never holds a
+ * 264-byte record, nor one above 240 bytes with a LOST record before it
+ * (after drops, records above 240 bytes are dropped until a smaller one
+ * comes), and a ring should hold several of the largest records written
+ * to it. The maximum is a sample with the deepest call chain
+ * (kern/perfmon_record.h).
  */
 #define PERFMON_SESSION_RECORD_MAX  264
 void *perfmon_session_reserve(struct perfmon_session *session, size_t size);
@@ -142,12 +159,13 @@ struct perfmon_session_ring {
     uint16_t next_size;         /* size of the reserved record */
     uint16_t next_nr;           /* records the reservation adds (1 or 2) */
     uint32_t cpu;
-    char *buf;                  /* fixed after creation, as is mask */
+    uint64_t pad_from;          /* where the last pad starts (~0: none) */
 
     /* Consumer (one thread). */
     uint64_t tail __aligned(PERFMON_SESSION_LINE); /* release order */
     uint64_t mask;              /* ring size - 1, fixed */
-    uint64_t nr_read;           /* records read, LOST ones included */
+    char *buf;                  /* fixed after creation */
+    uint64_t nr_read;           /* records read, LOST ones not included */
     uint64_t lost;              /* sum of nr_lost of LOST records read */
     uint64_t nr_lost_records;   /* LOST records read */
     uint64_t throttled;         /* THROTTLE records read */
@@ -182,7 +200,8 @@ perfmon_session_ring_reserve(struct perfmon_session_ring *ring, size_t size)
     uint64_t ring_size = ring->mask + 1;    /* loaded once, not twice */
     uint64_t offset = head & ring->mask;
 
-    WRITE_ONCE(ring->produced, ring->produced + 1);
+    /* Before the record is dropped or published (statistics' order). */
+    __atomic_store_n(&ring->produced, ring->produced + 1, __ATOMIC_RELAXED);
 
     /* Whatever is not a plain fit, the slow path sorts out. */
     if (unlikely((ring->nr_pending != 0) || (offset + size > ring_size)
@@ -260,7 +279,8 @@ int perfmon_session_wait(struct perfmon_session *session,
  * Counts of one CPU's ring (cpu < cpu_count()) or of all of them
  * (PERFMON_SESSION_ALL_CPUS). Return 0 or EINVAL (NULL session or stats,
  * bad CPU; stats unchanged). Any context (a snapshot: counters of a ring
- * in use move while they are read, but dropped is never negative).
+ * in use move while they are read, but read + lost + dropped never
+ * exceeds produced, and none wraps: see struct perfmon_session_stats).
  */
 #define PERFMON_SESSION_ALL_CPUS (~0U)
 int perfmon_session_stats(const struct perfmon_session *session,

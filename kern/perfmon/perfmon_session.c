@@ -8,20 +8,49 @@
  * ring holds. They never wrap in practice (2^64 bytes).
  *
  * A record never straddles the end of the buffer. When one does not fit
- * in the bytes left before the end, the producer fills them with a pad
- * (a header of type PERFMON_SESSION_PAD, size: the bytes to the end) and
- * puts the record at the start of the buffer; the consumer skips pads
- * and never hands them out. A pad is published in the same commit as the
- * record after it, so a pad is never the last thing in a ring.
+ * in the bytes left before the end, the producer leaves them as a pad
+ * and puts the record at the start of the buffer. The pad is marked by
+ * its start in pad_from, not by a header in the buffer: a drained ring
+ * starts over at the buffer's start whatever its offset, and its record
+ * may then cover the pad's bytes. The consumer skips from pad_from to
+ * the end and never hands pads out. A pad is published in the same
+ * commit as the record after it (pad_from written before head's
+ * release), so a pad is never the last thing in a ring; and a ring holds
+ * at most one pad (a second one would be more than a ring size past the
+ * first), so a new pad_from is only written once the consumer's tail is
+ * past the old pad, and the consumer, whose tail is below head, never
+ * sees a pad_from not yet published equal its tail.
  *
  * Ordering: the producer writes a record, then publishes head with
  * release order; the consumer reads head with acquire order before the
  * bytes below it, copies the record out, then publishes tail with release
  * order; the producer reads tail with acquire order before it reuses the
- * bytes below it. Each counter has a single writer (the producer's
- * counters on the producer's line, the consumer's on its own line); other
- * contexts only read them, which on x86 is a plain load of an aligned
- * 64-bit word.
+ * bytes below it. pad_from is relaxed both ways: head's release and
+ * acquire order it (the pad_from a consumer at a pad needs is published
+ * with the record after the pad, and is not replaced before the tail
+ * that the producer acquires is past that pad).
+ *
+ * Statistics: each counter has a single writer (the producer's on the
+ * producer's line, the consumer's on its own line), which reads it
+ * plainly and stores it atomically; any context may read them all
+ * (perfmon_session_ring_stats), in an order that pairs with the
+ * writers' so that a snapshot never counts a record twice nor wraps:
+ *  - the producer increments produced before it drops or publishes the
+ *    record; its store of dropped is a release (it publishes produced);
+ *  - the consumer counts a record it read in one counter, after head's
+ *    acquire, with release (that publishes the produced count that
+ *    covers it): a LOST record in nr_lost_records, after lost, a
+ *    THROTTLE record in nr_read, before throttled, any other in
+ *    nr_read. A record is counted once, in one store: no snapshot sees
+ *    it half counted (nr_read leaves LOST records out for that reason;
+ *    the watermark adds nr_lost_records back);
+ *  - the reader loads nr_lost_records, lost, throttled, nr_read and
+ *    dropped with acquire, in that order, then produced. So it sees no
+ *    more LOST records than lost says, no more lost than dropped (the
+ *    LOST record was published after its drops: dropped - lost never
+ *    wraps), no more THROTTLE records than nr_read, and a produced
+ *    count at least nr_read + dropped (the records read and those
+ *    dropped were produced before it).
  *
  * Loss: a record that does not fit is counted in nr_pending; the next
  * reservation that succeeds carries a PERFMON_RECORD_LOST record with
@@ -44,9 +73,6 @@
 #include <kern/perfmon_session.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
-
-/* Header type of the filler before a record placed at the buffer start. */
-#define PERFMON_SESSION_PAD     0
 
 int
 perfmon_session_create(struct perfmon_session **sessionp, size_t ring_size)
@@ -86,6 +112,7 @@ perfmon_session_create(struct perfmon_session **sessionp, size_t ring_size)
 
         ring->mask = ring_size - 1;
         ring->cpu = cpu;
+        ring->pad_from = UINT64_MAX;
     }
 
     *sessionp = session;
@@ -161,18 +188,13 @@ perfmon_session_place(const struct perfmon_session_ring *ring, uint64_t pos,
     return pos;
 }
 
+/* A pad always runs to the buffer's end: only its start is recorded. */
 static inline void
 perfmon_session_pad(struct perfmon_session_ring *ring, uint64_t from,
                     uint64_t to)
 {
-    struct perfmon_record_header *header;
-
     if (from != to) {
-        header = (struct perfmon_record_header *)(ring->buf
-                                                  + (from & ring->mask));
-        header->type = PERFMON_SESSION_PAD;
-        header->size = (uint16_t)(to - from);
-        header->cpu = ring->cpu;
+        __atomic_store_n(&ring->pad_from, from, __ATOMIC_RELAXED);
     }
 }
 
@@ -180,7 +202,9 @@ static void
 perfmon_session_drop(struct perfmon_session_ring *ring)
 {
     ring->nr_pending++;
-    WRITE_ONCE(ring->dropped, ring->dropped + 1);
+
+    /* Release: publishes produced (perfmon_session_ring_stats). */
+    __atomic_store_n(&ring->dropped, ring->dropped + 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -193,11 +217,23 @@ perfmon_session_reserve_slow(struct perfmon_session_ring *ring, size_t size)
 {
     struct perfmon_record_lost *lost;
     uint64_t head, tail, pos, lost_pos = 0;
+    size_t need;
 
     assert_intr_disabled();
     head = ring->head;
     tail = __atomic_load_n(&ring->tail, __ATOMIC_ACQUIRE);
-    pos = head;
+    need = size + ((ring->nr_pending != 0) ? sizeof(*lost) : 0);
+
+    /*
+     * A drained ring holds nothing its pad could overlap: when the
+     * pieces do not fit before the end, all of them start over at the
+     * buffer's start, and they need only fit in the ring.
+     */
+    if (tail == head) {
+        tail = perfmon_session_place(ring, head, need);
+    }
+
+    pos = tail > head ? tail : head;
 
     if (ring->nr_pending != 0) {
         lost_pos = perfmon_session_place(ring, pos, sizeof(*lost));
@@ -337,13 +373,23 @@ perfmon_session_account(struct perfmon_session_ring *ring,
                         const uint64_t *record)
 {
     const struct perfmon_record_header *header = (const void *)record;
+    const struct perfmon_record_lost *lost = (const void *)record;
 
+    /*
+     * Releases: each publishes the produced count head's acquire saw, and
+     * the count stored before it, to the statistics' reader, which loads
+     * the later one first (nr_lost_records before lost, throttled before
+     * nr_read).
+     */
     if (header->type == PERFMON_RECORD_LOST) {
-        WRITE_ONCE(ring->lost, ring->lost
-                   + ((const struct perfmon_record_lost *)header)->nr_lost);
-        WRITE_ONCE(ring->nr_lost_records, ring->nr_lost_records + 1);
+        __atomic_store_n(&ring->lost, ring->lost + lost->nr_lost,
+                         __ATOMIC_RELEASE);
+        __atomic_store_n(&ring->nr_lost_records, ring->nr_lost_records + 1,
+                         __ATOMIC_RELEASE);
     } else {
-        WRITE_ONCE(ring->throttled, ring->throttled + 1);
+        __atomic_store_n(&ring->nr_read, ring->nr_read + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&ring->throttled, ring->throttled + 1,
+                         __ATOMIC_RELEASE);
     }
 }
 
@@ -376,18 +422,20 @@ perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
     }
 
     src = (const uint64_t *)(ring->buf + (tail & ring->mask));
-    word = src[0];
 
     /*
      * A pad runs to the end of the buffer and a record follows it: skip
-     * it for good (the producer may reuse its bytes at once).
+     * it for good (the producer may reuse its bytes at once). pad_from
+     * is read after head's acquire, so a published pad is seen.
      */
-    if (unlikely(PERFMON_SESSION_WORD_TYPE(word) == PERFMON_SESSION_PAD)) {
-        tail += PERFMON_SESSION_WORD_SIZE(word);
+    if (unlikely(tail == __atomic_load_n(&ring->pad_from,
+                                         __ATOMIC_RELAXED))) {
+        tail += ring->mask + 1 - (tail & ring->mask);
         __atomic_store_n(&ring->tail, tail, __ATOMIC_RELEASE);
         src = (const uint64_t *)ring->buf;
-        word = src[0];
     }
+
+    word = src[0];
 
     record_size = PERFMON_SESSION_WORD_SIZE(word);
 
@@ -399,15 +447,17 @@ perfmon_session_read(struct perfmon_session *session, unsigned int cpu,
     dst[0] = word;
 
     /*
-     * Single writer: an aligned 64-bit add is one store, which readers
-     * of the statistics see whole.
+     * Single writer, one store per record. Release: publishes the
+     * produced count head's acquire saw, which covers this record
+     * (perfmon_session_ring_stats).
      */
-    ring->nr_read++;
-
     if (unlikely((uint16_t)(PERFMON_SESSION_WORD_TYPE(word)
                             - PERFMON_RECORD_LOST)
                  <= PERFMON_RECORD_THROTTLE - PERFMON_RECORD_LOST)) {
         perfmon_session_account(ring, dst);
+    } else {
+        __atomic_store_n(&ring->nr_read, ring->nr_read + 1,
+                         __ATOMIC_RELEASE);
     }
 
     __atomic_store_n(&ring->tail, tail + record_size, __ATOMIC_RELEASE);
@@ -436,8 +486,9 @@ perfmon_session_set_watermark(struct perfmon_session *session,
 }
 
 /*
- * Whether a ring holds the watermark. Called by the consumer, so tail and
- * nr_read are its own. The producer publishes nr_committed after head:
+ * Whether a ring holds the watermark. Called by the consumer, so tail,
+ * nr_read and nr_lost_records are its own (the records read, LOST ones
+ * included, are their sum). The producer publishes nr_committed after head:
  * the count seen may lag records already read (then the difference is
  * negative: nothing held) but never runs ahead of records published, so
  * a ring is never reported at its watermark before it is.
@@ -452,7 +503,8 @@ perfmon_session_ring_ready(const struct perfmon_session *session,
     uint64_t nr_bytes;
 
     nr_held = (int64_t)(__atomic_load_n(&ring->nr_committed,
-                                        __ATOMIC_ACQUIRE) - ring->nr_read);
+                                        __ATOMIC_ACQUIRE)
+                        - (ring->nr_read + ring->nr_lost_records));
     nr_bytes = __atomic_load_n(&ring->head, __ATOMIC_ACQUIRE) - ring->tail;
 
     return ((wm_records != 0) && (nr_held >= (int64_t)wm_records))
@@ -501,19 +553,22 @@ perfmon_session_ring_stats(const struct perfmon_session_ring *ring,
     uint64_t lost, nr_read, nr_lost_records, throttled, dropped, produced;
 
     /*
-     * Consumer counts first: a LOST record read accounts for drops the
-     * producer counted before it, so the dropped total read next is at
-     * least the lost one and the difference is never negative.
+     * Each load before the counts that bound it (see the overview): the
+     * LOST records before lost, THROTTLE records before nr_read, lost
+     * before dropped, whose drops a LOST record read reports; all of
+     * them before produced, which counts each record before it is read
+     * or dropped.
      */
+    nr_lost_records = __atomic_load_n(&ring->nr_lost_records,
+                                      __ATOMIC_ACQUIRE);
     lost = __atomic_load_n(&ring->lost, __ATOMIC_ACQUIRE);
-    nr_read = READ_ONCE(ring->nr_read);
-    nr_lost_records = READ_ONCE(ring->nr_lost_records);
-    throttled = READ_ONCE(ring->throttled);
+    throttled = __atomic_load_n(&ring->throttled, __ATOMIC_ACQUIRE);
+    nr_read = __atomic_load_n(&ring->nr_read, __ATOMIC_ACQUIRE);
     dropped = __atomic_load_n(&ring->dropped, __ATOMIC_ACQUIRE);
-    produced = READ_ONCE(ring->produced);
+    produced = __atomic_load_n(&ring->produced, __ATOMIC_RELAXED);
 
     stats->produced += produced;
-    stats->read += nr_read - nr_lost_records;
+    stats->read += nr_read;
     stats->lost += lost;
     stats->dropped += dropped - lost;
     stats->nr_lost_records += nr_lost_records;

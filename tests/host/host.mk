@@ -106,6 +106,22 @@ HOST_PX_HDRS := tests/host/host_test.h tests/host/perfmon/pmu_fake.h \
 HOST_DEVS_SRCS := tests/host/host_env.c kern/errno.c $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 
+# The session ring, kern/perfmon/perfmon_session.c unchanged, with host
+# threads for CPUs and a signal for the NMI (tests/host/session/: its
+# kernel functions in ring_env.c, the CPU's shadow headers in model/).
+# Built twice: with the sanitizers of HOST_CFLAGS, and with
+# ThreadSanitizer instead where the compiler has it and its binaries run
+# here (HOST_TSAN: probed once per make).
+HOST_RING_SRCS := tests/host/session/test_session_ring.c \
+    tests/host/session/ring_env.c kern/perfmon/perfmon_session.c \
+    tests/host/host_test.h tests/host/session/ring_env.h \
+    $(wildcard tests/host/session/model/*/*.h) kern/perfmon_session.h \
+    kern/perfmon_nmi.h
+HOST_RING_INCLUDES := -Itests/host/session/model
+HOST_TSAN := $(shell t=$$(mktemp) && printf 'int main(void) { return 0; }\n' \
+    | $(HOSTCC) -fsanitize=thread -x c -o $$t - 2>/dev/null && $$t \
+    && echo yes; rm -f $$t)
+
 # --- the table ----------------------------------------------------------------
 
 # $(call host_test,NAME,SOURCES,DEFINES,INCLUDES,RENAMES,LDFLAGS): the
@@ -154,6 +170,14 @@ $(eval $(call host_test,pmu_amd_detect,tests/host/pmu/test_pmu_amd_detect.c $(HO
 # device registry.
 $(call host_family,perfmon_mux_,1=1 2=2 4=4 16=16,PX_CONFIG,$(HOST_PX_SRCS) $(HOST_PX_HDRS),$(HOST_MODEL),$(HOST_RENAME_ARG))
 $(eval $(call host_test,perfmon_devs,tests/host/perfmon/test_perfmon_devs.c $(HOST_DEVS_SRCS) $(HOST_MODEL_HDRS),,$(HOST_MODEL),$(HOST_RENAME_ARG)))
+
+# The session ring's stress test, then the same under ThreadSanitizer.
+$(eval $(call host_test,session_ring,$(HOST_RING_SRCS),,$(HOST_RING_INCLUDES),,-pthread))
+ifeq ($(HOST_TSAN),yes)
+$(eval $(call host_test,session_ring_tsan,$(HOST_RING_SRCS),,$(HOST_RING_INCLUDES),,-pthread))
+$(BUILD)/host/test_session_ring_tsan: HOST_CFLAGS := \
+    $(filter-out -fsanitize=%,$(HOST_CFLAGS)) -fsanitize=thread
+endif
 
 # Host tests in Python (tools/perf/test_NAME.py, KTAP on stdout), run by the
 # runner with the C ones.

@@ -415,6 +415,96 @@ TEST_DEFINE(perfmon_session, records_wrap_around_the_ring)
 }
 
 /*
+ * A drained ring takes any record that fits in it, wherever its head
+ * stopped: after one 64-byte record (head at offset 64), 200-byte
+ * records do not fit before the end and would overlap their pad at the
+ * start, yet the ring is empty and starts over at the buffer's start.
+ * Then the usual case: three 32-byte records, then 184-byte ones.
+ */
+static void
+test_ss_expect_all_taken(size_t first_size, unsigned int nr_first,
+                         size_t size)
+{
+    struct perfmon_session *session = test_ss_create(256);
+    struct test_ss_stream stream = { 0 };
+    uint64_t seq = 0;
+    unsigned int cpu;
+
+    thread_set_affinity(thread_self(), 1ULL << cpu_id());
+    cpu = cpu_id();
+
+    for (unsigned int i = 0; i < nr_first; i++) {
+        TEST_ASSERT_EQ(test_ss_produce_n(session, seq++, 1, first_size), 1);
+        TEST_ASSERT_EQ(test_ss_drain(session, cpu, &stream), 1);
+    }
+
+    for (unsigned int i = 0; i < 1000; i++) {
+        TEST_ASSERT_EQ(test_ss_produce_n(session, seq++, 1, size), 1);
+        TEST_ASSERT_EQ(test_ss_drain(session, cpu, &stream), 1);
+    }
+
+    TEST_ASSERT_EQ(stream.next_seq, seq);
+    TEST_ASSERT_EQ(stream.received, seq);
+    TEST_ASSERT_EQ(stream.lost, 0);
+    test_ss_expect_stats(session, cpu, seq, seq, 0, 0, 0);
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
+TEST_DEFINE(perfmon_session, drained_ring_takes_large_records)
+{
+    test_ss_expect_all_taken(64, 1, 200);
+    test_ss_expect_all_taken(32, 3, 184);
+}
+
+/*
+ * The fit rule of kern/perfmon_session.h at its edges, on a 256-byte
+ * ring: a drained ring takes a 256-byte record wherever the last one
+ * ended; after a drop, a 248-byte record does not fit with its LOST
+ * record and is dropped too, a 240-byte one does; and the statistics of
+ * a ring whose first record is a LOST one, before and after each read.
+ */
+TEST_DEFINE(perfmon_session, fit_rule_edges_and_first_lost_stats)
+{
+    struct perfmon_session *session = test_ss_create(256);
+    struct test_ss_stream stream = { 0 };
+    unsigned int cpu;
+
+    thread_set_affinity(thread_self(), 1ULL << cpu_id());
+    cpu = cpu_id();
+
+    /* The first record dropped: the first one read is a LOST record. */
+    TEST_ASSERT_EQ(test_ss_produce_n(session, 0, 1, 264), 0);
+    TEST_ASSERT_EQ(test_ss_produce_n(session, 1, 1, 24), 1);
+    test_ss_expect_stats(session, cpu, 2, 0, 0, 1, 0);
+    TEST_ASSERT_EQ(test_ss_read_one(session, cpu, &stream), 0);
+    TEST_ASSERT(stream.after_lost);
+    test_ss_expect_stats(session, cpu, 2, 0, 1, 0, 1);
+    TEST_ASSERT_EQ(test_ss_read_one(session, cpu, &stream), 0);
+    test_ss_expect_stats(session, cpu, 2, 1, 1, 0, 1);
+
+    /* Drained at offset 40 (a pad and a LOST record ago): 256 fits. */
+    TEST_ASSERT_EQ(test_ss_produce_n(session, 2, 1, 256), 1);
+    TEST_ASSERT_EQ(test_ss_drain(session, cpu, &stream), 1);
+
+    /* A drop, then R - 8 with its LOST record: dropped; R - 16 fits. */
+    TEST_ASSERT_EQ(test_ss_produce_n(session, 3, 1, 264), 0);
+    TEST_ASSERT_EQ(test_ss_produce_n(session, 4, 1, 248), 0);
+    TEST_ASSERT_EQ(test_ss_produce_n(session, 5, 1, 240), 1);
+    test_ss_expect_stats(session, cpu, 6, 2, 1, 2, 1);
+    TEST_ASSERT_EQ(test_ss_drain(session, cpu, &stream), 2);
+    TEST_ASSERT_EQ(stream.next_seq, 6);
+    TEST_ASSERT_EQ(stream.received, 3);
+    TEST_ASSERT_EQ(stream.lost, 3);
+    TEST_ASSERT_EQ(stream.nr_lost_records, 2);
+    test_ss_expect_stats(session, cpu, 6, 3, 3, 0, 2);
+
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+}
+
+/*
  * Random sizes from 8 to 256 bytes, random runs of production and
  * consumption on one CPU, rings of 512 bytes: every record read whole and
  * in order, each gap announced, and in the end everything accounted for.
