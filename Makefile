@@ -44,7 +44,7 @@ KERNEL_CFLAGS := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror \
     -fno-tree-loop-distribute-patterns -fno-toplevel-reorder \
     -I. -Iarch/x86 -Itests/lib -MMD -MP
 KERNEL_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 \
-    --no-warn-rwx-segments -z noexecstack -T kernel.lds
+    --no-warn-rwx-segments -z noexecstack --build-id=sha1 -T kernel.lds
 
 # The in-kernel suites sit in tests/ by subject (tests/lib/ holds what they
 # share, found through -Itests/lib); tests/host/ is built for the host.
