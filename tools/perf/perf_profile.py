@@ -407,6 +407,7 @@ READERS = (
 HEADER_NEEDS = ("hostname : perfmon", "os release : perfmon", "arch : x86_64",
                 "nrcpus online", "nrcpus avail", "cpudesc", "cpuid",
                 "total memory", "cmdline", "event : name = ", "clockid",
+                "CPU_TOPOLOGY info available", "pmu mappings: software = 1",
                 "time of first sample", "time of last sample")
 
 

@@ -434,6 +434,15 @@ def expected_features(desc, build_id=None):
         (10, "TOTAL_MEM", struct.pack("<Q", 0)),      # kB
         (11, "CMDLINE", struct.pack("<I", 1) + perf_str("perf-convert")),
         (12, "EVENT_DESC", desc),
+        # One package, a core a CPU: core siblings "0-1", thread
+        # siblings "0" and "1", (core, socket) of each CPU, die siblings
+        # "0-1", each CPU's die.
+        (13, "CPU_TOPOLOGY", struct.pack("<I", 1) + perf_str("0-1")
+         + struct.pack("<I", 2) + perf_str("0") + perf_str("1")
+         + struct.pack("<IIII", 0, 0, 1, 0) + struct.pack("<I", 1)
+         + perf_str("0-1") + struct.pack("<II", 0, 0)),
+        # One PMU: type 1, "software".
+        (16, "PMU_MAPPINGS", struct.pack("<II", 1, 1) + perf_str("software")),
         # The first and last samples' times (ns).
         (21, "SAMPLE_TIME", struct.pack("<QQ", 1000, 2000)),
         (23, "CLOCKID", struct.pack("<Q", 1)),        # resolution, ns
