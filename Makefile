@@ -44,7 +44,7 @@ KERNEL_CFLAGS := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror \
     -fno-tree-loop-distribute-patterns -fno-toplevel-reorder \
     -I. -Iarch/x86 -Itests/lib -MMD -MP
 KERNEL_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 \
-    --no-warn-rwx-segments -z noexecstack -T kernel.lds
+    --no-warn-rwx-segments -z noexecstack --build-id=sha1 -T kernel.lds
 
 # The in-kernel suites sit in tests/ by subject, in folders at any depth
 # (tests/lib/ holds what they share, found through -Itests/lib); tests/host/
@@ -80,10 +80,10 @@ help:
 	@echo "make torture    the long perfmon torture run (progress every 10 s)"
 	@echo "make profile    boot, sample WORKLOAD on EVENT every PERIOD events,"
 	@echo "                write build/profile/: perf script text, folded"
-	@echo "                stacks, flamegraph.svg, perf.data + kallsyms for"
-	@echo "                Linux perf"
-	@echo "                (perf report --stdio -i build/profile/perf.data"
-	@echo "                --kallsyms build/profile/kallsyms)"
+	@echo "                stacks, flamegraph.svg, perf.data for Linux perf;"
+	@echo "                adds the kernel ELF to perf's build-id cache, so"
+	@echo "                perf report -i build/profile/perf.data (script,"
+	@echo "                annotate, diff, ...) shows the kernel's symbols"
 	@echo "make debug      boot with QEMU waiting for gdb on GDB_PORT; it prints"
 	@echo "                the gdb line to run (gdb -x tools/build/gdbinit)"
 	@echo "make lint       cppcheck over kern/, arch/ and tests/: prints"
@@ -104,7 +104,9 @@ help:
 	@echo "  WORKLOAD='calltree 1000'  make profile's workload (spin MS,"
 	@echo "                pingpong N, calltree N); EVENT=emit, PERIOD=13 (events"
 	@echo "                per sample; empty: the event's default); FREQ=HZ"
-	@echo "                (samples a second instead of PERIOD); SMP=2"
+	@echo "                (samples a second instead of PERIOD); SMP=2;"
+	@echo "                BUILDID_DIR=dir perf's build-id cache (default"
+	@echo "                ~/.debug; else read with perf --buildid-dir dir)"
 	@echo "  GDB_PORT=n    TCP port make debug's QEMU waits on (default 1234)"
 	@echo "  DEBUG=1       build the kernel at -Og instead of -O2, in build/debug/"
 	@echo "                (any target: make debug DEBUG=1, make run DEBUG=1)"
@@ -205,12 +207,15 @@ WORKLOAD ?= calltree 1000
 EVENT    ?= emit
 PERIOD   ?= 13
 FREQ     ?=
+# The kernel ELF goes to Linux perf's build-id cache, BUILDID_DIR (empty:
+# perf's own, ~/.debug), where perf finds it by the perf.data's build id.
 PROFILE_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),2)
+BUILDID_DIR ?=
 profile: deps $(ISO)
 	@$(PYTHON) tools/perf/perf_profile.py --iso $(ISO) --elf $(KERNEL_ELF) --nm $(NM) \
 	    --out $(BUILD)/profile --smp $(PROFILE_SMP) --accel $(ACCEL) \
 	    --mem $(MEM) --workload "$(WORKLOAD)" --event "$(EVENT)" \
-	    --period "$(PERIOD)" --freq "$(FREQ)"
+	    --period "$(PERIOD)" --freq "$(FREQ)" --buildid-dir "$(BUILDID_DIR)"
 
 # gdb reads tools/build/gdbinit; $port and $elf tell it where when not the
 # defaults (1234, build/kernel.elf). $(info) prints the line verbatim.

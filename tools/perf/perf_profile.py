@@ -58,7 +58,14 @@ CALLTREE_CHILDREN = {"perf_work_tree_root": 100, "perf_work_tree_alpha": 30,
 # points either way.
 SHARE_BOUND = 2.0
 OUTPUTS = ("perf-script.txt", "stacks.folded", "flamegraph.svg", "perf.data",
-           "kallsyms")
+           "kallsyms", "kernel.elf")
+# Linker labels that share a function's address: left out of the ELF
+# copy perf reads, or perf would name that function by them.
+LABELS = ("text_start", "text_end")
+# What QEMU's TCG "-cpu max" (QEMU 7.x) says of itself: qemu64's
+# identity, vendor AMD, family 15, model 107, stepping 1.
+TCG_CPUDESC = "QEMU TCG CPU"
+TCG_CPUID = "AuthenticAMD,15,107,1"
 
 
 def tool(name):
@@ -87,8 +94,7 @@ def record(args, out, log):
         os.remove(capture)
     cmd = qemu_command(args.iso, args.smp, accel, args.mem, "")
     cmd += ["-debugcon", "file:" + capture]
-    rec = "perf record -e %s%s -- %s" % (args.event, sampling_opts(args),
-                                          args.workload)
+    rec = record_line(args)
     qemu = Qemu(cmd)
     deadline = time.monotonic() + args.timeout
     problem = None
@@ -122,24 +128,110 @@ def record(args, out, log):
     return problem
 
 
+def linux_perf():
+    """Linux perf's path, or None when it is absent or does not run."""
+    perf = shutil.which("perf")
+    if perf is None or subprocess.run([perf, "version"],
+                                      capture_output=True).returncode != 0:
+        return None
+    return perf
+
+
+def perf_cmd(perf, buildid_dir):
+    """perf's command words, with its build-id cache (None: perf's own
+    default, ~/.debug)."""
+    return [perf] + (["--buildid-dir", buildid_dir] if buildid_dir else [])
+
+
+def mem_kb(mem):
+    """QEMU's -m size in kB.
+
+    >>> mem_kb("512M"), mem_kb("1G"), mem_kb("256")
+    (524288, 1048576, 262144)
+    """
+    m = re.match(r"^(\d+)([MG]?)$", mem.upper())
+    if m is None:
+        return 0
+    return int(m.group(1)) * (1048576 if m.group(2) == "G" else 1024)
+
+
+def host_cpu():
+    """(CPU description, perf's x86 CPUID string) of the host, from
+    /proc/cpuinfo: what a KVM guest with -cpu max sees."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if not line.strip():
+                    break
+                info[key.strip()] = value.strip()
+    except OSError:
+        pass
+    return (info.get("model name", "unknown"), "%s,%s,%s,%s" % (
+        info.get("vendor_id", "unknown"), info.get("cpu family", "0"),
+        info.get("model", "0"), info.get("stepping", "0")))
+
+
+def kernel_version():
+    """The kernel's version: the tree's git description."""
+    proc = subprocess.run(["git", "-C", os.path.dirname(HERE), "describe",
+                           "--always", "--dirty"], capture_output=True,
+                          text=True)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        return "perfmon"
+    return "perfmon " + proc.stdout.strip()
+
+
+def machine_args(args, accel, capture):
+    """perf-convert's --machine options: the guest that recorded."""
+    cpudesc, cpuid = ((TCG_CPUDESC, TCG_CPUID) if accel == "tcg"
+                      else host_cpu())
+    tod = int(os.stat(capture).st_mtime * 1000000000)
+    fields = [("hostname", "perfmon"), ("osrelease", "perfmon"),
+              ("version", kernel_version()), ("arch", "x86_64"),
+              ("cpudesc", cpudesc), ("cpuid", cpuid),
+              ("total_mem_kb", str(mem_kb(args.mem))), ("tod_ns", str(tod)),
+              ("cmdline", record_line(args))]
+    out = []
+    for key, value in fields:
+        out += ["--machine", "%s=%s" % (key, value)]
+    return out
+
+
+def record_line(args):
+    """The shell's perf record command line."""
+    return "perf record -e %s%s -- %s" % (args.event, sampling_opts(args),
+                                          args.workload)
+
+
 def run(cmd, output=None):
     """Run a host tool; return None or its complaint."""
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         return "%s failed (status %d): %s" % (
-            os.path.basename(cmd[1]), proc.returncode, proc.stderr.strip())
+            " ".join(os.path.basename(w) for w in cmd[:2]), proc.returncode,
+            proc.stderr.strip())
     if output is not None:
         with open(output, "w") as f:
             f.write(proc.stdout)
     return None
 
 
-def convert(args, out):
-    """The outputs from the capture. Return None or why not."""
+def convert(args, out, accel):
+    """The outputs from the capture, and the kernel's ELF in perf's
+    build-id cache (args.buildid_dir, None for perf's default). Return
+    None or why not."""
     py = sys.executable
     capture = os.path.join(out, "capture.txt")
     path = {name: os.path.join(out, name) for name in OUTPUTS}
+    objcopy = (args.nm[:-2] + "objcopy" if args.nm.endswith("nm")
+               else "objcopy")
+    strip = [objcopy]
+    for label in LABELS:
+        strip += ["-N", label]
     steps = [
+        (strip + [args.elf, path["kernel.elf"]], None),
         ([py, os.path.join(os.path.dirname(HERE), "build", "gen-ksyms"),
           "--kallsyms", args.nm, args.elf],
          path["kallsyms"]),
@@ -148,11 +240,19 @@ def convert(args, out):
         ([py, tool("perf-convert"), "-f", "folded", "-o",
           path["stacks.folded"], capture], None),
         ([py, tool("perf-convert"), "-f", "perf-data", "--kallsyms",
-          path["kallsyms"], "-o", path["perf.data"], capture], None),
+          path["kallsyms"], "--vmlinux", path["kernel.elf"]]
+         + machine_args(args, accel, capture)
+         + ["-o", path["perf.data"], capture], None),
         ([py, tool("flamegraph"), "--title", "perf record -e %s -- %s"
           % (args.event, args.workload), "-o", path["flamegraph.svg"],
           path["stacks.folded"]], None),
     ]
+    perf = linux_perf()
+    if perf is not None:
+        # perf finds the kernel of perf.data by the build id its header
+        # carries: the ELF's, in the cache.
+        steps.append((perf_cmd(perf, args.buildid_dir)
+                      + ["buildid-cache", "-a", path["kernel.elf"]], None))
     for cmd, output in steps:
         problem = run(cmd, output)
         if problem:
@@ -244,17 +344,18 @@ def check_shares(shares, what):
     return problems
 
 
-def linux_perf_report(out):
-    """perf report --stdio's text of OUT/perf.data, or (None, why)."""
-    perf = shutil.which("perf")
-    if perf is None or subprocess.run([perf, "version"],
-                                      capture_output=True).returncode != 0:
+def linux_perf_report(out, buildid_dir):
+    """perf report --stdio's text of OUT/perf.data, with no symbol
+    option (perf finds the kernel in the build-id cache), or (None,
+    why)."""
+    perf = linux_perf()
+    if perf is None:
         return None, "Linux perf is not installed (make deps installs " \
                      "linux-perf)"
-    proc = subprocess.run([perf, "report", "--stdio", "-f", "-i",
-                           os.path.join(out, "perf.data"), "--kallsyms",
-                           os.path.join(out, "kallsyms"), "--sort",
-                           "comm,symbol"],
+    proc = subprocess.run(perf_cmd(perf, buildid_dir)
+                          + ["report", "--stdio", "-f", "-i",
+                             os.path.join(out, "perf.data"), "--sort",
+                             "comm,symbol"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         return None, "perf report failed (status %d): %s" % (
@@ -262,8 +363,161 @@ def linux_perf_report(out):
     return proc.stdout, None
 
 
-def check_outputs(out, workload, result):
-    """Check make profile's outputs into result (a runner Result)."""
+def host_symbols():
+    """The names in the host's /proc/kallsyms (empty where unreadable)."""
+    try:
+        with open("/proc/kallsyms") as f:
+            return {line.split()[2] for line in f if len(line.split()) >= 3}
+    except OSError:
+        return set()
+
+
+def elf_symbols(nm, elf):
+    """The function names of the kernel's ELF."""
+    proc = subprocess.run([nm, elf], capture_output=True, text=True)
+    return {w[2] for w in (line.split() for line in proc.stdout.splitlines())
+            if len(w) == 3 and w[1] in "tT"}
+
+
+def dump_samples(capture):
+    """The samples perf.data holds: the dump's received less dropped."""
+    with open(capture, errors="replace") as f:
+        totals = re.findall(r"^pd totals received=(\d+) .*dropped=(\d+)",
+                            f.read(), re.M)
+    return int(totals[-1][0]) - int(totals[-1][1]) if totals else None
+
+
+# Linux perf's readers of a perf.data, and what each run must show: a
+# command (words after "perf"; PD is the file) and a check of its
+# standard output (None: only that it exits 0 without a crash).
+READERS = (
+    ("report", ["report", "--stdio", "-f", "-i", "PD"]),
+    ("report_n", ["report", "--stdio", "-f", "-n", "--no-children",
+                  "--sort", "comm", "-i", "PD"]),
+    ("script", ["script", "-f", "-i", "PD"]),
+    ("annotate", ["annotate", "--stdio", "-f", "-i", "PD",
+                  "perf_work_tree_shared"]),
+    ("diff", ["diff", "-f", "PD", "PD"]),
+    ("evlist", ["evlist", "-v", "-f", "-i", "PD"]),
+    ("header", ["report", "--header-only", "-f", "-i", "PD"]),
+    ("buildid_list", ["buildid-list", "-f", "-i", "PD"]),
+    ("json", ["data", "convert", "-f", "--force", "-i", "PD", "--to-json",
+              "JSON"]),
+)
+HEADER_NEEDS = ("hostname : perfmon", "os release : perfmon", "arch : x86_64",
+                "nrcpus online", "nrcpus avail", "cpudesc", "cpuid",
+                "total memory", "cmdline", "event : name = ", "clockid",
+                "CPU_TOPOLOGY info available", "pmu mappings: software = 1",
+                "time of first sample", "time of last sample")
+
+
+def run_readers(perf, out, buildid_dir):
+    """{name: (status, stdout, stderr)} of READERS on OUT/perf.data."""
+    pd = os.path.join(out, "perf.data")
+    json = os.path.join(out, "perf.json")
+    runs = {}
+    for name, words in READERS:
+        words = [pd if w == "PD" else json if w == "JSON" else w
+                 for w in words]
+        proc = subprocess.run(perf_cmd(perf, buildid_dir) + words,
+                              capture_output=True, text=True,
+                              errors="replace")
+        runs[name] = (proc.returncode, proc.stdout, proc.stderr)
+    with open(json, errors="replace") if os.path.exists(json) else \
+            open(os.devnull) as f:
+        runs["json"] += (f.read(),)
+    return runs
+
+
+def check_readers(runs, ours, host, samples, cpus):
+    """Problems of Linux perf's readers' runs (run_readers) on a profile
+    of samples samples on cpus CPUs: every one exits 0, shows our
+    symbols (ours, the ELF's, less the host's) and counts that agree."""
+    problems = []
+    for name, (status, _, err) in ((n, r[:3]) for n, r in runs.items()):
+        if status != 0:
+            problems.append("perf %s: status %d: %s"
+                            % (name, status, err.strip()[-200:]))
+    mine = ours - host
+    report = runs["report"][1]
+    syms = set(re.findall(r"\[k\] (\S+)", report))
+    if not syms & mine:
+        problems.append("perf report: none of our kernel's symbols")
+    if syms - ours:
+        problems.append("perf report: symbols not in our kernel: %s"
+                        % " ".join(sorted(syms - ours)[:5]))
+    counted = sum(int(n) for n in re.findall(r"^\s+[\d.]+%\s+(\d+)\s+\S",
+                                             runs["report_n"][1], re.M))
+    if counted != samples:
+        problems.append("perf report -n: %d samples, the profile holds %d"
+                        % (counted, samples))
+    heads = re.findall(r"^\S+\s+\d+ \[\d{3}\]\s+[\d.]+:",
+                       runs["script"][1], re.M)
+    if len(heads) != samples:
+        problems.append("perf script: %d samples, the profile holds %d"
+                        % (len(heads), samples))
+    frames = set(re.findall(r"^\s+[0-9a-f]+ (\w+)\+0x",
+                            runs["script"][1], re.M))
+    if not frames & mine or frames - ours:
+        problems.append("perf script: frames %s, not our kernel's"
+                        % " ".join(sorted(frames - ours)[:5]))
+    if "<perf_work_tree_shared>:" not in runs["annotate"][1]:
+        problems.append("perf annotate: no disassembly of "
+                        "perf_work_tree_shared")
+    diff = set(re.findall(r"\[k\] (\S+)", runs["diff"][1]))
+    if not diff & mine or diff - ours:
+        problems.append("perf diff: symbols %s, not our kernel's"
+                        % " ".join(sorted(diff)[:5]))
+    header = runs["header"][1]
+    for need in HEADER_NEEDS + ("nrcpus online : %d" % cpus,):
+        if need not in header:
+            problems.append("perf report --header-only: no '%s'" % need)
+    if not re.search(r"^[0-9a-f]{40} \[kernel\.kallsyms\]$",
+                     runs["buildid_list"][1], re.M):
+        problems.append("perf buildid-list: no build id for "
+                        "[kernel.kallsyms]")
+    if "mmap: 1" not in runs["evlist"][1] \
+            or "sample_id_all: 1" not in runs["evlist"][1]:
+        problems.append("perf evlist -v: no mmap/sample_id_all flags")
+    json = runs["json"][3]
+    nr_json = len(re.findall(r'^\t\t\{$', json, re.M))
+    if nr_json != samples or '"os-release": "perfmon"' not in json:
+        problems.append("perf data convert --to-json: %d samples, the "
+                        "profile holds %d" % (nr_json, samples))
+    return problems
+
+
+def check_unresolved(perf, out, ours, host):
+    """Problems when perf, without the build-id cache, shows host symbols
+    for our samples or does not say it found no kernel."""
+    empty = os.path.join(out, "buildid-empty")
+    shutil.rmtree(empty, ignore_errors=True)
+    os.makedirs(empty)
+    proc = subprocess.run(perf_cmd(perf, empty) + [
+        "report", "--stdio", "-f", "--no-children", "-i",
+        os.path.join(out, "perf.data")], capture_output=True, text=True,
+        errors="replace")
+    problems = []
+    if proc.returncode != 0:
+        problems.append("perf report without the cache: status %d"
+                        % proc.returncode)
+    syms = set(re.findall(r"\[k\] (\S+)", proc.stdout))
+    named = {s for s in syms if not s.startswith("0x")}
+    if named:
+        problems.append("perf report without the cache names symbols: %s "
+                        "(host's: %s)" % (" ".join(sorted(named)[:5]),
+                                          " ".join(sorted(named & host)[:5])))
+    if "No kallsyms or vmlinux with build-id" not in proc.stdout + \
+            proc.stderr:
+        problems.append("perf report without the cache does not say that "
+                        "it found no kernel with the file's build id")
+    return problems
+
+
+def check_outputs(out, workload, result, nm="nm", buildid_dir=None):
+    """Check make profile's outputs into result (a runner Result); Linux
+    perf reads perf.data with the build-id cache buildid_dir (None:
+    perf's default)."""
     path = {name: os.path.join(out, name) for name in OUTPUTS}
     missing = [n for n in OUTPUTS if not os.path.isfile(path[n])]
     if missing:
@@ -285,18 +539,22 @@ def check_outputs(out, workload, result):
                                 "output of capture.txt"])
     if not workload.startswith("calltree"):
         return
-    text, why = linux_perf_report(out)
+    text, why = linux_perf_report(out, buildid_dir)
     if text is None and why.startswith("Linux perf is not"):
-        result.add("skip", "linux_perf_report_shares", [why])
+        for name in ("linux_perf_report_shares",
+                     "linux_perf_script_equals_text", "linux_perf_readers",
+                     "linux_perf_without_cache_no_host_symbols"):
+            result.add("skip", name, [why])
         return
     problems = [why] if text is None else check_shares(
         report_shares(text), "perf report")
     result.add("fail" if problems else "ok", "linux_perf_report_shares",
                problems)
+    perf = linux_perf()
     # Linux perf script of the perf.data: perf-convert's text, but for
     # the columns' widths.
-    proc = subprocess.run(["perf", "script", "-f", "-i", path["perf.data"],
-                           "--kallsyms", path["kallsyms"]],
+    proc = subprocess.run(perf_cmd(perf, buildid_dir)
+                          + ["script", "-f", "-i", path["perf.data"]],
                           capture_output=True, text=True)
     with open(path["perf-script.txt"]) as f:
         same = (proc.returncode == 0
@@ -306,6 +564,18 @@ def check_outputs(out, workload, result):
                () if same else ["perf script -i perf.data (status %d) "
                                 "differs from perf-script.txt"
                                 % proc.returncode])
+    ours = elf_symbols(nm, path["kernel.elf"])
+    host = host_symbols()
+    samples = dump_samples(os.path.join(out, "capture.txt"))
+    with open(os.path.join(out, "capture.txt"), errors="replace") as f:
+        cpus = re.findall(r"^perfmon-dump \S+ begin .*\bcpus=(\d+)",
+                          f.read(), re.M)
+    problems = check_readers(run_readers(perf, out, buildid_dir), ours, host,
+                             samples, int(cpus[-1]) if cpus else 0)
+    result.add("fail" if problems else "ok", "linux_perf_readers", problems)
+    problems = check_unresolved(perf, out, ours, host)
+    result.add("fail" if problems else "ok",
+               "linux_perf_without_cache_no_host_symbols", problems)
 
 
 class ProfileBoot:
@@ -334,19 +604,22 @@ class ProfileBoot:
                                            "kernel.elf"),
             nm="nm", smp=self.smp, accel=accel, mem=args.mem,
             workload="calltree 200", event="emit", period="7", freq="",
-            timeout=self.timeout)
+            timeout=self.timeout,
+            # A cache of this run's own: make check leaves ~/.debug alone.
+            buildid_dir=os.path.abspath(os.path.join(out, "buildid")))
         start = time.monotonic()
         self.log = log or os.path.join(out, "console.log")
         problem = record(pargs, out, self.log)
         if problem is None:
-            problem = convert(pargs, out)
+            problem = convert(pargs, out, accel)
         self.elapsed = time.monotonic() - start
         result.lines.append("== profile: %d CPUs, %s, %.1f s, outputs in %s"
                             % (self.smp, accel, self.elapsed, out))
         if problem:
             result.add("fail", "profile", [problem])
             return result
-        check_outputs(out, pargs.workload, result)
+        check_outputs(out, pargs.workload, result, pargs.nm,
+                      pargs.buildid_dir)
         return result
 
 
@@ -369,6 +642,9 @@ def main(argv=None):
                         help="samples a second (perf record -F): the "
                              "period is estimated, --period ignored")
     parser.add_argument("--timeout", type=int, default=300)
+    parser.add_argument("--buildid-dir", default="",
+                        help="perf's build-id cache to add the kernel ELF "
+                        "to (default: perf's own, ~/.debug)")
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
     if not re.match(r"^(spin|pingpong|calltree) \d+$", args.workload):
@@ -376,8 +652,12 @@ def main(argv=None):
               % args.workload, file=sys.stderr)
         return 2
     os.makedirs(args.out, exist_ok=True)
+    if args.buildid_dir:
+        args.buildid_dir = os.path.abspath(args.buildid_dir)
+    args.buildid_dir = args.buildid_dir or None
     log = os.path.join(args.out, "console.log")
-    problem = record(args, args.out, log) or convert(args, args.out)
+    accel, _ = choose_accel(args.accel)
+    problem = record(args, args.out, log) or convert(args, args.out, accel)
     if problem:
         print("profile: %s (console: %s)" % (problem, log), file=sys.stderr)
         return 1
@@ -388,12 +668,18 @@ def main(argv=None):
              totals[-1][1]))
     for name in OUTPUTS:
         print("  %s" % os.path.join(args.out, name))
-    print("Linux perf: perf report --stdio -i %s --kallsyms %s"
-          % (os.path.join(args.out, "perf.data"),
-             os.path.join(args.out, "kallsyms")))
+    if linux_perf() is None:
+        print("Linux perf is not installed (make deps installs linux-perf)")
+    else:
+        print("Linux perf (the kernel ELF is in its build-id cache %s): "
+              "perf%s report --stdio -i %s"
+              % (args.buildid_dir or "~/.debug",
+                 " --buildid-dir " + args.buildid_dir if args.buildid_dir
+                 else "", os.path.join(args.out, "perf.data")))
     if args.check:
         result = Result("profile")
-        check_outputs(args.out, args.workload, result)
+        check_outputs(args.out, args.workload, result, args.nm,
+                      args.buildid_dir)
         print("\n".join(result.lines))
         return 1 if result.failed else 0
     return 0

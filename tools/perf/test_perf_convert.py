@@ -404,9 +404,60 @@ def expected_attr():
             + bytes(64))
 
 
-def expected_perf_data():
+def perf_str(text):
+    """A header string: u32 length, the text padded with NULs to 64."""
+    data = text.encode() + bytes(64 - len(text))
+    return struct.pack("<I", 64) + data
+
+
+def expected_features(desc, build_id=None):
+    """The header features of PERF_DATA_DUMP's file written with the
+    default machine (build_id: and the kernel's build id), in bit order:
+    [(bit, name, bytes)]."""
+    feats = []
+    if build_id is not None:
+        # BUILD_ID: a record header (type 0, misc KERNEL |
+        # BUILD_ID_SIZE, size 8 + 4 + 24 + 64), pid -1, the id padded to
+        # 20, its size, 3 zero bytes, "[kernel.kallsyms]" padded to 64.
+        feats.append((2, "BUILD_ID", struct.pack("<IHH", 0, 0x8001, 100)
+                      + struct.pack("<i", -1) + build_id.ljust(20, b"\0")
+                      + bytes([len(build_id), 0, 0, 0])
+                      + b"[kernel.kallsyms]" + bytes(47)))
+    feats += [
+        (3, "HOSTNAME", perf_str("perfmon")),
+        (4, "OSRELEASE", perf_str("perfmon")),
+        (5, "VERSION", perf_str("perfmon")),
+        (6, "ARCH", perf_str("x86_64")),
+        (7, "NRCPUS", struct.pack("<II", 2, 2)),      # available, online
+        (8, "CPUDESC", perf_str("unknown")),
+        (9, "CPUID", perf_str("unknown")),
+        (10, "TOTAL_MEM", struct.pack("<Q", 0)),      # kB
+        (11, "CMDLINE", struct.pack("<I", 1) + perf_str("perf-convert")),
+        (12, "EVENT_DESC", desc),
+        # One package, a core a CPU: core siblings "0-1", thread
+        # siblings "0" and "1", (core, socket) of each CPU, die siblings
+        # "0-1", each CPU's die.
+        (13, "CPU_TOPOLOGY", struct.pack("<I", 1) + perf_str("0-1")
+         + struct.pack("<I", 2) + perf_str("0") + perf_str("1")
+         + struct.pack("<IIII", 0, 0, 1, 0) + struct.pack("<I", 1)
+         + perf_str("0-1") + struct.pack("<II", 0, 0)),
+        # One PMU: type 1, "software".
+        (16, "PMU_MAPPINGS", struct.pack("<II", 1, 1) + perf_str("software")),
+        # The first and last samples' times (ns).
+        (21, "SAMPLE_TIME", struct.pack("<QQ", 1000, 2000)),
+        (23, "CLOCKID", struct.pack("<Q", 1)),        # resolution, ns
+        # Version 1, CLOCK_MONOTONIC, time of day 0, the clock's time.
+        (29, "CLOCK_DATA", struct.pack("<IIQQ", 1, 1, 0, 2000)),
+    ]
+    return feats
+
+
+def expected_perf_data(build_id=None):
     """The parts of the file, in order, as (name, bytes)."""
     attr = expected_attr()
+    # The first (here the only) event tracks: mmap (bit 8) and comm
+    # (bit 9) say that the MMAP and COMM records are its.
+    attr = attr[:40] + struct.pack("<Q", 0x40340) + attr[48:]
     # Records: u32 type, u16 misc, u16 size (the whole record).
     mmap = (struct.pack("<IHH", 1, 1, 88)          # MMAP, misc KERNEL
             + struct.pack("<II", 0xffffffff, 0)      # pid -1, tid 0
@@ -432,25 +483,37 @@ def expected_perf_data():
                              0, 1)
                + struct.pack("<QQQQ", 3, KERNEL_CONTEXT, 0xffffffff80100010,
                              0xffffffff80100120))
-    data = mmap + comm0 + comm5 + sample0 + sample1
+    # FINISHED_ROUND (type 68, header only) after the set-up records
+    # and after the last sample.
+    round_end = struct.pack("<IHH", 68, 0, 8)
+    data = mmap + comm0 + comm5 + round_end + sample0 + sample1 + round_end
     # EVENT_DESC: nr 1, attr size 112, the attr, nr_ids 1, the name as a
     # perf string (u32 length 64, the text padded to 64), the id.
     desc = (struct.pack("<II", 1, 112) + attr + struct.pack("<II", 1, 64)
             + b"tick" + bytes(60) + struct.pack("<Q", 1))
+    feats = expected_features(desc, build_id)
     data_offset = 104 + 8 + 128
+    bitmap = sum(1 << bit for bit, _, _ in feats)
     header = (b"PERFILE2" + struct.pack("<QQ", 104, 128)
               + struct.pack("<QQ", 112, 128)                 # attrs
               + struct.pack("<QQ", data_offset, len(data))   # data
               + struct.pack("<QQ", 0, 0)                     # event types
-              + struct.pack("<QQQQ", 1 << 12, 0, 0, 0))      # EVENT_DESC
-    features_offset = data_offset + len(data)
-    return [("header", header), ("ids", struct.pack("<Q", 1)),
-            ("attr", attr), ("attr ids section", struct.pack("<QQ", 104, 8)),
-            ("mmap", mmap), ("comm idle", comm0), ("comm calltree", comm5),
-            ("sample t=1000", sample0), ("sample t=2000 with chain", sample1),
-            ("feature section",
-             struct.pack("<QQ", features_offset + 16, len(desc))),
-            ("EVENT_DESC", desc)]
+              + struct.pack("<QQQQ", bitmap, 0, 0, 0))       # features
+    # A section (offset, size) per feature, then their contents.
+    offset = data_offset + len(data) + 16 * len(feats)
+    sections = []
+    for bit, name, body in feats:
+        sections.append(("%s section" % name,
+                         struct.pack("<QQ", offset, len(body))))
+        offset += len(body)
+    return ([("header", header), ("ids", struct.pack("<Q", 1)),
+             ("attr", attr), ("attr ids section",
+                              struct.pack("<QQ", 104, 8)),
+             ("mmap", mmap), ("comm idle", comm0), ("comm calltree", comm5),
+             ("round after set-up", round_end), ("sample t=1000", sample0),
+             ("sample t=2000 with chain", sample1),
+             ("round at the end", round_end)]
+            + sections + [(name, body) for _, name, body in feats])
 
 
 def check_bytes(got, parts):
@@ -529,6 +592,83 @@ def perf_data_command_line():
                                        "FILE\n"))
 
 
+def elf_with_build_id(build_id):
+    """A minimal ELF64 (header and three sections: null, .shstrtab,
+    .note.gnu.build-id holding a GNU note with build_id)."""
+    names = b"\0.shstrtab\0.note.gnu.build-id\0"
+    note = (struct.pack("<III", 4, len(build_id), 3) + b"GNU\0"
+            + build_id + bytes(-len(build_id) % 4))
+    shoff = 64 + len(names) + len(note)
+    header = (b"\x7fELF\x02\x01\x01" + bytes(9)
+              + struct.pack("<HHIQQQIHHHHHH", 2, 62, 1, 0, 0, shoff, 0, 64,
+                            0, 0, 64, 3, 1))
+
+    def shdr(name, stype, offset, size):
+        return struct.pack("<IIQQQQIIQQ", name, stype, 0, 0, offset, size,
+                           0, 0, 1, 0)
+    return (header + names + note + shdr(0, 0, 0, 0)
+            + shdr(1, 3, 64, len(names))
+            + shdr(11, 7, 64 + len(names), len(note)))
+
+
+@test
+def perf_data_carries_the_kernels_build_id_and_machine():
+    """--vmlinux puts the ELF's build id in a BUILD_ID feature entry for
+    [kernel.kallsyms]; --machine sets the header's description of the
+    recording machine; a file without a build id, an unknown field or a
+    number that is not one are refused."""
+    build_id = bytes(range(1, 21))
+    check_eq(pc.elf_build_id(elf_with_build_id(build_id)), build_id)
+    check_eq(pc.elf_build_id(elf_with_build_id(b"")[:64]), None)
+    dump = pc.parse(PERF_DATA_DUMP)
+    check_bytes(pc.to_perf_data(dump, PERF_DATA_KALLSYMS,
+                                pc.Machine(build_id=build_id)),
+                expected_perf_data(build_id))
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {n: os.path.join(tmp, n)
+                 for n in ("dump", "kallsyms", "elf", "noid", "out")}
+        for name, text in (("dump", PERF_DATA_DUMP),
+                           ("kallsyms", PERF_DATA_KALLSYMS)):
+            with open(paths[name], "w") as f:
+                f.write(text)
+        with open(paths["elf"], "wb") as f:
+            f.write(elf_with_build_id(build_id))
+        with open(paths["noid"], "wb") as f:
+            f.write(b"\x7fELF\x02\x01" + bytes(58))
+        base = ["-f", "perf-data", "--kallsyms", paths["kallsyms"], "-o",
+                paths["out"]]
+        status, _, _ = run_main(base + ["--vmlinux", paths["elf"],
+                                        paths["dump"]])
+        check_eq(status, 0)
+        with open(paths["out"], "rb") as f:
+            check_bytes(f.read(), expected_perf_data(build_id))
+        status, _, _ = run_main(base + [
+            "--machine", "hostname=guest", "--machine", "total_mem_kb=512",
+            "--machine", "cmdline=perf record -e emit", paths["dump"]])
+        check_eq(status, 0)
+        with open(paths["out"], "rb") as f:
+            data = f.read()
+        for part in (perf_str("guest"), struct.pack("<Q", 512),
+                     struct.pack("<I", 4) + perf_str("perf")
+                     + perf_str("record") + perf_str("-e") + perf_str("emit")):
+            if part not in data:
+                raise AssertionError("no %r in the file" % part[:12])
+        for argv, want in (
+                (["--vmlinux", paths["noid"]],
+                 (1, "perf-convert: %s: no GNU build-id note\n"
+                  % paths["noid"])),
+                (["--machine", "colour=red"],
+                 (2, "perf-convert: --machine colour: unknown field\n")),
+                (["--machine", "total_mem_kb=lots"],
+                 (2, "perf-convert: --machine total_mem_kb=lots: not a "
+                  "number\n"))):
+            if os.path.exists(paths["out"]):
+                os.remove(paths["out"])
+            status, _, stderr = run_main(base + argv + [paths["dump"]])
+            check_eq((status, stderr), want)
+            check_eq(os.path.exists(paths["out"]), False)
+
+
 # ---- several events ---------------------------------------------------------
 
 # emit at 200 samples a second (period 0), tick every event; the
@@ -592,7 +732,9 @@ def several_events_perf_data_attr_each():
     tick_type = struct.unpack("<IIQQQQQ", entries[1][:48])
     # type, size, config, period or freq, sample_type (0x1a7 |
     # IDENTIFIER 0x10000), read_format, flags (freq: bit 10).
-    check_eq(emit_type, (1, 112, 0, 200, 0x101a7, 0, 0x40440))
+    # The first event's also carry mmap and comm (bits 8, 9): the MMAP
+    # and COMM records are its.
+    check_eq(emit_type, (1, 112, 0, 200, 0x101a7, 0, 0x40740))
     check_eq(tick_type, (1, 112, 0, 1, 0x101a7, 0, 0x40040))
     check_eq(struct.unpack("<QQ", entries[0][112:]), (104, 8))
     check_eq(struct.unpack("<QQ", entries[1][112:]), (112, 8))
@@ -603,12 +745,17 @@ def several_events_perf_data_attr_each():
         rtype, misc, rsize = struct.unpack("<IHH", data[offset:offset + 8])
         records.append((rtype, data[offset + 8:offset + rsize]))
         offset += rsize
-    check_eq([r[0] for r in records], [1, 3, 3, 9, 9, 9])
+    check_eq([r[0] for r in records], [1, 3, 3, 68, 9, 9, 9, 68])
     check_eq([struct.unpack("<Q", body[:8])[0] for t, body in records
               if t == 9], [2, 1, 1])
     check_eq([struct.unpack("<Q", body[-8:])[0] for t, body in records
-              if t != 9], [1, 1, 1])
-    desc = data[data_off + data_size + 16:]
+              if t in (1, 3)], [1, 1, 1])
+    # The EVENT_DESC feature, through its section (the tenth: the nine
+    # from HOSTNAME to CMDLINE come before it).
+    sections = data_off + data_size
+    desc_off, desc_size = struct.unpack("<QQ", data[sections + 16 * 9:
+                                                    sections + 16 * 10])
+    desc = data[desc_off:desc_off + desc_size]
     check_eq(struct.unpack("<II", desc[:8]), (2, 112))
     for name in (b"emit\0", b"tick\0"):
         if name not in desc:
