@@ -412,9 +412,14 @@ perfmon_mux_kick(struct perfmon_dev *dev)
 
     spinlock_lock_intr_save(&perfmon_mux_lock, &flags);
 
-    if (!perfmon_mux_wanted && perfmon_mux_thread != NULL) {
+    /* Wanted even before the thread has published itself: it checks
+       wanted before its first sleep. */
+    if (!perfmon_mux_wanted) {
         perfmon_mux_wanted = true;
-        thread_wakeup(perfmon_mux_thread);
+
+        if (perfmon_mux_thread != NULL) {
+            thread_wakeup(perfmon_mux_thread);
+        }
     }
 
     spinlock_unlock_intr_restore(&perfmon_mux_lock, flags);
@@ -498,8 +503,9 @@ perfmon_mux_unit_pinned(const struct perfmon_dev_state *state, uint32_t unit)
 
 /*
  * Whether unit (the union of the units an attach links, its new slots
- * included), pinned after the attach if pin, could hold its counters
- * while the pinned units hold theirs, and, if it pins, whether every
+ * included), pinned after the attach if pin or if it links a pinned
+ * slot, could hold its counters while the pinned units hold theirs,
+ * and, if it pins, whether every
  * other attached unit still could beside it: no unit may have more slots
  * than the counters the pinned units leave. Checking both sides makes the
  * answer the same whatever order the units attach in: a pinned event
@@ -520,6 +526,10 @@ perfmon_mux_fits(struct perfmon_dev *dev, uint32_t unit, bool pin)
 {
     const struct perfmon_dev_state *state = dev->state;
     uint32_t others = state->used_mask & ~unit, pinned = 0, seen = 0;
+
+    /* A unit that links a pinned slot (an unpinned group sharing a
+       pinned event's raw event) pins too. */
+    pin |= perfmon_mux_unit_pinned(state, unit);
 
     FOR_EACH_BIT(i, others) {
         uint32_t other = perfmon_mux_unit(state, i);
@@ -706,6 +716,11 @@ perfmon_mux_main(void *arg)
 
     (void)arg;
 
+    /* Published under the lock its readers hold (perfmon_mux_kick). */
+    spinlock_lock_intr_save(&perfmon_mux_lock, &flags);
+    perfmon_mux_thread = thread_self();
+    spinlock_unlock_intr_restore(&perfmon_mux_lock, flags);
+
     for (;;) {
         spinlock_lock_intr_save(&perfmon_mux_lock, &flags);
 
@@ -733,7 +748,8 @@ perfmon_mux_setup(void)
         perfmon_mux_interval = PERFMON_MUX_TICKS;
     }
 
-    return thread_create(&perfmon_mux_thread,
+    /* The thread publishes itself (perfmon_mux_main); no join. */
+    return thread_create(NULL,
                          &(struct thread_attr){
                              .name = "perfmon_mux",
                              .priority = THREAD_PRIO_MAX,

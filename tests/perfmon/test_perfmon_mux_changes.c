@@ -347,7 +347,7 @@ TEST_DEFINE(perfmon_mux, pinned_attach_cannot_starve_an_attached_unit)
     uint64_t seq;
 
     test_px_pin_self(cpu);
-    test_px_init(set, nr_slots + 1, 0);
+    test_px_init(set, nr_slots + 2, 0);
     TEST_ASSERT_EQ(perfmon_group_init(group), 0);
 
     for (unsigned int i = 0; i < nr_slots; i++) {
@@ -394,6 +394,22 @@ TEST_DEFINE(perfmon_mux, pinned_attach_cannot_starve_an_attached_unit)
     TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
     TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
     TEST_ASSERT_EQ(perfmon_event_detach(pinned), 0);
+
+    /*
+     * An unpinned group that shares a pinned event's raw event joins its
+     * pinned unit: refused when it would leave an attached single event
+     * no counter (it was accepted, then refused the other way round).
+     */
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(member_pin, cpu), 0);
+    TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[nr_slots + 1], cpu),
+                   0);
+    seq = perfmon_mux_sched_seq(soft);
+    TEST_ASSERT_EQ(perfmon_group_attach_cpu(group, cpu), EAGAIN);
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 2);
+    TEST_ASSERT(test_px_all_counting_here(set, nr_slots, 2));
+    TEST_ASSERT_EQ(perfmon_event_detach(&set->events[nr_slots + 1]), 0);
+    TEST_ASSERT_EQ(perfmon_event_detach(member_pin), 0);
     TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
