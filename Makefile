@@ -56,6 +56,13 @@ KERNEL_SRCS := $(wildcard kern/*.c kern/perfmon/*.c kern/perf/*.c) \
     $(wildcard arch/x86/pmu/*.c) $(TEST_SRCS)
 KERNEL_OBJS := $(addprefix $(BUILD)/,$(addsuffix .o,$(basename $(KERNEL_SRCS))))
 
+# The source list itself, rewritten only when it changes: make compares
+# times, so a deleted source would otherwise leave the link and the test
+# list as they were.
+SRCS_STAMP := $(BUILD)/srcs.list
+$(shell mkdir -p $(BUILD) && echo '$(KERNEL_SRCS)' | cmp -s - $(SRCS_STAMP) \
+    || echo '$(KERNEL_SRCS)' > $(SRCS_STAMP))
+
 HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror \
     -fsanitize=address,undefined -fno-omit-frame-pointer \
     -I. -Iarch/x86 -Itests/host -MMD -MP
@@ -137,7 +144,7 @@ $(BUILD)/ksyms-empty.o: $(BUILD)/ksyms-empty.S
 
 # First link without symbols, then again with the generated table, which
 # sits after all code so no function moves (checked).
-$(BUILD)/kernel.pass1.elf: $(KERNEL_OBJS) $(BUILD)/ksyms-empty.o kernel.lds
+$(BUILD)/kernel.pass1.elf: $(KERNEL_OBJS) $(BUILD)/ksyms-empty.o kernel.lds $(SRCS_STAMP)
 	$(call quiet,LD,$@)
 	$(Q)$(LD) $(KERNEL_LDFLAGS) -o $@ $(KERNEL_OBJS) $(BUILD)/ksyms-empty.o
 
@@ -152,7 +159,7 @@ $(KERNEL_ELF): $(KERNEL_OBJS) $(BUILD)/ksyms.o kernel.lds
 	$(Q)$(LD) $(KERNEL_LDFLAGS) -o $@ $(KERNEL_OBJS) $(BUILD)/ksyms.o
 	$(Q)$(PYTHON) tools/build/gen-ksyms --check $(NM) $(BUILD)/kernel.pass1.elf $@
 
-$(BUILD)/tests.list: $(TEST_SRCS) tools/test/runner_tests.py
+$(BUILD)/tests.list: $(TEST_SRCS) $(SRCS_STAMP) tools/test/runner_tests.py
 	@mkdir -p $(BUILD)
 	$(Q)$(PYTHON) tools/test/runner_tests.py $(TEST_SRCS) > $@.tmp
 	$(Q)mv $@.tmp $@

@@ -71,9 +71,15 @@ struct perfmon_dev_ops {
      * Local, needed when the device sets overflow_intr: of the counters
      * whose ids are set in ids (bit counter), clear the overflows that
      * their interrupt has not reported yet (so the interrupt will not
-     * report them) and return their bits. perfmon calls it before it
-     * reads counters to bring them up to date with interrupts disabled,
-     * once per batch (a context switch, a poll), so a wrap whose
+     * report them) and return their bits; a driver may leave to the
+     * interrupt the bit of a counter that counts since its last preset
+     * (Intel, AMD PerfMonV2: the interrupt believes it only once the
+     * counter's top bit is clear), as perfmon's read sees such a wrap as
+     * a decrease of the preset value. perfmon calls it before it reads
+     * counters to bring them up to date with interrupts disabled, once
+     * per batch (a poll, a slot stopping or losing its counter), but not
+     * for a sampler's counter handed over by a context switch on a
+     * device with preset_ends_overflows, so a wrap whose
      * interrupt is held back by those disabled interrupts is counted
      * there, and not lost when the counter stops or credited to the next
      * thread. Counter ids of such a device are below 64.

@@ -455,13 +455,17 @@ test_entry_report_unknown(const char *entry, size_t len, const void *arg)
     return false;
 }
 
-/* Run one test and print its result; return false to stop the run. */
+/*
+ * Run one test and print its result; return false to stop the run. Its
+ * failures are those counted after seen, the count test_stray_failures
+ * last judged: one that lands between the two is the test's, not lost.
+ */
 static bool
-test_run_one(const struct test *test, unsigned int index)
+test_run_one(const struct test *test, unsigned int index,
+             unsigned long seen)
 {
     unsigned long flags = cpu_get_rflags();
-    unsigned long nr_failures = __atomic_load_n(&test_nr_failures,
-                                                __ATOMIC_ACQUIRE);
+    unsigned long nr_failures = seen;
 
     test_ctx.test = test;
     test_ctx.thread = thread_self();
@@ -566,7 +570,7 @@ test_run_all(const char *selection)
         }
 
         nr_failed += test_stray_failures(&seen);
-        go_on = test_run_one(t, ++index);
+        go_on = test_run_one(t, ++index, seen);
         nr_failed += test_ctx.failed || !go_on;
 
         if (!go_on) {

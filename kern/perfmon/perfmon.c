@@ -209,7 +209,8 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
     perfmon_sample_event_attach(event);
     perfmon_snap_bind(event, dev, index, thread, 0);
     perfmon_snap_attach(&event, 1);
-    event->state = PERFMON_EVENT_THREAD;
+    /* Release: publishes the attach's fields to perfmon_event_read. */
+    __atomic_store_n(&event->state, PERFMON_EVENT_THREAD, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -234,7 +235,7 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
     perfmon_sample_event_attach(event);
     perfmon_snap_bind(event, dev, index, NULL, cpu);
     perfmon_snap_attach(&event, 1);
-    event->state = PERFMON_EVENT_CPU;
+    __atomic_store_n(&event->state, PERFMON_EVENT_CPU, __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -359,7 +360,8 @@ perfmon_event_get_inline(struct perfmon_event *event, uint64_t *valuep)
         *valuep = event->final;
         return 0;
     case PERFMON_EVENT_DISABLED:
-        *valuep = event->frozen;    /* perfmon_event_disable */
+        /* perfmon_event_disable, or a reset since (relaxed store). */
+        *valuep = __atomic_load_n(&event->frozen, __ATOMIC_RELAXED);
         return 0;
     case PERFMON_EVENT_DETACHED:
         *valuep = event->final;
@@ -498,7 +500,8 @@ perfmon_event_reset(struct perfmon_event *event)
     }
 
     if (event->disabled) {
-        event->frozen = 0;      /* no read needed */
+        /* No read needed; relaxed, read after the acquire of state. */
+        __atomic_store_n(&event->frozen, 0, __ATOMIC_RELAXED);
     } else {
         perfmon_event_change(event, perfmon_snap_apply_reset);
     }
@@ -595,7 +598,9 @@ perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
     }
 
     /* Read where the current period ends, on the counting CPU. */
-    WRITE_ONCE(event->period, period);
+    /* Relaxed: the overflow path reads it once per period, on any CPU;
+       nothing else is published with it. */
+    __atomic_store_n(&event->period, period, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -606,7 +611,7 @@ perfmon_event_get_period(struct perfmon_event *event, uint64_t *periodp)
         return EINVAL;
     }
 
-    *periodp = READ_ONCE(event->period);
+    *periodp = __atomic_load_n(&event->period, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -656,6 +661,7 @@ perfmon_event_get_samples(struct perfmon_event *event,
         return EINVAL;
     }
 
-    *nr_samplesp = READ_ONCE(event->nr_samples);
+    /* Relaxed: a count the sample path stores relaxed. */
+    *nr_samplesp = __atomic_load_n(&event->nr_samples, __ATOMIC_RELAXED);
     return 0;
 }

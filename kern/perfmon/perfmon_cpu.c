@@ -145,7 +145,10 @@ perfmon_cpu_slot_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                       && sampler == NULL;
         cslot->armed = false;
         cslot->throttled_periods = 0;
-        cpu->used[dev->state->index] |= 1U << index;
+        /* Relaxed: only this CPU writes used; others count it. */
+        __atomic_store_n(&cpu->used[dev->state->index],
+                         cpu->used[dev->state->index] | (1U << index),
+                         __ATOMIC_RELAXED);
 
         if (sampler != NULL && dev->preset_ends_overflows) {
             cpu->handoffs[dev->state->index] |= 1U << index;
@@ -181,7 +184,9 @@ perfmon_cpu_slot_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
             dev->ops->stop(cslot->counter);
         }
 
-        cpu->used[dev->state->index] &= ~(1U << index);
+        __atomic_store_n(&cpu->used[dev->state->index],
+                         cpu->used[dev->state->index] & ~(1U << index),
+                         __ATOMIC_RELAXED);
         cpu->handoffs[dev->state->index] &= ~(1U << index);
         cpu->users_left[dev->state->index] |= 1U << index;
         cslot->sampler = NULL;
@@ -208,7 +213,12 @@ perfmon_cpu_slot_user(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     if (cpu->users_left[dev->state->index] & (1U << index)) {
         cpu->users_left[dev->state->index] &= ~(1U << index);
     } else {
-        __atomic_fetch_or(&dev->state->users[index], bit, __ATOMIC_SEQ_CST);
+        /* Store-buffering with perfmon_mux_publish: a seq_cst fence on
+           each side, between the store and the other's load, so that
+           either the publish sees this bit or the later load of sched_seq
+           sees its version. A seq_cst RMW alone is no fence in C11. */
+        __atomic_fetch_or(&dev->state->users[index], bit, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
     }
 }
 
@@ -271,16 +281,20 @@ perfmon_cpu_sched_apply(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
             continue;
         }
 
-        sched = READ_ONCE(state->sched_mask);
+        /* Relaxed: the sequence count validates the copy. */
+        sched = __atomic_load_n(&state->sched_mask, __ATOMIC_RELAXED);
 
         FOR_EACH_BIT(i, sched) {
-            ids[i] = READ_ONCE(state->slots[i].counter);
-            masks[i] = READ_ONCE(state->slots[i].mask);
+            ids[i] = __atomic_load_n(&state->slots[i].counter,
+                                     __ATOMIC_RELAXED);
+            masks[i] = __atomic_load_n(&state->slots[i].mask,
+                                       __ATOMIC_RELAXED);
         }
 
+        /* Orders the copy before the second load of the count. */
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
 
-        if (READ_ONCE(state->sched_seq) == seq) {
+        if (__atomic_load_n(&state->sched_seq, __ATOMIC_RELAXED) == seq) {
             break;
         }
     }
@@ -372,7 +386,9 @@ perfmon_cpu_loaded_td(void)
 {
     struct perfmon_td *td = thread_perfmon_td(thread_self());
 
-    return (READ_ONCE(td->loaded_cpu) == cpu_id()) ? td : NULL;
+    /* Relaxed: only this CPU stores its own id there. */
+    return (__atomic_load_n(&td->loaded_cpu, __ATOMIC_RELAXED) == cpu_id())
+           ? td : NULL;
 }
 
 void
@@ -485,7 +501,9 @@ perfmon_cpu_nr_used_slots(unsigned int cpu)
     unsigned int n = 0;
 
     for (unsigned int d = 0; d < PERFMON_MAX_DEVS; d++) {
-        n += bitops_popcount(READ_ONCE(pcpu->used[d]));
+        /* Relaxed: a snapshot; the owner stores used relaxed. */
+        n += bitops_popcount(__atomic_load_n(&pcpu->used[d],
+                                             __ATOMIC_RELAXED));
     }
 
     return n;
@@ -645,7 +663,7 @@ void
 perfmon_cpu_throttle_timer(struct timer *timer)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    unsigned int nr_devs = perfmon_nr_devs;
+    unsigned int nr_devs = perfmon_dev_count();
 
     (void)timer;
     assert_intr_disabled();
@@ -685,7 +703,7 @@ void
 perfmon_cpu_freq_timer(struct timer *timer)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    unsigned int nr_devs = perfmon_nr_devs;
+    unsigned int nr_devs = perfmon_dev_count();
     bool live = false;
 
     assert_intr_disabled();

@@ -38,7 +38,7 @@ static struct perfmon_dev_state perfmon_dev_states[PERFMON_MAX_DEVS];
 static bool
 perfmon_dev_is_registered(const struct perfmon_dev *dev)
 {
-    unsigned int n = READ_ONCE(perfmon_nr_devs);
+    unsigned int n = perfmon_dev_count();
 
     for (unsigned int i = 0; i < n; i++) {
         if (perfmon_devs[i] == dev) {
@@ -52,7 +52,7 @@ perfmon_dev_is_registered(const struct perfmon_dev *dev)
 struct perfmon_dev *
 perfmon_dev_get(bool sw)
 {
-    unsigned int n = __atomic_load_n(&perfmon_nr_devs, __ATOMIC_ACQUIRE);
+    unsigned int n = perfmon_dev_count();
 
     for (unsigned int i = 0; i < n; i++) {
         if (perfmon_devs[i]->sw == sw) {
@@ -67,7 +67,7 @@ int
 perfmon_dev_find(uint64_t id, unsigned int flags, struct perfmon_dev **devp,
                  uint64_t *configp)
 {
-    unsigned int n = __atomic_load_n(&perfmon_nr_devs, __ATOMIC_ACQUIRE);
+    unsigned int n = perfmon_dev_count();
     bool sw = (flags & PERFMON_EF_SW) != 0;
     int error = ENODEV;
 
@@ -113,7 +113,8 @@ perfmon_dev_nr_used_slots(struct perfmon_dev *dev)
      * Each count is read once; the total is a snapshot.
      */
     for (unsigned int i = 0; i < PERFMON_MAX_SLOTS; i++) {
-        n += (READ_ONCE(dev->state->slots[i].nr_refs) != 0);
+        n += (__atomic_load_n(&dev->state->slots[i].nr_refs,
+                              __ATOMIC_RELAXED) != 0);
     }
 
     return n;

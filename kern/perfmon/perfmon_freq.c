@@ -23,7 +23,7 @@
  * (its arm, its thread's switch away, the CPU's frequency timer), so the
  * event's freq_* fields need no lock. The overflow path never reads them;
  * it reads the period it publishes, event->period, once at the end of
- * each period (READ_ONCE against this WRITE_ONCE, as for
+ * each period (relaxed loads against this relaxed store, as for
  * perfmon_event_set_period), so an overflow that lands between any two
  * instructions here sees the old period or the new one.
  */
@@ -127,6 +127,6 @@ perfmon_freq_adjust(struct perfmon_event *event, uint64_t value, uint64_t now)
 
     /* Read where the current period ends, by the overflow path. */
     if (period != 0) {
-        WRITE_ONCE(event->period, period);
+        __atomic_store_n(&event->period, period, __ATOMIC_RELAXED);
     }
 }

@@ -209,7 +209,8 @@ perfmon_group_attach_target(struct perfmon_group *group,
     perfmon_snap_attach(group->events, group->nr_events);
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
-        group->events[i]->state = state;
+        /* Release: publishes the attach to perfmon_event_read. */
+        __atomic_store_n(&group->events[i]->state, state, __ATOMIC_RELEASE);
     }
 
     group->state = state;

@@ -60,8 +60,9 @@
  *   interrupts disabled (the switch, or a cross-CPU call that checks
  *   loaded_cpu again under the td lock); the switch updates prev without
  *   its lock and publishes prev->loaded_cpu = NONE last, with release
- *   order. An unloaded thread's state changes under its td lock, which
- *   the switch takes for next.
+ *   order, which the ops' acquire load of loaded_cpu pairs with. An
+ *   unloaded thread's state changes under its td lock, which the switch
+ *   takes for next.
  * - A slot's width and config do not change while it has references, so
  *   the tiers read them without the device lock. Which counter a slot
  *   holds is written under the device lock inside a sequence count

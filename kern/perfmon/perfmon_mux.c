@@ -143,7 +143,9 @@ perfmon_mux_drop(struct perfmon_dev *dev, uint32_t unit)
     FOR_EACH_BIT(i, unit & state->sched_mask) {
         perfmon_mux_sched_write(state, i);
         dev->ops->free(state->slots[i].counter);
-        WRITE_ONCE(state->sched_mask, state->sched_mask & ~(1U << i));
+        /* Relaxed, inside the sequence count's write. */
+        __atomic_store_n(&state->sched_mask, state->sched_mask & ~(1U << i),
+                         __ATOMIC_RELAXED);
     }
 }
 
@@ -167,10 +169,12 @@ perfmon_mux_take(struct perfmon_dev *dev, uint32_t unit)
         assert(width >= 1 && width <= 64 && counter < 64
                && (dev->bank == NULL || counter < dev->nr_counters));
         perfmon_mux_sched_write(state, i);
-        WRITE_ONCE(slot->counter, counter);
+        __atomic_store_n(&slot->counter, counter, __ATOMIC_RELAXED);
         slot->width = width;
-        WRITE_ONCE(slot->mask, bitops_width_mask(width));
-        WRITE_ONCE(state->sched_mask, state->sched_mask | (1U << i));
+        __atomic_store_n(&slot->mask, bitops_width_mask(width),
+                         __ATOMIC_RELAXED);
+        __atomic_store_n(&state->sched_mask, state->sched_mask | (1U << i),
+                         __ATOMIC_RELAXED);
         taken |= 1U << i;
     }
 
@@ -390,7 +394,9 @@ perfmon_mux_schedule(struct perfmon_dev *dev, bool rotate)
         waiting = true;
     }
 
-    state->mux_waiting = waiting;
+    /* Relaxed: read back without the lock by the same thread (the kick);
+       the rotation reads it under the lock. */
+    __atomic_store_n(&state->mux_waiting, waiting, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -406,7 +412,7 @@ perfmon_mux_kick(struct perfmon_dev *dev)
 {
     unsigned long flags;
 
-    if (!READ_ONCE(dev->state->mux_waiting)) {
+    if (!__atomic_load_n(&dev->state->mux_waiting, __ATOMIC_RELAXED)) {
         return;
     }
 
@@ -676,7 +682,9 @@ perfmon_mux_rotate(struct perfmon_dev *dev)
     if (rotated) {
         error = perfmon_mux_schedule(dev, true);
         assert(!error);
-        state->nr_rotations++;
+        /* Relaxed: a statistic read without the lock. */
+        __atomic_store_n(&state->nr_rotations, state->nr_rotations + 1,
+                         __ATOMIC_RELAXED);
         changed = perfmon_mux_sched_end(state);
     }
 
@@ -688,7 +696,7 @@ perfmon_mux_rotate(struct perfmon_dev *dev)
 uint64_t
 perfmon_mux_nr_rotations(const struct perfmon_dev *dev)
 {
-    return READ_ONCE(dev->state->nr_rotations);
+    return __atomic_load_n(&dev->state->nr_rotations, __ATOMIC_RELAXED);
 }
 
 uint64_t
@@ -732,7 +740,7 @@ perfmon_mux_main(void *arg)
         spinlock_unlock_intr_restore(&perfmon_mux_lock, flags);
         thread_delay(perfmon_mux_interval);
 
-        for (unsigned int d = 0; d < READ_ONCE(perfmon_nr_devs); d++) {
+        for (unsigned int d = 0; d < perfmon_dev_count(); d++) {
             perfmon_mux_rotate(perfmon_devs[d]);
         }
     }

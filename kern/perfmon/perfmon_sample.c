@@ -143,7 +143,8 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
     /* No chunk without a call chain, else its head and room: no branch. */
     size_t ext_size = (nr_frames + (nr_frames != 0)) * sizeof(uint64_t);
 
-    event->nr_samples++;
+    __atomic_store_n(&event->nr_samples, event->nr_samples + 1,
+                     __ATOMIC_RELAXED);
     syscnt_inc(&cpu->sc_samples);
 
     /* A valid size: set_sampling keeps nr_frames to PERFMON_MAX_FRAMES. */
@@ -361,7 +362,8 @@ perfmon_sample_take_inline(struct perfmon_cpu *cpu,
         }
 
         /* A new period takes effect here, at the end of the current. */
-        cslot->sample_period = READ_ONCE(event->period);
+        cslot->sample_period = __atomic_load_n(&event->period,
+                                               __ATOMIC_RELAXED);
         cslot->sample_next += cslot->sample_period;
     }
 
@@ -474,7 +476,7 @@ perfmon_sample_event_attach(struct perfmon_event *event)
 {
     if (event->period != 0) {
         perfmon_session_ref(event->session);
-        event->nr_samples = 0;
+        __atomic_store_n(&event->nr_samples, 0, __ATOMIC_RELAXED);
         event->freq_count = 0;
         event->freq_time = 0;
         event->freq_sum_count = 0;
@@ -508,7 +510,7 @@ perfmon_sample_setup(void)
 void
 perfmon_sample_throttle_end(struct perfmon_cpu *cpu)
 {
-    unsigned int nr_devs = perfmon_nr_devs;
+    unsigned int nr_devs = perfmon_dev_count();
 
     assert_intr_disabled();
     cpu->throttle.active = false;

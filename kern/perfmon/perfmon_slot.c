@@ -55,7 +55,10 @@ perfmon_slot_unref(struct perfmon_dev *dev, unsigned int index, bool pin,
 
     slot->nr_pinned -= pin;
     slot->nr_enabled -= enabled;
-    last = (--slot->nr_refs == 0);
+    /* Relaxed: nr_refs changes under the device lock; lockless readers
+       (perfmon_dev_nr_used_slots, the tiers' checks) take a snapshot. */
+    __atomic_store_n(&slot->nr_refs, slot->nr_refs - 1, __ATOMIC_RELAXED);
+    last = (slot->nr_refs == 0);
 
     if (last) {
         perfmon_mux_drop(dev, 1U << index);
@@ -241,7 +244,7 @@ perfmon_slot_acquire(struct perfmon_dev *dev, const uint64_t *configs,
                                                  most);
         }
 
-        slot->nr_refs++;
+        __atomic_store_n(&slot->nr_refs, slot->nr_refs + 1, __ATOMIC_RELAXED);
         slot->nr_pinned += pins[k];
         slot->nr_enabled++;          /* events attach enabled */
     }
@@ -319,8 +322,9 @@ perfmon_slot_counter(const struct perfmon_dev *dev, unsigned int index,
 
     slot = &dev->state->slots[index];
 
-    if (READ_ONCE(slot->nr_refs) == 0
-        || !(READ_ONCE(dev->state->sched_mask) & (1U << index))) {
+    if (__atomic_load_n(&slot->nr_refs, __ATOMIC_RELAXED) == 0
+        || !(__atomic_load_n(&dev->state->sched_mask, __ATOMIC_RELAXED)
+             & (1U << index))) {
         return false;
     }
 

@@ -93,6 +93,17 @@ extern struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
 extern unsigned int perfmon_nr_devs;
 extern struct spinlock perfmon_devs_lock;
 
+/*
+ * The number of registered devices. Acquire: pairs with the release that
+ * publishes it (perfmon_dev_register), so the entries below it are ready;
+ * a plain move on x86. Any context.
+ */
+static inline unsigned int
+perfmon_dev_count(void)
+{
+    return __atomic_load_n(&perfmon_nr_devs, __ATOMIC_ACQUIRE);
+}
+
 /* The least period dev samples config at (its min_period). Any context. */
 static inline uint64_t
 perfmon_dev_min_period(const struct perfmon_dev *dev, uint64_t config)

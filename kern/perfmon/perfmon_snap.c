@@ -338,7 +338,8 @@ perfmon_snap_apply_disable(struct perfmon_event *event,
                            const struct perfmon_snap *snap, unsigned int i)
 {
     if (!event->disabled) {
-        event->frozen = snap->values[i] - event->start;
+        __atomic_store_n(&event->frozen, snap->values[i] - event->start,
+                         __ATOMIC_RELAXED);
         perfmon_snap_times_at(event, snap, snap->offs[i],
                               &event->time_enabled, &event->time_running);
         event->disabled = true;
@@ -360,8 +361,11 @@ perfmon_snap_apply_enable(struct perfmon_event *event,
         event->enabled_run = snap->run;
         event->enabled_off = snap->offs[i];
         event->disabled = false;
-        event->state = (event->thread != NULL) ? PERFMON_EVENT_THREAD
-                                               : PERFMON_EVENT_CPU;
+        /* Release: publishes the new start to perfmon_event_read. */
+        __atomic_store_n(&event->state,
+                         (event->thread != NULL) ? PERFMON_EVENT_THREAD
+                                                 : PERFMON_EVENT_CPU,
+                         __ATOMIC_RELEASE);
     }
 }
 
@@ -370,7 +374,8 @@ perfmon_snap_apply_reset(struct perfmon_event *event,
                          const struct perfmon_snap *snap, unsigned int i)
 {
     if (event->disabled) {
-        event->frozen = 0;
+        /* Relaxed: a lockless reader loads it (perfmon_event_read). */
+        __atomic_store_n(&event->frozen, 0, __ATOMIC_RELAXED);
     } else {
         event->start = snap->values[i];
     }
@@ -434,7 +439,9 @@ perfmon_snap_detach(struct perfmon_event *const *events,
             perfmon_session_unref(event->session);
         }
 
-        event->state = PERFMON_EVENT_DETACHED;
+        /* Release: publishes final to perfmon_event_read. */
+        __atomic_store_n(&event->state, PERFMON_EVENT_DETACHED,
+                         __ATOMIC_RELEASE);
     }
 }
 

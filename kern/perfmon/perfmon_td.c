@@ -127,7 +127,8 @@ perfmon_td_slot_save_period(struct perfmon_td *td, unsigned int d,
         tslot->sample_left = cslot->sample_next - cslot->value;
         td->sample_periods[d][index] = cslot->sample_period;
     } else {
-        tslot->sample_left = READ_ONCE(cslot->sampler->period);
+        tslot->sample_left = __atomic_load_n(&cslot->sampler->period,
+                                             __ATOMIC_RELAXED);
         td->sample_periods[d][index] = tslot->sample_left;
     }
 }
@@ -214,14 +215,15 @@ perfmon_td_load(struct perfmon_td *td)
                td->loaded_cpu);
     perfmon_nmi_enter();
 
-    for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
+    for (unsigned int d = 0; d < perfmon_dev_count(); d++) {
         perfmon_cpu_sched_check(cpu, perfmon_devs[d], NULL);
         perfmon_td_off_begin(cpu, d, td->used[d], cpu_get_tsc());
     }
 
-    td->loaded_cpu = cpu_id();
+    /* Relaxed: read by ops under the td lock, held here. */
+    __atomic_store_n(&td->loaded_cpu, cpu_id(), __ATOMIC_RELAXED);
 
-    for (unsigned int d = 0; d < perfmon_nr_devs; d++) {
+    for (unsigned int d = 0; d < perfmon_dev_count(); d++) {
         FOR_EACH_BIT(index, td->used[d]) {
             perfmon_td_slot_load(td, cpu, perfmon_devs[d], index);
         }
@@ -379,7 +381,7 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
                   uint64_t now)
 {
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    unsigned int nr_devs = perfmon_nr_devs;
+    unsigned int nr_devs = perfmon_dev_count();
 
     assert_intr_disabled();
     assert_msg(prev->loaded_cpu == cpu_id(), "prev loaded on %u, not %u",
@@ -388,7 +390,7 @@ perfmon_td_switch(struct perfmon_td *prev, struct perfmon_td *next,
     assert_msg(next->loaded_cpu == PERFMON_CPU_NONE, "next loaded on %u",
                next->loaded_cpu);
     perfmon_nmi_enter();
-    next->loaded_cpu = cpu_id();
+    __atomic_store_n(&next->loaded_cpu, cpu_id(), __ATOMIC_RELAXED);
 
     /* Most switches are between threads that count nothing. */
     if (perfmon_td_unused(prev) && perfmon_td_unused(next)) {
@@ -456,7 +458,9 @@ perfmon_td_op_remote(void *arg)
 
     assert_intr_disabled();
     spinlock_lock(&op->td->lock);
-    loaded_cpu = op->td->loaded_cpu;
+    /* Acquire: pairs with the switch's release of NONE (not under the
+       lock), so its writes to the thread's counts come before. */
+    loaded_cpu = __atomic_load_n(&op->td->loaded_cpu, __ATOMIC_ACQUIRE);
 
     /* The thread may have left this CPU since the call was sent. */
     if (loaded_cpu == cpu_id() || loaded_cpu == PERFMON_CPU_NONE) {
@@ -477,7 +481,8 @@ perfmon_td_run(struct perfmon_td_op *op)
         unsigned long flags;
 
         spinlock_lock_intr_save(&op->td->lock, &flags);
-        loaded_cpu = op->td->loaded_cpu;
+        /* Acquire: pairs with the switch's release of NONE. */
+        loaded_cpu = __atomic_load_n(&op->td->loaded_cpu, __ATOMIC_ACQUIRE);
 
         /* Loaded on this CPU means the thread is the caller. */
         if (loaded_cpu == PERFMON_CPU_NONE || loaded_cpu == cpu_id()) {
