@@ -3,6 +3,8 @@
  * runner reports a failure, a panic and a hang (they are manual tests,
  * never part of test=all).
  */
+#include <stdbool.h>
+
 #include <kern/errno.h>
 #include <kern/macros.h>
 #include <kern/test.h>
@@ -101,12 +103,22 @@ TEST_DEFINE_MANUAL(selftest, failure_runs_its_undo_actions)
 }
 
 /* Fails a few ticks after it starts, outside the harness's tracking. */
+static bool test_selftest_next_started;
+static bool test_selftest_late_failed;
+
 static void
 test_selftest_late_failer(void *arg)
 {
     (void)arg;
-    thread_delay(5);
+
+    /* Not before the next test runs: a loaded host may stretch this
+       test past any fixed delay. */
+    while (!__atomic_load_n(&test_selftest_next_started, __ATOMIC_ACQUIRE)) {
+        thread_delay(1);
+    }
+
     TEST_ASSERT_EQ(2 + 2, 5);
+    __atomic_store_n(&test_selftest_late_failed, true, __ATOMIC_RELEASE);
 }
 
 /*
@@ -128,5 +140,13 @@ TEST_DEFINE_MANUAL(selftest, failure_after_its_test_ended)
 /* Selected after failure_after_its_test_ended: runs while it fails. */
 TEST_DEFINE_MANUAL(selftest, waits_a_while)
 {
-    thread_delay(20);
+    __atomic_store_n(&test_selftest_next_started, true, __ATOMIC_RELEASE);
+
+    /* Until the failure is in, or a second at most. */
+    for (unsigned int i = 0;
+         i < 100 && !__atomic_load_n(&test_selftest_late_failed,
+                                     __ATOMIC_ACQUIRE);
+         i++) {
+        thread_delay(1);
+    }
 }
