@@ -295,10 +295,15 @@ pmu_amd_setup(void)
     error = pmu_amd_probe(&msr);
 
     if (error) {
-        log_warning("pmu_amd: family %xh: MSR 0x%x %s: no PMU (a "
-                    "hypervisor without one?), software events only",
-                    info->family, msr,
-                    (error == EIO) ? "faults" : "ignores writes");
+        /*
+         * No CPUID bit announces the legacy counters: a virtual machine
+         * without a PMU is found here, the expected case, not an alarm.
+         */
+        log_info("pmu_amd: no hardware PMU (family %xh, MSR 0x%x %s, as "
+                 "in a virtual machine without one): software events and "
+                 "the software PMU work, hardware events do not",
+                 info->family, msr,
+                 (error == EIO) ? "faults" : "ignores writes");
         info->nr_counters = 0;
         return 0;
     }
