@@ -67,7 +67,7 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror \
     -fsanitize=address,undefined -fno-omit-frame-pointer \
     -I. -Iarch/x86 -Itests/host -MMD -MP
 
-.PHONY: all deps run check check-hw debug clean help lint bench torture \
+.PHONY: all deps run check check-hw debug clean help lint bench bench-scale torture \
         host-tests iso soak profile
 
 all: $(ISO) host-tests
@@ -83,7 +83,9 @@ help:
 	@echo "                SMP='1 2 4 8 64' CPUs: proves a change flake-free"
 	@echo "make check-hw   the hardware PMU suites under KVM (needs an Intel or"
 	@echo "                AMD host PMU; fails, saying why, when nothing was tested)"
-	@echo "make bench      perfmon benchmark under TCG -icount (instructions)"
+	@echo "make bench      perfmon benchmark under TCG -icount (instructions;"
+	@echo "                about 2 minutes)"
+	@echo "make bench-scale  the benchmark's scaling study at 2 to 64 CPUs (long)"
 	@echo "make torture    the long perfmon torture run (progress every 10 s)"
 	@echo "make profile    boot, sample WORKLOAD on EVENT every PERIOD events,"
 	@echo "                write build/profile/: perf script text, folded"
@@ -266,6 +268,11 @@ check-hw: deps $(ISO)
 # The benchmark boots on 2 CPUs; under TCG with -icount shift=0.
 bench: deps $(ISO)
 	@$(PYTHON) tools/test/runner.py bench --iso $(ISO) --smp 2 --accel $(ACCEL) \
+	    --mem $(MEM) --cmdline "$(ARGS)" --timeout 600
+
+# The scaling study: the same cases at 2, 8, 32 and 64 CPUs (long).
+bench-scale: deps $(ISO)
+	@$(PYTHON) tools/test/runner.py bench-scale --iso $(ISO) --accel $(ACCEL) \
 	    --mem $(MEM) --cmdline "$(ARGS)" --timeout 600
 
 # The long perfmon torture run: TORTURE_OPS operations per CPU, narrow

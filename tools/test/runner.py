@@ -4,6 +4,7 @@
   runner.py run   --iso ISO [--smp N] [--accel auto|kvm|tcg] [--cmdline S]
   runner.py check --iso ISO [--smp "1 2 4"] [--host-tests DIR ...]
   runner.py bench --iso ISO [--accel tcg|kvm]
+  runner.py bench-scale --iso ISO [--accel tcg|kvm]
   runner.py check-hw --iso ISO [--smp N] [--accel kvm|tcg] [--cmdline S]
 
 The kernel reads extra command-line words from the fw_cfg file
@@ -462,6 +463,18 @@ def cmd_bench(args):
             print("\n".join(qemu.text.splitlines()[-30:]))
             print("bench: failed (QEMU status %s)" % rc)
             return 1
+    return 0
+
+
+def cmd_bench_scale(args):
+    """The scaling study (make bench-scale): bench.perfmon_scale at each
+    of BENCH_SCALE_SMP CPUs, apart from make bench because its 64-CPU
+    boot takes most of half an hour under -icount."""
+    accel, reason = choose_accel(args.accel)
+    icount = accel == "tcg"
+    print("runner: accelerator %s (%s), scaling boots at %s CPUs"
+          % (accel, reason, ", ".join(str(n) for n in BENCH_SCALE_SMP)),
+          flush=True)
     return bench_scale(args, accel, icount)
 
 
@@ -537,7 +550,7 @@ def main():
                                      formatter_class=argparse.
                                      RawDescriptionHelpFormatter)
     parser.add_argument("mode", choices=["run", "check", "boot", "bench",
-                                         "check-hw"])
+                                         "bench-scale", "check-hw"])
     parser.add_argument("--iso", required=True)
     parser.add_argument("--smp", default="1 2 4")
     parser.add_argument("--accel", default="auto",
@@ -627,6 +640,8 @@ def dispatch(args):
         return cmd_boot(args)
     if args.mode == "bench":
         return cmd_bench(args)
+    if args.mode == "bench-scale":
+        return cmd_bench_scale(args)
     if args.mode == "check-hw":
         return cmd_check_hw(args)
     return cmd_check(args)
