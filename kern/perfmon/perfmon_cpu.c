@@ -484,9 +484,14 @@ perfmon_cpu_soft_intr(const struct perfmon_intr_ctx *ctx)
 {
     struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
 
-    /* Cleared first: an NMI that sets it again sends another request. */
-    if (READ_ONCE(nmi->throttle_arm)) {
-        WRITE_ONCE(nmi->throttle_arm, 0);
+    /*
+     * Cleared first: an NMI that sets it again sends another request.
+     * Only this CPU and its NMI touch it: relaxed (the NMI is ordered
+     * with this code as a signal would be); the barrier keeps the clear
+     * before the arm.
+     */
+    if (__atomic_load_n(&nmi->throttle_arm, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&nmi->throttle_arm, 0, __ATOMIC_RELAXED);
         barrier();
         perfmon_sample_throttle_arm(cpu_local_ptr(perfmon_cpu));
     }

@@ -224,7 +224,9 @@ perfmon_sample_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
 
         /* An NMI asks the maskable vector to arm the timer. */
         if (unlikely(perfmon_nmi_active())) {
-            WRITE_ONCE(cpu_local_ptr(perfmon_nmi_cpu)->throttle_arm, 1);
+            /* Relaxed: read on this CPU (perfmon_cpu_soft_intr). */
+            __atomic_store_n(&cpu_local_ptr(perfmon_nmi_cpu)->throttle_arm,
+                             1, __ATOMIC_RELAXED);
             cpu_send_self_pmu_soft_from_nmi();
         } else {
             perfmon_sample_throttle_arm(cpu);

@@ -480,8 +480,13 @@ perfmon_session_set_watermark(struct perfmon_session *session,
         nr_records = 1;
     }
 
-    WRITE_ONCE(session->wm_records, nr_records);
-    WRITE_ONCE(session->wm_bytes, nr_bytes);
+    /*
+     * Read by the consumer's readiness check without a lock: relaxed,
+     * each a threshold on its own (a wait that races the change may use
+     * the old pair or a mix for one check; the next check sees both).
+     */
+    __atomic_store_n(&session->wm_records, nr_records, __ATOMIC_RELAXED);
+    __atomic_store_n(&session->wm_bytes, nr_bytes, __ATOMIC_RELAXED);
     return 0;
 }
 
@@ -497,8 +502,9 @@ static bool
 perfmon_session_ring_ready(const struct perfmon_session *session,
                            const struct perfmon_session_ring *ring)
 {
-    unsigned int wm_records = READ_ONCE(session->wm_records);
-    size_t wm_bytes = READ_ONCE(session->wm_bytes);
+    unsigned int wm_records = __atomic_load_n(&session->wm_records,
+                                              __ATOMIC_RELAXED);
+    size_t wm_bytes = __atomic_load_n(&session->wm_bytes, __ATOMIC_RELAXED);
     int64_t nr_held;
     uint64_t nr_bytes;
 
