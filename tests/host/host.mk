@@ -106,7 +106,8 @@ HOST_PX_HDRS := tests/host/host_test.h tests/host/perfmon/pmu_fake.h \
 HOST_DEVS_SRCS := tests/host/host_env.c kern/errno.c $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
 
-# The session ring, kern/perfmon/perfmon_session.c unchanged, with host
+# The session ring, kern/perfmon/perfmon_session.c and the NMI rule of
+# kern/perfmon/perfmon_nmi.c unchanged, with host
 # threads for CPUs and a signal for the NMI (tests/host/session/: its
 # kernel functions in ring_env.c, the CPU's shadow headers in model/).
 # Built twice: with the sanitizers of HOST_CFLAGS, and with
@@ -114,6 +115,7 @@ HOST_DEVS_SRCS := tests/host/host_env.c kern/errno.c $(PERFMON_CORE_SRCS) \
 # here (HOST_TSAN: probed once per make).
 HOST_RING_SRCS := tests/host/session/test_session_ring.c \
     tests/host/session/ring_env.c kern/perfmon/perfmon_session.c \
+    kern/perfmon/perfmon_nmi.c \
     tests/host/host_test.h tests/host/session/ring_env.h \
     $(wildcard tests/host/session/model/*/*.h) kern/perfmon_session.h \
     kern/perfmon_nmi.h

@@ -10,9 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <kern/arg.h>
 #include <kern/clock.h>
+#include <kern/errno.h>
 #include <kern/kmem.h>
+#include <kern/log.h>
 #include <kern/panic.h>
+#include <kern/perfmon_dev.h>
 #include <kern/perfmon_nmi.h>
 #include <kern/thread.h>
 #include <machine/cpu.h>
@@ -27,8 +31,7 @@ static __thread bool ring_env_intr = true;
 static unsigned int ring_env_nr_cpus = 1;
 static void (*ring_env_handle)(void);
 
-/* The name of the per-CPU variable; each thread uses its own copy. */
-struct perfmon_nmi_cpu perfmon_nmi_cpu;
+/* perfmon_nmi.c's per-CPU variable: each thread uses its own copy. */
 static __thread struct perfmon_nmi_cpu ring_env_nmi_cpu;
 static __thread unsigned long ring_env_deferred;
 
@@ -142,10 +145,19 @@ thread_delay(uint64_t ticks)
     sched_yield();
 }
 
+/* The test's handling, as perfmon_nmi.c's test hook calls it. */
+static void
+ring_env_hook(const struct perfmon_intr_ctx *ctx)
+{
+    (void)ctx;
+    ring_env_handle();
+}
+
 void
 ring_env_set_nmi_handler(void (*handle)(void))
 {
     ring_env_handle = handle;
+    perfmon_nmi_test_hook = ring_env_hook;
 }
 
 unsigned long
@@ -154,66 +166,89 @@ ring_env_nr_nmis_deferred(void)
     return ring_env_deferred;
 }
 
-static void
-ring_env_handle_nmi(void)
+/*
+ * The NMI: kern/perfmon/perfmon_nmi.c's own entry, with interrupts off
+ * for its duration as the machine's NMI has them.
+ */
+void
+ring_env_nmi(void)
 {
+    struct perfmon_intr_ctx ctx = { 0 };
     bool intr = ring_env_intr;
+
+    if (perfmon_nmi_nest() != 0) {
+        ring_env_deferred++;
+    }
 
     ring_env_intr = false;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
-    ring_env_handle();
+    perfmon_nmi_intr(&ctx);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     ring_env_intr = intr;
 }
 
-/* As perfmon_nmi_intr: the place it landed is not kept (no samples). */
-void
-ring_env_nmi(void)
+/*
+ * What perfmon_nmi.c calls besides: no device is registered (the test's
+ * hook is the only handling), no boot argument is given, no call chain
+ * is walked (the test takes no samples, so a context is copied whole).
+ */
+struct perfmon_dev *perfmon_devs[PERFMON_MAX_DEVS];
+unsigned int perfmon_nr_devs;
+
+bool
+arg_is_set(const char *key, const char *value)
 {
-    if (perfmon_nmi_nest() != 0) {
-        ring_env_deferred++;
-        perfmon_nmi_set_deferred(true);
-        return;
-    }
-
-    if (perfmon_nmi_deferred()) {
-        perfmon_nmi_set_deferred(false);
-    }
-
-    ring_env_handle_nmi();
+    (void)key;
+    (void)value;
+    return false;
 }
 
-/* As the kernel's: the section count raised while the work runs. */
-void
-perfmon_nmi_run_deferred(void)
+int
+arg_get_u64(const char *key, uint64_t *valuep)
 {
-    struct perfmon_nmi_cpu *nmi = cpu_local_ptr(perfmon_nmi_cpu);
+    (void)key;
+    (void)valuep;
+    return ENOENT;
+}
 
-    if (cpu_intr_enabled()) {
-        panic("ring_env: a section ended with interrupts enabled");
-    }
+void
+log_msg(int level, const char *fmt, ...)
+{
+    va_list ap;
 
-    if (nmi->in_deferred) {
-        return;
-    }
+    (void)level;
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+}
 
-    do {
-        nmi->in_deferred = 1;
-        barrier();
+void
+perfmon_sample_chain_capture(struct perfmon_chain *chain,
+                             const struct perfmon_intr_ctx *ctx,
+                             struct perfmon_intr_ctx *capturedp)
+{
+    (void)chain;
+    *capturedp = *ctx;
+}
 
-        do {
-            perfmon_nmi_set_nest(1);
+void
+perfmon_sample_chain_copy(struct perfmon_chain *chain,
+                          const struct perfmon_intr_ctx *ctx,
+                          struct perfmon_intr_ctx *copyp)
+{
+    (void)chain;
+    *copyp = *ctx;
+}
 
-            while (perfmon_nmi_deferred()) {
-                perfmon_nmi_set_deferred(false);
-                ring_env_handle_nmi();
-            }
+void
+cpu_nmi_register(cpu_intr_fn_t fn)
+{
+    (void)fn;
+}
 
-            perfmon_nmi_set_nest(0);
-        } while (perfmon_nmi_deferred());
-
-        barrier();
-        nmi->in_deferred = 0;
-        barrier();
-    } while (perfmon_nmi_deferred() && (perfmon_nmi_nest() == 0));
+uint64_t
+cpu_get_tsc(void)
+{
+    return 0;
 }

@@ -1,10 +1,10 @@
 /*
  * The kernel functions kern/perfmon/perfmon_session.c calls, on the host,
- * with threads for CPUs and a signal for the NMI (see model/machine/cpu.h),
- * and the NMI's rule of kern/perfmon_nmi.h played as the kernel does: an
- * NMI that lands in a marked section leaves its work to the section's
- * end (perfmon_nmi_run_deferred, defined here), one that lands outside
- * does it at once.
+ * with threads for CPUs and a signal for the NMI (see model/machine/cpu.h).
+ * The NMI's rule of kern/perfmon_nmi.h is kern/perfmon/perfmon_nmi.c's
+ * own, compiled in: an NMI that lands in a marked section leaves its work
+ * to the section's end, one that lands outside does it at once; the
+ * test's handling is its test hook.
  */
 #ifndef RING_ENV_H
 #define RING_ENV_H
@@ -24,10 +24,9 @@ void ring_env_set_cpu(unsigned int cpu);
 void ring_env_set_nmi_handler(void (*handle)(void));
 
 /*
- * The NMI as perfmon_nmi_intr takes it, from the signal handler of the
- * thread it is delivered to: deferred when a section is open, else
- * handled (with the deferred work it finds, if it landed as a section
- * ended). Counts of what became of NMIs, per thread.
+ * The NMI, from the signal handler of the thread it is delivered to:
+ * perfmon_nmi_intr, with interrupts off. The number of NMIs that landed
+ * in a marked section (deferred), per thread.
  */
 void ring_env_nmi(void);
 unsigned long ring_env_nr_nmis_deferred(void);

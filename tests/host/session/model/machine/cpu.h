@@ -5,7 +5,8 @@
  * thread stands for an NMI. The per-CPU bytes of perfmon_nmi.h are the
  * thread's own copy (ring_env_local), reached in one instruction each,
  * as the kernel's are, so that a signal sees each access whole. Only
- * what kern/perfmon/perfmon_session.c and its headers use is declared.
+ * what kern/perfmon/perfmon_session.c, kern/perfmon/perfmon_nmi.c and
+ * their headers use is declared.
  */
 #ifndef X86_CPU_H
 #define X86_CPU_H
@@ -34,6 +35,19 @@ unsigned int cpu_count(void);
 bool cpu_intr_enabled(void);
 unsigned long cpu_intr_save(void);
 void cpu_intr_restore(unsigned long flags);
+
+/* Where an NMI landed, and its handler's registration (never called). */
+struct cpu_intr_site {
+    uintptr_t ip;
+    uintptr_t fp;
+};
+
+typedef void (*cpu_intr_fn_t)(const struct cpu_intr_site *site);
+
+void cpu_nmi_register(cpu_intr_fn_t fn);
+
+/* A time stamp, for perfmon's private headers (never read by the test). */
+uint64_t cpu_get_tsc(void);
 
 /* The calling thread's copy of a byte of a per-CPU variable. */
 void *ring_env_local(const void *var);
