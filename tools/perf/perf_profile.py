@@ -237,14 +237,14 @@ def convert(args, out, accel):
          path["kallsyms"]),
         ([py, tool("perf-convert"), "-f", "script", "-o",
           path["perf-script.txt"], capture], None),
-        ([py, tool("perf-convert"), "-f", "folded", "-o",
-          path["stacks.folded"], capture], None),
+        ([py, tool("perf-convert"), "-f", "folded", "--weight", "samples",
+          "-o", path["stacks.folded"], capture], None),
         ([py, tool("perf-convert"), "-f", "perf-data", "--kallsyms",
           path["kallsyms"], "--vmlinux", path["kernel.elf"]]
          + machine_args(args, accel, capture)
          + ["-o", path["perf.data"], capture], None),
-        ([py, tool("flamegraph"), "--title", "perf record -e %s -- %s"
-          % (args.event, args.workload), "-o", path["flamegraph.svg"],
+        ([py, tool("flamegraph"), "--title", record_line(args),
+          "--unit", "samples", "-o", path["flamegraph.svg"],
           path["stacks.folded"]], None),
     ]
     perf = linux_perf()
@@ -530,7 +530,8 @@ def check_outputs(out, workload, result, nm="nm", buildid_dir=None):
     result.add("fail" if problem else "ok", "flamegraph_svg_adds_up",
                [problem] if problem else ())
     proc = subprocess.run([sys.executable, tool("perf-convert"), "-f",
-                           "folded", os.path.join(out, "capture.txt")],
+                           "folded", "--weight", "samples",
+                           os.path.join(out, "capture.txt")],
                           capture_output=True, text=True)
     with open(path["stacks.folded"]) as f:
         same = proc.returncode == 0 and f.read() == proc.stdout

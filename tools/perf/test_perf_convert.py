@@ -701,6 +701,12 @@ def several_events_script_and_folded():
     check_eq(pc.to_folded(dump), "emit;idle;idle_loop 9\n"
                                  "emit;spin;g;f 7\n"
                                  "tick;spin;g 1\n")
+    check_eq(pc.to_folded(dump, "samples"), "emit;idle;idle_loop 1\n"
+                                            "emit;spin;g;f 1\n"
+                                            "tick;spin;g 1\n")
+    status, stdout, _ = run_main(["-f", "folded", "--weight", "samples"],
+                                 stdin=MULTI_DUMP)
+    check_eq((status, stdout), (0, pc.to_folded(dump, "samples")))
 
 
 @test
