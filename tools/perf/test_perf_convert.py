@@ -43,6 +43,7 @@ def load_tool():
 
 
 pc = load_tool()
+import perf_data  # noqa: E402  (beside the tool, on its path now)
 TESTS = []
 
 
@@ -544,15 +545,15 @@ def perf_data_is_laid_out_byte_by_byte():
 @test
 def perf_data_header_attr_and_records():
     """The parts alone, so a failure names the piece that moved."""
-    check_bytes(pc.perf_attr("tick", 1), [("attr", expected_attr())])
+    check_bytes(perf_data.perf_attr("tick", 1), [("attr", expected_attr())])
     parts = dict(expected_perf_data())
-    check_bytes(pc.perf_mmap_record(0xffffffff80100000, 0xffffffff80101000),
+    check_bytes(perf_data.perf_mmap_record(0xffffffff80100000, 0xffffffff80101000),
                 [("mmap", parts["mmap"])])
-    check_bytes(pc.perf_comm_record(5, "calltree"),
+    check_bytes(perf_data.perf_comm_record(5, "calltree"),
                 [("comm", parts["comm calltree"])])
     dump = pc.parse(PERF_DATA_DUMP)
     chained = [s for s in dump.samples if s.tid == 5][0]
-    check_bytes(pc.perf_sample_record(chained, 2000),
+    check_bytes(perf_data.perf_sample_record(chained, 2000),
                 [("sample", parts["sample t=2000 with chain"])])
 
 
@@ -560,15 +561,15 @@ def perf_data_header_attr_and_records():
 def perf_data_event_types_and_text_bounds():
     # Linux's generic events keep their type and config; others read as
     # a software clock, named by EVENT_DESC.
-    check_eq(struct.unpack("<IIQ", pc.perf_attr("instructions", 7)[:16]),
+    check_eq(struct.unpack("<IIQ", perf_data.perf_attr("instructions", 7)[:16]),
              (0, 112, 1))
-    check_eq(struct.unpack("<IIQ", pc.perf_attr("cswitch", 1)[:16]),
+    check_eq(struct.unpack("<IIQ", perf_data.perf_attr("cswitch", 1)[:16]),
              (1, 112, 3))
-    check_eq(struct.unpack("<IIQ", pc.perf_attr("emit3", 1)[:16]),
+    check_eq(struct.unpack("<IIQ", perf_data.perf_attr("emit3", 1)[:16]),
              (1, 112, 0))
     # Without a kallsyms file the samples' named frames bound the text.
     dump = pc.parse(PERF_DATA_DUMP)
-    check_eq(pc.kernel_text_bounds(dump),
+    check_eq(perf_data.kernel_text_bounds(dump),
              (0xffffffff80100000, 0xffffffff80101000))
 
 
