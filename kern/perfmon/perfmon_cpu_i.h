@@ -340,10 +340,12 @@ perfmon_cpu_slot_update_plain(const struct perfmon_bank *bank,
 /*
  * The reads' fast path of a CPU event: a plain slot's value as
  * perfmon_cpu_slot_update_plain would make it, into *valuep, the slot
- * left as it was (a read need not move the slot on: the next update adds
- * the same increments from the same prev, and a poll or switch still
- * updates it before its counter can wrap twice). Return false for any
- * other slot, *valuep unset. Same context as perfmon_cpu_slot_update_plain.
+ * left as it was. A read need not move the slot on: the next update adds
+ * the same increments from the same prev, and the counters that take
+ * this path do not wrap unseen (a narrow polled one is hooked, so it
+ * takes the general path; one with an interrupt is never plain). Return
+ * false for any other slot or a wrap, *valuep unset. Same context as
+ * perfmon_cpu_slot_update_plain.
  */
 static inline bool
 perfmon_cpu_slot_peek_plain(const struct perfmon_bank *bank,
