@@ -60,6 +60,7 @@ struct thread;
 #define PERFMON_EF_PINNED   0x10    /* never multiplexed out (see below) */
 #define PERFMON_EF_MASK     0x1f
 
+struct perfmon_bank;
 struct perfmon_cpu_slot;
 struct perfmon_dev;
 struct perfmon_session;
@@ -77,6 +78,9 @@ struct perfmon_event {
     unsigned int cpu;           /* CPU events: the CPU */
     struct perfmon_cpu_slot *cpu_slot;    /* CPU events: the slot's state on
                                            the CPU, for the reads */
+    const struct perfmon_bank *cpu_bank;  /* CPU events: the device's
+                                             counters in memory on the CPU
+                                             (NULL if none), for the reads */
     struct thread *thread;      /* thread events: the thread (referenced) */
     uint64_t start;             /* the tier's count at attach */
     uint64_t final;             /* the count at detach */

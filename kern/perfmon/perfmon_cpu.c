@@ -740,26 +740,27 @@ perfmon_cpu_freq_timer(struct timer *timer)
 }
 
 /*
- * A CPU event's slot brought up to date on its CPU. A plain slot takes
- * the fast path, unmarked: a plain slot's device has no overflow
- * interrupt, so no NMI ever touches it (kern/perfmon_nmi.h); the other
- * path is a marked section. Interrupts disabled: asserted by the
- * cross-CPU calls' entries (perfmon_cpu_op_read_remote,
- * perfmon_snap_cpu_op_remote); a local read or detach disables them just
- * before (perfmon_event_read_cpu, perfmon_snap_take), where an assertion
- * would add 5% to the read.
+ * A CPU event's slot brought up to date on its CPU, when it is not plain
+ * or its counter wrapped (perfmon_cpu_op_read takes a plain slot's fast
+ * path inline, unmarked: a plain slot's device has no overflow interrupt,
+ * so no NMI ever touches it, kern/perfmon_nmi.h); this path is a marked
+ * section. Interrupts disabled: asserted by the cross-CPU calls' entries
+ * (perfmon_cpu_op_read_remote, perfmon_snap_cpu_op_remote); a local read
+ * or detach disables them just before (perfmon_event_read_cpu,
+ * perfmon_snap_take), where an assertion would add 5% to the read.
  */
-struct perfmon_cpu_slot *
-perfmon_cpu_op_update(struct perfmon_event *event)
+void
+perfmon_cpu_op_update_slow(struct perfmon_event *event)
 {
-    struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
-    struct perfmon_cpu_slot *cslot = event->cpu_slot;
+    perfmon_nmi_enter();
+    perfmon_cpu_slot_update_slot(event->dev, event->cpu_slot);
+    perfmon_nmi_leave();
+}
 
-    if (!perfmon_cpu_slot_update_plain(cpu->banks[event->dev_index], cslot)) {
-        perfmon_nmi_enter();
-        cslot = perfmon_cpu_slot_update_slot(event->dev, cslot);
-        perfmon_nmi_leave();
-    }
-
-    return cslot;
+/* Not inlined in the remote read's entry: its fast path jumps here. */
+__attribute__((noinline)) void
+perfmon_cpu_op_read_slow(struct perfmon_event *event)
+{
+    perfmon_cpu_op_update_slow(event);
+    perfmon_cpu_op_final(event, event->cpu_slot->value);
 }

@@ -338,6 +338,37 @@ perfmon_cpu_slot_update_plain(const struct perfmon_bank *bank,
 }
 
 /*
+ * The reads' fast path of a CPU event: a plain slot's value as
+ * perfmon_cpu_slot_update_plain would make it, into *valuep, the slot
+ * left as it was. A read need not move the slot on: the next update adds
+ * the same increments from the same prev, and the counters that take
+ * this path do not wrap unseen (a narrow polled one is hooked, so it
+ * takes the general path; one with an interrupt is never plain). Return
+ * false for any other slot or a wrap, *valuep unset. Same context as
+ * perfmon_cpu_slot_update_plain.
+ */
+static inline bool
+perfmon_cpu_slot_peek_plain(const struct perfmon_bank *bank,
+                            const struct perfmon_cpu_slot *cslot,
+                            uint64_t *valuep)
+{
+    uint64_t raw;
+
+    if (!cslot->plain || (bank->hooked & cslot->id_bit) != 0) {
+        return false;
+    }
+
+    raw = bank->values[cslot->counter] & cslot->mask;
+
+    if (raw < cslot->prev) {
+        return false;
+    }
+
+    *valuep = cslot->value + (raw - cslot->prev);
+    return true;
+}
+
+/*
  * Whether dev's schedule changed since this CPU last followed it. Any
  * context; meaningful where the CPU's copy cannot change meanwhile
  * (interrupts disabled).
@@ -370,27 +401,73 @@ perfmon_cpu_sched_check(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
 }
 
 /*
- * A CPU event's slot brought up to date on its CPU (perfmon_cpu.c): out
- * of line, so that the read inlining perfmon_cpu_op_read needs no frame.
+ * A CPU event's slot brought up to date on its CPU by the general path
+ * (perfmon_cpu.c), for a slot that perfmon_cpu_slot_update_plain left
+ * alone: out of line, so that the reads inlining perfmon_cpu_op_read need
+ * no frame for it on their fast path.
  */
-struct perfmon_cpu_slot *perfmon_cpu_op_update(struct perfmon_event *event);
+void perfmon_cpu_op_update_slow(struct perfmon_event *event);
+
+/*
+ * A CPU event's slot brought up to date on its CPU: a plain slot with no
+ * call, its bank taken from the event (event->cpu_bank, the CPU's, set at
+ * attach), any other through perfmon_cpu_op_update_slow. Interrupts
+ * disabled, as for perfmon_cpu_op_update_slow.
+ */
+static inline struct perfmon_cpu_slot *
+perfmon_cpu_op_update(struct perfmon_event *event)
+{
+    struct perfmon_cpu_slot *cslot = event->cpu_slot;
+
+    if (__builtin_expect(!perfmon_cpu_slot_update_plain(event->cpu_bank,
+                                                        cslot), 0)) {
+        perfmon_cpu_op_update_slow(event);
+    }
+
+    return cslot;
+}
+
+/*
+ * A CPU event's count from its slot's value, into event->final. Its CPU,
+ * interrupts disabled.
+ */
+static inline void
+perfmon_cpu_op_final(struct perfmon_event *event, uint64_t value)
+{
+    event->final = __builtin_expect(event->disabled, 0)
+                   ? event->frozen : value - event->start;
+}
+
+/*
+ * perfmon_cpu_op_read for a slot that is not plain or whose counter
+ * wrapped (perfmon_cpu.c): out of line and last, so that the fast path
+ * needs no frame and reaches it by a jump.
+ */
+void perfmon_cpu_op_read_slow(struct perfmon_event *event);
 
 /*
  * A CPU event's read on its CPU, into event->final: inline in a local
  * read (interrupts disabled by perfmon_event_read_cpu just before), and
  * in the cross-CPU call of a remote one (perfmon_cpu_op_read_remote, which
- * asserts them disabled). The count is computed here, where the owner's
- * enable, disable and reset apply (perfmon_snap_end), so that a read sees
- * each wholly or not at all.
+ * asserts them disabled). A plain slot is read here with no call, its
+ * bank taken from the event (event->cpu_bank, set at attach).
+ * The count is computed here, where the owner's enable, disable and reset
+ * apply (perfmon_snap_end), so that a read sees each wholly or not at all.
  */
 static inline void
 perfmon_cpu_op_read(void *arg)
 {
     struct perfmon_event *event = arg;
-    uint64_t value = perfmon_cpu_op_update(event)->value;
+    uint64_t value;
 
-    event->final = __builtin_expect(event->disabled, 0)
-                   ? event->frozen : value - event->start;
+    if (__builtin_expect(!perfmon_cpu_slot_peek_plain(event->cpu_bank,
+                                                      event->cpu_slot,
+                                                      &value), 0)) {
+        perfmon_cpu_op_read_slow(event);
+        return;
+    }
+
+    perfmon_cpu_op_final(event, value);
 }
 
 #endif /* KERN_PERFMON_PERFMON_CPU_I_H */

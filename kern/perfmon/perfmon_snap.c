@@ -461,5 +461,8 @@ perfmon_snap_bind(struct perfmon_event *event, struct perfmon_dev *dev,
         event->cpu = cpu;
         event->cpu_slot = perfmon_cpu_slot(percpu_ptr(perfmon_cpu, cpu), dev,
                                            index);
+        /* Fixed from the device's registration on (perfmon_cpu_dev_init):
+           a read loads it from the event, not from the CPU's state. */
+        event->cpu_bank = perfmon_cpu_bank(percpu_ptr(perfmon_cpu, cpu), dev);
     }
 }

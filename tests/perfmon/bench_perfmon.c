@@ -4,7 +4,11 @@
  * produced. Figures are TSC cycles,
  * which under TCG with -icount shift=0 are instructions executed, hence
  * deterministic; each is a median of many repetitions, with its ratio to
- * the first figure of its group, measured in the same boot.
+ * the first figure of its group, measured in the same boot. Events on
+ * the stack start zeroed: perfmon_event_init refuses memory that looks
+ * like an attached event, as a stack slot reused by one call after
+ * another can (the magic left by an earlier event, a state written
+ * since by a deeper frame).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -108,8 +112,8 @@ static void
 bench_switch_main(void *arg)
 {
     struct bench_switch *bs = arg;
-    struct perfmon_event mine[PMU_SOFT_NR_CHANNELS];
-    struct perfmon_event peers[PMU_SOFT_NR_CHANNELS];
+    struct perfmon_event mine[PMU_SOFT_NR_CHANNELS] = { 0 };
+    struct perfmon_event peers[PMU_SOFT_NR_CHANNELS] = { 0 };
     struct bench_pingpong pp = { 0 };
     struct thread *peer;
 
@@ -189,7 +193,7 @@ bench_xcall(unsigned int cpu)
 static uint64_t
 bench_attach_detach(bool cpu_event)
 {
-    struct perfmon_event event;
+    struct perfmon_event event = { 0 };
 
     TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_EMIT,
                                       PERFMON_EF_SW), 0);
@@ -214,7 +218,7 @@ static uint64_t
 bench_poll(unsigned int nr_slots)
 {
     struct perfmon_dev *soft = perfmon_dev_get(true);
-    struct perfmon_event events[PMU_SOFT_NR_CHANNELS];
+    struct perfmon_event events[PMU_SOFT_NR_CHANNELS] = { 0 };
     unsigned long flags;
 
     for (unsigned int i = 0; i < nr_slots; i++) {
@@ -295,7 +299,7 @@ bench_rotate(unsigned int nr_events)
 static uint64_t
 bench_group_read(unsigned int cpu, bool group_read)
 {
-    struct perfmon_event events[BENCH_GROUP_EVENTS];
+    struct perfmon_event events[BENCH_GROUP_EVENTS] = { 0 };
     struct perfmon_group_value value;
     struct perfmon_group group;
 
@@ -480,7 +484,7 @@ static uint64_t
 bench_sampling(uint64_t period, unsigned int nr_frames, bool loop)
 {
     struct perfmon_session *session = NULL;
-    struct perfmon_event event;
+    struct perfmon_event event = { 0 };
     uint64_t cost;
 
     TEST_ASSERT_EQ(perfmon_event_init(&event, PMU_SOFT_EV_EMIT,
@@ -574,7 +578,8 @@ TEST_DEFINE_MANUAL(bench, perfmon)
 {
     static const unsigned int switch_events[] = { 0, 1, 4, 8 };
     unsigned int bench_cpu = cpu_count() - 1;
-    struct perfmon_event local_cpu, local_thread, remote_cpu;
+    struct perfmon_event local_cpu = { 0 }, local_thread = { 0 };
+    struct perfmon_event remote_cpu = { 0 };
     char name[32];
 
     test_require_cpus(2);
