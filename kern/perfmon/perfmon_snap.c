@@ -98,6 +98,12 @@ perfmon_snap_td_op(struct perfmon_td_op *op, bool loaded)
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         struct perfmon_event *event = snap->events[i];
 
+        /* A clock has no slot: its run time below is all it needs. */
+        if (perfmon_event_is_clock(event)) {
+            snap->values[i] = 0;
+            continue;
+        }
+
         op->dev = event->dev;
         op->index = event->slot_index;
         op->event = (event->period != 0) ? event : NULL;
@@ -112,9 +118,16 @@ perfmon_snap_td_op(struct perfmon_td_op *op, bool loaded)
 
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         const struct perfmon_event *event = snap->events[i];
-        unsigned int d = event->dev->state->index;
         const struct perfmon_cpu_slot *cslot;
+        unsigned int d;
 
+        /* Never without a counter, having none. */
+        if (perfmon_event_is_clock(event)) {
+            snap->offs[i] = 0;
+            continue;
+        }
+
+        d = event->dev->state->index;
         snap->offs[i] = op->td->off[d][event->slot_index];
         cslot = perfmon_cpu_slot(cpu_local_ptr(perfmon_cpu), event->dev,
                                  event->slot_index);
@@ -141,7 +154,9 @@ perfmon_snap_cpu(void *arg)
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         struct perfmon_event *event = snap->events[i];
 
-        if (snap->action == PERFMON_SNAP_ATTACH) {
+        if (perfmon_event_is_clock(event)) {
+            snap->values[i] = 0;
+        } else if (snap->action == PERFMON_SNAP_ATTACH) {
             perfmon_snap_cpu_attach(event);
             snap->values[i] = event->start;
         } else if (snap->action == PERFMON_SNAP_DETACH) {
@@ -157,6 +172,11 @@ perfmon_snap_cpu(void *arg)
 
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         const struct perfmon_cpu_slot *cslot;
+
+        if (perfmon_event_is_clock(snap->events[i])) {
+            snap->offs[i] = 0;
+            continue;
+        }
 
         cslot = perfmon_cpu_slot(cpu, snap->events[i]->dev,
                                  snap->events[i]->slot_index);
@@ -286,6 +306,26 @@ perfmon_snap_times_at(const struct perfmon_event *event,
 }
 
 /*
+ * An attached event's count at a snapshot, given its tier value (value)
+ * and its time enabled (enabled, TSC cycles) then. A counting event's is
+ * its tier's since its start; a clock's is its time enabled in
+ * nanoseconds since its start, the time enabled at its attach or last
+ * reset (so equal to its time enabled until a reset). A disabled one's is
+ * frozen, in the count's unit.
+ */
+static uint64_t
+perfmon_snap_count_at(const struct perfmon_event *event, uint64_t value,
+                      uint64_t enabled)
+{
+    if (!perfmon_event_is_clock(event)) {
+        return perfmon_event_count_at(event, value);
+    }
+
+    return event->disabled ? event->frozen
+                           : perfmon_tsc_to_ns(enabled - event->start);
+}
+
+/*
  * A read's end, where its snapshot was taken: apply the change, or
  * compute the read's results. Interrupts disabled, on the owning CPU
  * (as for perfmon_snap_cpu, and asserted by perfmon_snap_td_op).
@@ -297,18 +337,20 @@ perfmon_snap_end(struct perfmon_snap *snap)
         return;
     }
 
+    if (snap->apply == NULL) {
+        perfmon_snap_times_at(snap->events[0], snap, snap->offs[0],
+                              &snap->enabled, &snap->running);
+    }
+
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         if (snap->apply != NULL) {
             snap->apply(snap->events[i], snap, i);
         } else {
-            snap->counts[i] = perfmon_event_count_at(snap->events[i],
-                                                     snap->values[i]);
+            /* A clock is alone (no group): the times are its own. */
+            snap->counts[i] = perfmon_snap_count_at(snap->events[i],
+                                                    snap->values[i],
+                                                    snap->enabled);
         }
-    }
-
-    if (snap->apply == NULL) {
-        perfmon_snap_times_at(snap->events[0], snap, snap->offs[0],
-                              &snap->enabled, &snap->running);
     }
 }
 
@@ -337,11 +379,16 @@ void
 perfmon_snap_apply_disable(struct perfmon_event *event,
                            const struct perfmon_snap *snap, unsigned int i)
 {
+    uint64_t enabled, running;
+
     if (!event->disabled) {
-        __atomic_store_n(&event->frozen, snap->values[i] - event->start,
+        perfmon_snap_times_at(event, snap, snap->offs[i], &enabled, &running);
+        __atomic_store_n(&event->frozen,
+                         perfmon_snap_count_at(event, snap->values[i],
+                                               enabled),
                          __ATOMIC_RELAXED);
-        perfmon_snap_times_at(event, snap, snap->offs[i],
-                              &event->time_enabled, &event->time_running);
+        event->time_enabled = enabled;
+        event->time_running = running;
         event->disabled = true;
 
         /* Readers that find it disabled read frozen without a snapshot. */
@@ -354,18 +401,27 @@ void
 perfmon_snap_apply_enable(struct perfmon_event *event,
                           const struct perfmon_snap *snap, unsigned int i)
 {
+    unsigned int state;
+
     if (event->disabled) {
-        /* Count on from the frozen count: re-base the start. */
-        event->start = snap->values[i] - event->frozen;
+        /*
+         * Count on from the frozen count: re-base the start (a clock's
+         * counts on from its times, which went on from where they stood).
+         */
+        if (perfmon_event_is_clock(event)) {
+            state = PERFMON_EVENT_CLOCK;
+        } else {
+            event->start = snap->values[i] - event->frozen;
+            state = (event->thread != NULL) ? PERFMON_EVENT_THREAD
+                                            : PERFMON_EVENT_CPU;
+        }
+
         event->enabled_tsc = snap->now;
         event->enabled_run = snap->run;
         event->enabled_off = snap->offs[i];
         event->disabled = false;
         /* Release: publishes the new start to perfmon_event_read. */
-        __atomic_store_n(&event->state,
-                         (event->thread != NULL) ? PERFMON_EVENT_THREAD
-                                                 : PERFMON_EVENT_CPU,
-                         __ATOMIC_RELEASE);
+        __atomic_store_n(&event->state, state, __ATOMIC_RELEASE);
     }
 }
 
@@ -373,9 +429,15 @@ void
 perfmon_snap_apply_reset(struct perfmon_event *event,
                          const struct perfmon_snap *snap, unsigned int i)
 {
+    uint64_t enabled, running;
+
     if (event->disabled) {
         /* Relaxed: a lockless reader loads it (perfmon_event_read). */
         __atomic_store_n(&event->frozen, 0, __ATOMIC_RELAXED);
+    } else if (perfmon_event_is_clock(event)) {
+        /* A clock counts again from its time enabled now. */
+        perfmon_snap_times_at(event, snap, snap->offs[i], &enabled, &running);
+        event->start = enabled;
     } else {
         event->start = snap->values[i];
     }
@@ -418,17 +480,23 @@ perfmon_snap_detach(struct perfmon_event *const *events,
         struct perfmon_event *event = events[i];
         struct thread *thread = event->thread;
 
-        event->final = perfmon_event_count_at(event, snap.values[i]);
-        perfmon_snap_times_at(event, &snap, snap.offs[i],
-                              &event->time_enabled, &event->time_running);
+        uint64_t enabled, running;
+
+        perfmon_snap_times_at(event, &snap, snap.offs[i], &enabled, &running);
+        event->final = perfmon_snap_count_at(event, snap.values[i], enabled);
+        event->time_enabled = enabled;
+        event->time_running = running;
 
         /* Before the unref: a sampler's slot is released from its td. */
-        perfmon_slot_release(event->dev, event->slot_index,
-                             (event->flags & PERFMON_EF_PINNED) != 0,
-                             !event->disabled, event->period != 0,
-                             (thread != NULL) ? thread_perfmon_td(thread)
-                                             : NULL,
-                             event->cpu);
+        if (event->dev != NULL) {
+            perfmon_slot_release(event->dev, event->slot_index,
+                                 (event->flags & PERFMON_EF_PINNED) != 0,
+                                 !event->disabled, event->period != 0,
+                                 (thread != NULL) ? thread_perfmon_td(thread)
+                                                 : NULL,
+                                 event->cpu);
+        }
+
         event->thread = NULL;
 
         if (thread != NULL) {
@@ -451,7 +519,7 @@ perfmon_snap_bind(struct perfmon_event *event, struct perfmon_dev *dev,
                   unsigned int cpu)
 {
     event->dev = dev;
-    event->dev_index = dev->state->index;
+    event->dev_index = (dev != NULL) ? dev->state->index : 0;
     event->slot_index = index;
     event->thread = thread;
 
@@ -459,7 +527,9 @@ perfmon_snap_bind(struct perfmon_event *event, struct perfmon_dev *dev,
         thread_ref(thread);
     } else {
         event->cpu = cpu;
-        event->cpu_slot = perfmon_cpu_slot(percpu_ptr(perfmon_cpu, cpu), dev,
-                                           index);
+        event->cpu_slot = (dev != NULL)
+                          ? perfmon_cpu_slot(percpu_ptr(perfmon_cpu, cpu), dev,
+                                             index)
+                          : NULL;
     }
 }
