@@ -479,7 +479,6 @@ perfmon_snap_detach(struct perfmon_event *const *events,
     for (unsigned int i = 0; i < nr_events; i++) {
         struct perfmon_event *event = events[i];
         struct thread *thread = event->thread;
-
         uint64_t enabled, running;
 
         perfmon_snap_times_at(event, &snap, snap.offs[i], &enabled, &running);
