@@ -153,10 +153,11 @@ struct perfmon_event {
  * its thread runs for a thread event (Linux's meaning: a thread that
  * sleeps adds nothing to it). time_running grows while the event is
  * enabled and actually counts: its raw event holds a counter on the CPU
- * (for a thread event: the CPU its thread runs on). So running never
- * exceeds enabled, the two are equal for an event that never waited for a
- * counter (a CPU event's equal its time enabled, a thread event's its
- * thread's run time), and perfmon_scale(count, time_enabled,
+ * (for a thread event: the CPU its thread runs on; for a clock, which
+ * needs none, all its time enabled). So running never exceeds enabled,
+ * the two are equal for an event that never waited for a counter (a CPU
+ * event's equal its time enabled, a thread event's its thread's run
+ * time), and perfmon_scale(count, time_enabled,
  * time_running) estimates what the event would have counted holding a
  * counter all along, for threads as for CPUs. Neither time goes back
  * between reads, on any CPU, even where the TSCs of two CPUs disagree:
