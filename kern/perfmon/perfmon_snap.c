@@ -73,6 +73,7 @@ perfmon_snap_cpu_detach(struct perfmon_event *event)
 }
 
 static void perfmon_snap_end(struct perfmon_snap *snap);
+static void perfmon_snap_clock(struct perfmon_snap *snap, bool loaded);
 
 /*
  * A thread's snapshot, its td operation: through perfmon_td_run, or in
@@ -87,6 +88,11 @@ perfmon_snap_td_op(struct perfmon_td_op *op, bool loaded)
 
     assert_intr_disabled();
 
+    if (perfmon_event_is_clock(snap->events[0])) {
+        perfmon_snap_clock(snap, loaded);
+        return;
+    }
+
     if (snap->action == PERFMON_SNAP_ATTACH) {
         fn = perfmon_td_op_attach;
     } else if (snap->action == PERFMON_SNAP_DETACH) {
@@ -97,12 +103,6 @@ perfmon_snap_td_op(struct perfmon_td_op *op, bool loaded)
 
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         struct perfmon_event *event = snap->events[i];
-
-        /* A clock has no slot: its run time below is all it needs. */
-        if (perfmon_event_is_clock(event)) {
-            snap->values[i] = 0;
-            continue;
-        }
 
         op->dev = event->dev;
         op->index = event->slot_index;
@@ -118,16 +118,9 @@ perfmon_snap_td_op(struct perfmon_td_op *op, bool loaded)
 
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         const struct perfmon_event *event = snap->events[i];
+        unsigned int d = event->dev->state->index;
         const struct perfmon_cpu_slot *cslot;
-        unsigned int d;
 
-        /* Never without a counter, having none. */
-        if (perfmon_event_is_clock(event)) {
-            snap->offs[i] = 0;
-            continue;
-        }
-
-        d = event->dev->state->index;
         snap->offs[i] = op->td->off[d][event->slot_index];
         cslot = perfmon_cpu_slot(cpu_local_ptr(perfmon_cpu), event->dev,
                                  event->slot_index);
@@ -151,12 +144,15 @@ perfmon_snap_cpu(void *arg)
     struct perfmon_snap *snap = arg;
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
 
+    if (perfmon_event_is_clock(snap->events[0])) {
+        perfmon_snap_clock(snap, false);
+        return;
+    }
+
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         struct perfmon_event *event = snap->events[i];
 
-        if (perfmon_event_is_clock(event)) {
-            snap->values[i] = 0;
-        } else if (snap->action == PERFMON_SNAP_ATTACH) {
+        if (snap->action == PERFMON_SNAP_ATTACH) {
             perfmon_snap_cpu_attach(event);
             snap->values[i] = event->start;
         } else if (snap->action == PERFMON_SNAP_DETACH) {
@@ -172,11 +168,6 @@ perfmon_snap_cpu(void *arg)
 
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         const struct perfmon_cpu_slot *cslot;
-
-        if (perfmon_event_is_clock(snap->events[i])) {
-            snap->offs[i] = 0;
-            continue;
-        }
 
         cslot = perfmon_cpu_slot(cpu, snap->events[i]->dev,
                                  snap->events[i]->slot_index);
@@ -337,21 +328,56 @@ perfmon_snap_end(struct perfmon_snap *snap)
         return;
     }
 
-    if (snap->apply == NULL) {
-        perfmon_snap_times_at(snap->events[0], snap, snap->offs[0],
-                              &snap->enabled, &snap->running);
-    }
-
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         if (snap->apply != NULL) {
             snap->apply(snap->events[i], snap, i);
         } else {
-            /* A clock is alone (no group): the times are its own. */
-            snap->counts[i] = perfmon_snap_count_at(snap->events[i],
-                                                    snap->values[i],
-                                                    snap->enabled);
+            snap->counts[i] = perfmon_event_count_at(snap->events[i],
+                                                     snap->values[i]);
         }
     }
+
+    if (snap->apply == NULL) {
+        perfmon_snap_times_at(snap->events[0], snap, snap->offs[0],
+                              &snap->enabled, &snap->running);
+    }
+}
+
+/*
+ * A clock's snapshot, in place of a thread's or a CPU's (a clock is
+ * always alone: no group takes one): no slot, only the TSC and, for a
+ * thread (loaded: on this CPU), its run time. Interrupts disabled, on the
+ * owning CPU, as perfmon_snap_end.
+ */
+static void
+perfmon_snap_clock(struct perfmon_snap *snap, bool loaded)
+{
+    const struct thread *thread = snap->events[0]->thread;
+
+    snap->values[0] = 0;
+    snap->offs[0] = 0;
+    snap->now = cpu_get_tsc();
+
+    if (thread == NULL) {
+        snap->run = 0;
+    } else {
+        snap->run = loaded ? thread_run_time(thread, snap->now)
+                           : thread_run_total(thread);
+    }
+
+    if (snap->action != PERFMON_SNAP_READ) {
+        return;
+    }
+
+    if (snap->apply != NULL) {
+        snap->apply(snap->events[0], snap, 0);
+        return;
+    }
+
+    perfmon_snap_times_at(snap->events[0], snap, 0, &snap->enabled,
+                          &snap->running);
+    snap->counts[0] = perfmon_snap_count_at(snap->events[0], 0,
+                                            snap->enabled);
 }
 
 /*
