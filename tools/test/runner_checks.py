@@ -542,7 +542,8 @@ def check_plan(args):
          r"(?:\s+(?:[\d,]+|<not counted>)\s+emit\d\b.*\n){9}\n", None),
         # A clock takes no counter: eight raw events and task-clock on
         # eight counters, on every CPU, and nothing is multiplexed (no
-        # line has a share); it took one, and every emit line was marked.
+        # line has a share); when its carrier took a counter, the emits
+        # that waited were marked (75.01%, 86.90%, ...).
         (prompt, "perf stat -a -e task-clock,emit,emit1,emit2,emit3,emit4,"
                  "emit5,emit6,emit7 100\r"),
         (r"^ Performance counter stats for 'all 2 CPUs':\n\n"
