@@ -58,7 +58,27 @@ struct thread;
 #define PERFMON_EF_RAW      0x4     /* id is a raw, driver-specific code */
 #define PERFMON_EF_SW       0x8     /* id is a software event (pmu_soft.h) */
 #define PERFMON_EF_PINNED   0x10    /* never multiplexed out (see below) */
-#define PERFMON_EF_MASK     0x1f
+#define PERFMON_EF_CLOCK    0x20    /* a clock: id PERFMON_CLOCK (below) */
+#define PERFMON_EF_MASK     0x3f
+
+/*
+ * A clock (PERFMON_EF_CLOCK, id PERFMON_CLOCK): an event that counts the
+ * nanoseconds it is enabled, as Linux's task-clock and cpu-clock do.
+ * Attached to a thread, it counts the thread's run time (the time the
+ * thread runs with the clock enabled, on any CPU); attached to a CPU, the
+ * time since its enable, whatever runs there. A clock belongs to no
+ * device and never holds a counter: it is never multiplexed, never waits
+ * for a counter and attaches even when pinned events hold every counter,
+ * and it touches no counter of the context switch. Its count and times
+ * come from one snapshot: time_running equals time_enabled, and the count
+ * equals time_enabled until a reset (reset zeroes the count and leaves
+ * the times, as for any event), so perfmon_scale returns the count. It
+ * can be read, enabled, disabled, reset and detached as other events,
+ * but cannot sample or be in a group. PERFMON_EF_KERN and PERFMON_EF_USER
+ * are ignored, as for software events; PERFMON_EF_RAW, PERFMON_EF_SW and
+ * PERFMON_EF_PINNED (a clock has no counter to pin) are refused.
+ */
+#define PERFMON_CLOCK       0
 
 struct perfmon_bank;
 struct perfmon_cpu_slot;
@@ -137,10 +157,11 @@ struct perfmon_event {
  * its thread runs for a thread event (Linux's meaning: a thread that
  * sleeps adds nothing to it). time_running grows while the event is
  * enabled and actually counts: its raw event holds a counter on the CPU
- * (for a thread event: the CPU its thread runs on). So running never
- * exceeds enabled, the two are equal for an event that never waited for a
- * counter (a CPU event's equal its time enabled, a thread event's its
- * thread's run time), and perfmon_scale(count, time_enabled,
+ * (for a thread event: the CPU its thread runs on; for a clock, which
+ * needs none, all its time enabled). So running never exceeds enabled,
+ * the two are equal for an event that never waited for a counter (a CPU
+ * event's equal its time enabled, a thread event's its thread's run
+ * time), and perfmon_scale(count, time_enabled,
  * time_running) estimates what the event would have counted holding a
  * counter all along, for threads as for CPUs. Neither time goes back
  * between reads, on any CPU, even where the TSCs of two CPUs disagree:
@@ -163,7 +184,8 @@ struct perfmon_value {
  * its slot and thread reference. So the memory of an event left attached
  * (never detached, a leak of its owner) cannot be reused for a new event
  * until it is detached. Return 0 or EINVAL (unknown flag, RAW with SW,
- * hardware event without KERN/USER, generic id out of range, event
+ * hardware event without KERN/USER, generic id out of range, a clock with
+ * another id than PERFMON_CLOCK or with RAW, SW or PINNED, event
  * attached); on error the event is left untouched. Any context.
  */
 int perfmon_event_init(struct perfmon_event *event, uint64_t id,
@@ -177,7 +199,8 @@ int perfmon_event_init(struct perfmon_event *event, uint64_t id,
  * (no device counts this event), EAGAIN (every one of the device's
  * PERFMON_MAX_SLOTS slots holds another raw event, or the event could
  * never hold a counter while the pinned events hold theirs; a pinned or
- * sampling event: no counter can be given to it now). Thread context.
+ * sampling event: no counter can be given to it now). A clock takes no
+ * slot and no counter: only EINVAL can refuse it. Thread context.
  *
  * Multiplexing: an event attaches even when the device's counters are all
  * taken. Its raw event then waits for its turn: every perfmon.mux_ticks
@@ -349,8 +372,8 @@ int perfmon_group_init(struct perfmon_group *group);
  * (the event's own calls are EINVAL); initializing the event again takes
  * it out, and the group's attach then fails until it is added back, which
  * puts it in its old place (once). Return 0, EINVAL (group or
- * event not initialized, either attached, a sampling event, the event
- * already in a group, an event of another device than the members':
+ * event not initialized, either attached, a sampling event, a clock, the
+ * event already in a group, an event of another device than the members':
  * hardware and software events cannot share a group) or E2BIG (already
  * PERFMON_GROUP_MAX events), having changed nothing. Thread context.
  */
@@ -439,8 +462,8 @@ struct perfmon_sample_attr {
  * alive as long as the event may be attached with it again. Whether its
  * device can sample is decided at attach (EINVAL there when it cannot).
  * Return 0 or EINVAL (event attached or not initialized, NULL session,
- * period, freq or nr_frames out of range, a group member), having changed
- * nothing. Thread context.
+ * period, freq or nr_frames out of range, a group member, a clock: it has
+ * no counter to sample), having changed nothing. Thread context.
  */
 int perfmon_event_set_sampling(struct perfmon_event *event,
                                const struct perfmon_sample_attr *attr);

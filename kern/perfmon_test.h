@@ -47,7 +47,8 @@ void perfmon_cpu_poll_local(struct perfmon_dev *dev);
 /*
  * Multiplexing. Whether an attached, enabled event's raw event holds a
  * counter on the calling CPU now (whether its count advances here; false
- * for an event that is not attached, or disabled): local, with
+ * for an event that is not attached, disabled, or a clock, which holds
+ * none): local, with
  * interrupts disabled, which keeps the answer true until they are
  * enabled (a rotation reaches a CPU through an interrupt). Meaningful on
  * a CPU where the event counts (its CPU, or its thread's while loaded):

@@ -27,13 +27,12 @@
  * count early and prints what was counted. Event names are perf_util's
  * (kern/perf/perf_util.c).
  *
- * task-clock and cpu-clock are no device's events: each is counted by a
- * software event (its carrier) attached as the others are (but never in
- * -g's group), whose time enabled is the clock's count: a thread's run
- * time, a CPU's time attached. Multiplexing does not cut a time enabled,
- * so a clock is never scaled nor marked with a share; its carrier still
- * takes a turn on the software PMU's counters as the other software
- * events do.
+ * task-clock and cpu-clock are perfmon's clock (PERFMON_EF_CLOCK),
+ * attached as the other events are (but never in -g's group, where
+ * perfmon takes no clock): its count is a thread's run time, or a CPU's
+ * time attached, in nanoseconds. It holds no counter, so it is never
+ * multiplexed (its time running is its time enabled: never scaled nor
+ * marked with a share) and takes no counter from the other events.
  *
  * This file parses the arguments and runs the runs; counting one run is
  * kern/perf/perf_stat_count.c's, printing kern/perf/perf_stat_print.c's.

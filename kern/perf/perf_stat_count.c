@@ -36,30 +36,25 @@ perf_stat_count_scale(const struct perf_stat *stat,
 }
 
 /*
- * A clock's time is its carrier's time enabled, which multiplexing does
- * not cut (whether the carrier held a counter does not matter): a clock
- * is never scaled.
+ * The estimate, for every event the same: a clock's time running is its
+ * time enabled (it never waits for a counter), so its estimate is its
+ * count, its time.
  */
 uint64_t
 perf_stat_count_value(const struct perf_stat *stat,
                       const struct perf_stat_event *ev,
                       const struct perf_stat_row *row)
 {
-    uint64_t scale = perf_stat_count_scale(stat, row);
-
-    if (ev->ev.clock) {
-        return scale;
-    }
-
-    return perfmon_scale(row->count, scale, row->running);
+    (void)ev;
+    return perfmon_scale(row->count, perf_stat_count_scale(stat, row),
+                         row->running);
 }
 
 bool
 perf_stat_count_counted(const struct perf_stat_event *ev,
                         const struct perf_stat_row *row)
 {
-    return ev->error == 0
-           && (ev->ev.clock ? row->enabled : row->running) != 0;
+    return ev->error == 0 && row->running != 0;
 }
 
 /* An event's counts and times summed over its targets, as Linux does. */
@@ -128,7 +123,8 @@ perf_stat_count_attach(struct perf_stat_event *ev,
     ev->attached = true;
 }
 
-/* Whether an event goes into perf stat -g's group: the clocks do not. */
+/* Whether an event goes into perf stat -g's group: the clocks do not
+   (perfmon groups take no clock). */
 static bool
 perf_stat_count_in_group(const struct perf_stat_event *ev)
 {

@@ -79,9 +79,9 @@ int perf_stat_count_run(struct perf_stat *stat, unsigned int nr_run,
 
 /*
  * The time a row's count is scaled to (its time enabled, for thread and
- * CPU targets alike), the estimate a row prints (a clock's time, its
- * time enabled, never scaled; or the scaled count), and whether a row
- * counted anything (a clock: was enabled; any other event: ran).
+ * CPU targets alike), the estimate a row prints (the scaled count; a
+ * clock's is its count, its time running being its time enabled), and
+ * whether a row counted anything (ran).
  */
 uint64_t perf_stat_count_scale(const struct perf_stat *stat,
                                const struct perf_stat_row *row);

@@ -124,8 +124,8 @@ perf_stat_print_row(const struct perf_stat *stat,
     struct perf_stat_print_metric m = { .unit = "" };
     char count[32], var[16] = "", pct[16] = "", line[192];
     uint64_t scale = perf_stat_count_scale(stat, row);
-    /* A clock runs all its time enabled, multiplexed or not. */
-    uint64_t running = ev->ev.clock ? scale : row->running;
+    /* A clock's equals its time enabled: perfmon never multiplexes it. */
+    uint64_t running = row->running;
     const char *unit = ev->ev.clock ? "msec" : "";
     bool csv = (stat->sep != '\0');
     char sep = stat->sep;
@@ -184,7 +184,8 @@ perf_stat_print_row(const struct perf_stat *stat,
         snprintf(line + len, sizeof(line) - len, "  ( +- %5s%% )", var);
     }
 
-    /* The share an event ran only when it was multiplexed (no clock). */
+    /* The share an event ran only when it was multiplexed (never a
+       clock). */
     if (perf_stat_count_counted(ev, row) && running != scale) {
         size_t len = strlen(line);
 
@@ -243,17 +244,13 @@ perf_stat_print_summary(const struct perf_stat *stat,
 
     for (unsigned int i = 0; stat->verbose && i < stat->nr_events; i++) {
         const struct perf_stat_event *ev = &stat->events[i];
-        /* A clock's count is its time, not its carrier's count. */
-        uint64_t count = ev->ev.clock ? perf_stat_count_scale(stat,
-                                                              &ev->sum)
-                                      : ev->sum.count;
-        uint64_t running = ev->ev.clock ? count : ev->sum.running;
 
+        /* A clock's three are one time: its count is the ns it ran. */
         if (ev->error == 0) {
             printf("%s: %llu %llu %llu\n", ev->name,
-                   (unsigned long long)count,
+                   (unsigned long long)ev->sum.count,
                    (unsigned long long)ev->sum.enabled,
-                   (unsigned long long)running);
+                   (unsigned long long)ev->sum.running);
         }
     }
 

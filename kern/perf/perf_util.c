@@ -69,7 +69,7 @@ enum perf_util_why {
     PERF_UTIL_USER_SOFT,        /* :u on a software event or a clock */
 };
 
-/* Linux's clocks: a software event carries their time. */
+/* Linux's clocks, both perfmon's clock (PERFMON_EF_CLOCK). */
 static const char *const perf_util_clocks[] = { "task-clock", "cpu-clock" };
 
 /* Parse a modifier string ("k", "u", "ku") into ring flags. */
@@ -154,7 +154,7 @@ perf_util_parse(const char *name, struct perf_util_event *ev, char *badp)
     for (size_t i = 0; i < ARRAY_SIZE(perf_util_clocks); i++) {
         if (strcmp(copy, perf_util_clocks[i]) == 0) {
             *ev = (struct perf_util_event){
-                .id = PMU_SOFT_EV_TICK, .flags = PERFMON_EF_SW, .clock = true,
+                .id = PERFMON_CLOCK, .flags = PERFMON_EF_CLOCK, .clock = true,
             };
             return why;
         }

@@ -22,8 +22,8 @@
 
 /*
  * An event as the perf commands name it. A clock (task-clock, cpu-clock)
- * is no device event: it is counted by carrier, a software event whose
- * time enabled is the clock's count, in nanoseconds.
+ * is perfmon's clock (PERFMON_EF_CLOCK): no device's event, it holds no
+ * counter and counts nanoseconds.
  */
 struct perf_util_event {
     uint64_t id;            /* for perfmon_event_init */

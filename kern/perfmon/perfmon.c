@@ -66,7 +66,12 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
         return EINVAL;
     }
 
-    if (flags & PERFMON_EF_SW) {
+    if (flags & PERFMON_EF_CLOCK) {
+        if ((flags & (PERFMON_EF_RAW | PERFMON_EF_SW | PERFMON_EF_PINNED))
+            || id != PERFMON_CLOCK) {
+            return EINVAL;
+        }
+    } else if (flags & PERFMON_EF_SW) {
         if (flags & PERFMON_EF_RAW) {
             return EINVAL;
         }
@@ -111,7 +116,7 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
 
 /*
  * Check the event can be attached to thread (or, thread NULL, to CPU cpu)
- * and find its device and slot.
+ * and find its device and slot (a clock: neither, *devp NULL).
  */
 static int
 perfmon_event_prepare(struct perfmon_event *event, struct thread *thread,
@@ -127,6 +132,12 @@ perfmon_event_prepare(struct perfmon_event *event, struct thread *thread,
         || (event->state != PERFMON_EVENT_INIT
             && event->state != PERFMON_EVENT_DETACHED)) {
         return EINVAL;
+    }
+
+    if (perfmon_event_is_clock(event)) {
+        *devp = NULL;
+        *indexp = 0;
+        return 0;
     }
 
     error = perfmon_dev_find(event->id, event->flags, &dev, &config);
@@ -186,6 +197,10 @@ perfmon_event_check(uint64_t id, unsigned int flags)
         return error;
     }
 
+    if (perfmon_event_is_clock(&event)) {
+        return 0;
+    }
+
     return perfmon_dev_find(id, flags, &dev, &config);
 }
 
@@ -211,7 +226,10 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
     perfmon_snap_bind(event, dev, index, thread, 0);
     perfmon_snap_attach(&event, 1);
     /* Release: publishes the attach's fields to perfmon_event_read. */
-    __atomic_store_n(&event->state, PERFMON_EVENT_THREAD, __ATOMIC_RELEASE);
+    __atomic_store_n(&event->state,
+                     perfmon_event_is_clock(event) ? PERFMON_EVENT_CLOCK
+                                                   : PERFMON_EVENT_THREAD,
+                     __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -236,7 +254,10 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
     perfmon_sample_event_attach(event);
     perfmon_snap_bind(event, dev, index, NULL, cpu);
     perfmon_snap_attach(&event, 1);
-    __atomic_store_n(&event->state, PERFMON_EVENT_CPU, __ATOMIC_RELEASE);
+    __atomic_store_n(&event->state,
+                     perfmon_event_is_clock(event) ? PERFMON_EVENT_CLOCK
+                                                   : PERFMON_EVENT_CPU,
+                     __ATOMIC_RELEASE);
     return 0;
 }
 
@@ -354,6 +375,19 @@ perfmon_event_read_cpu(struct perfmon_event *event)
     return perfmon_event_read_cpu_remote(event);
 }
 
+/*
+ * An enabled clock's count: a snapshot of its target, off the counting
+ * events' inline paths.
+ */
+static __attribute__((noinline)) uint64_t
+perfmon_event_read_clock(struct perfmon_event *event)
+{
+    struct perfmon_snap snap;
+
+    perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ, NULL);
+    return snap.counts[0];
+}
+
 /* perfmon_event_get, inline in both public reads. */
 static inline __attribute__((always_inline)) int
 perfmon_event_get_inline(struct perfmon_event *event, uint64_t *valuep)
@@ -388,6 +422,9 @@ perfmon_event_get_inline(struct perfmon_event *event, uint64_t *valuep)
         return 0;
     case PERFMON_EVENT_DETACHED:
         *valuep = event->final;
+        return 0;
+    case PERFMON_EVENT_CLOCK:
+        *valuep = perfmon_event_read_clock(event);
         return 0;
     default:
         return EINVAL;
@@ -445,6 +482,7 @@ perfmon_event_read_value(struct perfmon_event *event,
     case PERFMON_EVENT_THREAD:
     case PERFMON_EVENT_CPU:
     case PERFMON_EVENT_DISABLED:
+    case PERFMON_EVENT_CLOCK:
         perfmon_snap_take(&snap, &event, 1, PERFMON_SNAP_READ, NULL);
         count = snap.counts[0];
         enabled = snap.enabled;
@@ -494,7 +532,11 @@ perfmon_event_enable(struct perfmon_event *event)
 
     if (event->disabled) {
         perfmon_event_change(event, perfmon_snap_apply_enable);
-        perfmon_mux_enabled_add(event->dev, &event->slot_index, 1, 1);
+
+        /* A clock takes no multiplexing turns. */
+        if (event->dev != NULL) {
+            perfmon_mux_enabled_add(event->dev, &event->slot_index, 1, 1);
+        }
     }
 
     return 0;
@@ -509,7 +551,10 @@ perfmon_event_disable(struct perfmon_event *event)
 
     if (!event->disabled) {
         perfmon_event_change(event, perfmon_snap_apply_disable);
-        perfmon_mux_enabled_add(event->dev, &event->slot_index, 1, -1);
+
+        if (event->dev != NULL) {
+            perfmon_mux_enabled_add(event->dev, &event->slot_index, 1, -1);
+        }
     }
 
     return 0;
@@ -523,6 +568,16 @@ perfmon_event_reset(struct perfmon_event *event)
     }
 
     if (event->disabled) {
+        /*
+         * A clock counts on from its times, which stand still while it is
+         * disabled: its count starts again at its time enabled now. Read
+         * only by snapshots of an enabled clock, so never by a read that
+         * overlaps this one.
+         */
+        if (perfmon_event_is_clock(event)) {
+            event->start = event->time_enabled;
+        }
+
         /* No read needed; relaxed, read after the acquire of state. */
         __atomic_store_n(&event->frozen, 0, __ATOMIC_RELAXED);
     } else {
@@ -591,7 +646,8 @@ perfmon_event_set_sampling(struct perfmon_event *event,
         return 0;
     }
 
-    if (attr->session == NULL || attr->freq > PERFMON_FREQ_MAX
+    if (attr->session == NULL || perfmon_event_is_clock(event)
+        || attr->freq > PERFMON_FREQ_MAX
         || (attr->period == 0 && attr->freq == 0)
         || attr->period > PERFMON_PERIOD_MAX
         || attr->nr_frames > PERFMON_MAX_FRAMES) {

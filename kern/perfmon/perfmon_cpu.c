@@ -519,8 +519,10 @@ perfmon_cpu_event_counting(const struct perfmon_event *event)
 {
     assert_intr_disabled();
 
-    /* A disabled event's count stands still, counter or not. */
-    if (!perfmon_event_is_attached(event) || event->disabled) {
+    /* A disabled event's count stands still, counter or not; a clock
+       has none. */
+    if (!perfmon_event_is_attached(event) || event->disabled
+        || perfmon_event_is_clock(event)) {
         return false;
     }
 

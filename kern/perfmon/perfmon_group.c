@@ -79,7 +79,7 @@ perfmon_group_add(struct perfmon_group *group, struct perfmon_event *event)
 
     if (!perfmon_group_valid(group) || perfmon_group_attached(group)
         || !perfmon_group_event_idle(event) || event->period != 0
-        || event->group != NULL) {
+        || perfmon_event_is_clock(event) || event->group != NULL) {
         return EINVAL;
     }
 

@@ -94,6 +94,9 @@
 #define PERFMON_EVENT_DISABLED  5   /* attached (thread or CPU), disabled:
                                        a state of its own, so that reads
                                        of enabled events test nothing */
+#define PERFMON_EVENT_CLOCK     6   /* a clock attached (thread or CPU),
+                                       enabled: its own too, off the
+                                       counting events' read paths */
 
 /* No slot: in a CPU's counter-to-slot map. */
 #define PERFMON_SLOT_NONE               0xff
@@ -125,7 +128,7 @@ perfmon_event_valid(const struct perfmon_event *event)
 {
     return event != NULL && event->magic == PERFMON_EVENT_MAGIC
            && event->state >= PERFMON_EVENT_INIT
-           && event->state <= PERFMON_EVENT_DISABLED;
+           && event->state <= PERFMON_EVENT_CLOCK;
 }
 
 /* Whether an event is attached (perfmon_event_attached, for the core). */
@@ -135,7 +138,18 @@ perfmon_event_is_attached(const struct perfmon_event *event)
     return event != NULL && event->magic == PERFMON_EVENT_MAGIC
            && (event->state == PERFMON_EVENT_THREAD
                || event->state == PERFMON_EVENT_CPU
-               || event->state == PERFMON_EVENT_DISABLED);
+               || event->state == PERFMON_EVENT_DISABLED
+               || event->state == PERFMON_EVENT_CLOCK);
+}
+
+/*
+ * Whether an event is a clock (PERFMON_EF_CLOCK): no device, no slot, its
+ * count and times from the TSC and its thread's run time alone.
+ */
+static inline bool
+perfmon_event_is_clock(const struct perfmon_event *event)
+{
+    return (event->flags & PERFMON_EF_CLOCK) != 0;
 }
 
 /*

@@ -73,6 +73,7 @@ perfmon_snap_cpu_detach(struct perfmon_event *event)
 }
 
 static void perfmon_snap_end(struct perfmon_snap *snap);
+static void perfmon_snap_clock(struct perfmon_snap *snap, bool loaded);
 
 /*
  * A thread's snapshot, its td operation: through perfmon_td_run, or in
@@ -86,6 +87,11 @@ perfmon_snap_td_op(struct perfmon_td_op *op, bool loaded)
     void (*fn)(struct perfmon_td_op *op, bool loaded);
 
     assert_intr_disabled();
+
+    if (perfmon_event_is_clock(snap->events[0])) {
+        perfmon_snap_clock(snap, loaded);
+        return;
+    }
 
     if (snap->action == PERFMON_SNAP_ATTACH) {
         fn = perfmon_td_op_attach;
@@ -137,6 +143,11 @@ perfmon_snap_cpu(void *arg)
 {
     struct perfmon_snap *snap = arg;
     struct perfmon_cpu *cpu = cpu_local_ptr(perfmon_cpu);
+
+    if (perfmon_event_is_clock(snap->events[0])) {
+        perfmon_snap_clock(snap, false);
+        return;
+    }
 
     for (unsigned int i = 0; i < snap->nr_events; i++) {
         struct perfmon_event *event = snap->events[i];
@@ -286,6 +297,26 @@ perfmon_snap_times_at(const struct perfmon_event *event,
 }
 
 /*
+ * An attached event's count at a snapshot, given its tier value (value)
+ * and its time enabled (enabled, TSC cycles) then. A counting event's is
+ * its tier's since its start; a clock's is its time enabled in
+ * nanoseconds since its start, the time enabled at its attach or last
+ * reset (so equal to its time enabled until a reset). A disabled one's is
+ * frozen, in the count's unit.
+ */
+static uint64_t
+perfmon_snap_count_at(const struct perfmon_event *event, uint64_t value,
+                      uint64_t enabled)
+{
+    if (!perfmon_event_is_clock(event)) {
+        return perfmon_event_count_at(event, value);
+    }
+
+    return event->disabled ? event->frozen
+                           : perfmon_tsc_to_ns(enabled - event->start);
+}
+
+/*
  * A read's end, where its snapshot was taken: apply the change, or
  * compute the read's results. Interrupts disabled, on the owning CPU
  * (as for perfmon_snap_cpu, and asserted by perfmon_snap_td_op).
@@ -313,6 +344,43 @@ perfmon_snap_end(struct perfmon_snap *snap)
 }
 
 /*
+ * A clock's snapshot, in place of a thread's or a CPU's (a clock is
+ * always alone: no group takes one): no slot, only the TSC and, for a
+ * thread (loaded: on this CPU), its run time. Interrupts disabled, on the
+ * owning CPU, as perfmon_snap_end.
+ */
+static void
+perfmon_snap_clock(struct perfmon_snap *snap, bool loaded)
+{
+    const struct thread *thread = snap->events[0]->thread;
+
+    snap->values[0] = 0;
+    snap->offs[0] = 0;
+    snap->now = cpu_get_tsc();
+
+    if (thread == NULL) {
+        snap->run = 0;
+    } else {
+        snap->run = loaded ? thread_run_time(thread, snap->now)
+                           : thread_run_total(thread);
+    }
+
+    if (snap->action != PERFMON_SNAP_READ) {
+        return;
+    }
+
+    if (snap->apply != NULL) {
+        snap->apply(snap->events[0], snap, 0);
+        return;
+    }
+
+    perfmon_snap_times_at(snap->events[0], snap, 0, &snap->enabled,
+                          &snap->running);
+    snap->counts[0] = perfmon_snap_count_at(snap->events[0], 0,
+                                            snap->enabled);
+}
+
+/*
  * The changes below apply to an event the values at a snapshot of the
  * event, its i-th.
  */
@@ -337,11 +405,16 @@ void
 perfmon_snap_apply_disable(struct perfmon_event *event,
                            const struct perfmon_snap *snap, unsigned int i)
 {
+    uint64_t enabled, running;
+
     if (!event->disabled) {
-        __atomic_store_n(&event->frozen, snap->values[i] - event->start,
+        perfmon_snap_times_at(event, snap, snap->offs[i], &enabled, &running);
+        __atomic_store_n(&event->frozen,
+                         perfmon_snap_count_at(event, snap->values[i],
+                                               enabled),
                          __ATOMIC_RELAXED);
-        perfmon_snap_times_at(event, snap, snap->offs[i],
-                              &event->time_enabled, &event->time_running);
+        event->time_enabled = enabled;
+        event->time_running = running;
         event->disabled = true;
 
         /* Readers that find it disabled read frozen without a snapshot. */
@@ -354,18 +427,27 @@ void
 perfmon_snap_apply_enable(struct perfmon_event *event,
                           const struct perfmon_snap *snap, unsigned int i)
 {
+    unsigned int state;
+
     if (event->disabled) {
-        /* Count on from the frozen count: re-base the start. */
-        event->start = snap->values[i] - event->frozen;
+        /*
+         * Count on from the frozen count: re-base the start (a clock's
+         * counts on from its times, which went on from where they stood).
+         */
+        if (perfmon_event_is_clock(event)) {
+            state = PERFMON_EVENT_CLOCK;
+        } else {
+            event->start = snap->values[i] - event->frozen;
+            state = (event->thread != NULL) ? PERFMON_EVENT_THREAD
+                                            : PERFMON_EVENT_CPU;
+        }
+
         event->enabled_tsc = snap->now;
         event->enabled_run = snap->run;
         event->enabled_off = snap->offs[i];
         event->disabled = false;
         /* Release: publishes the new start to perfmon_event_read. */
-        __atomic_store_n(&event->state,
-                         (event->thread != NULL) ? PERFMON_EVENT_THREAD
-                                                 : PERFMON_EVENT_CPU,
-                         __ATOMIC_RELEASE);
+        __atomic_store_n(&event->state, state, __ATOMIC_RELEASE);
     }
 }
 
@@ -373,9 +455,15 @@ void
 perfmon_snap_apply_reset(struct perfmon_event *event,
                          const struct perfmon_snap *snap, unsigned int i)
 {
+    uint64_t enabled, running;
+
     if (event->disabled) {
         /* Relaxed: a lockless reader loads it (perfmon_event_read). */
         __atomic_store_n(&event->frozen, 0, __ATOMIC_RELAXED);
+    } else if (perfmon_event_is_clock(event)) {
+        /* A clock counts again from its time enabled now. */
+        perfmon_snap_times_at(event, snap, snap->offs[i], &enabled, &running);
+        event->start = enabled;
     } else {
         event->start = snap->values[i];
     }
@@ -417,18 +505,23 @@ perfmon_snap_detach(struct perfmon_event *const *events,
     for (unsigned int i = 0; i < nr_events; i++) {
         struct perfmon_event *event = events[i];
         struct thread *thread = event->thread;
+        uint64_t enabled, running;
 
-        event->final = perfmon_event_count_at(event, snap.values[i]);
-        perfmon_snap_times_at(event, &snap, snap.offs[i],
-                              &event->time_enabled, &event->time_running);
+        perfmon_snap_times_at(event, &snap, snap.offs[i], &enabled, &running);
+        event->final = perfmon_snap_count_at(event, snap.values[i], enabled);
+        event->time_enabled = enabled;
+        event->time_running = running;
 
         /* Before the unref: a sampler's slot is released from its td. */
-        perfmon_slot_release(event->dev, event->slot_index,
-                             (event->flags & PERFMON_EF_PINNED) != 0,
-                             !event->disabled, event->period != 0,
-                             (thread != NULL) ? thread_perfmon_td(thread)
-                                             : NULL,
-                             event->cpu);
+        if (event->dev != NULL) {
+            perfmon_slot_release(event->dev, event->slot_index,
+                                 (event->flags & PERFMON_EF_PINNED) != 0,
+                                 !event->disabled, event->period != 0,
+                                 (thread != NULL) ? thread_perfmon_td(thread)
+                                                 : NULL,
+                                 event->cpu);
+        }
+
         event->thread = NULL;
 
         if (thread != NULL) {
@@ -451,7 +544,7 @@ perfmon_snap_bind(struct perfmon_event *event, struct perfmon_dev *dev,
                   unsigned int cpu)
 {
     event->dev = dev;
-    event->dev_index = dev->state->index;
+    event->dev_index = (dev != NULL) ? dev->state->index : 0;
     event->slot_index = index;
     event->thread = thread;
 
@@ -459,10 +552,15 @@ perfmon_snap_bind(struct perfmon_event *event, struct perfmon_dev *dev,
         thread_ref(thread);
     } else {
         event->cpu = cpu;
-        event->cpu_slot = perfmon_cpu_slot(percpu_ptr(perfmon_cpu, cpu), dev,
-                                           index);
+        /* A clock has no device: no slot, no bank. */
+        event->cpu_slot = (dev != NULL)
+                          ? perfmon_cpu_slot(percpu_ptr(perfmon_cpu, cpu), dev,
+                                             index)
+                          : NULL;
         /* Fixed from the device's registration on (perfmon_cpu_dev_init):
            a read loads it from the event, not from the CPU's state. */
-        event->cpu_bank = perfmon_cpu_bank(percpu_ptr(perfmon_cpu, cpu), dev);
+        event->cpu_bank = (dev != NULL)
+                          ? perfmon_cpu_bank(percpu_ptr(perfmon_cpu, cpu), dev)
+                          : NULL;
     }
 }

@@ -107,8 +107,8 @@ void perfmon_snap_detach(struct perfmon_event *const *events,
 
 /*
  * Bind an event about to be attached to its device, slot index and target:
- * thread (referenced here), or CPU cpu when thread is NULL. Thread
- * context.
+ * thread (referenced here), or CPU cpu when thread is NULL. A clock's dev
+ * is NULL (it has no slot). Thread context.
  */
 void perfmon_snap_bind(struct perfmon_event *event, struct perfmon_dev *dev,
                        unsigned int index, struct thread *thread,

@@ -530,16 +530,37 @@ def check_plan(args):
         (r"^ Performance counter stats for 'thread main':\n\n"
          r"\s+\d+\.\d\d msec task-clock\s+#\s+0\.\d{3} CPUs utilized\n"
          + count + "tick", None),
-        # A workload's threads multiplexed (eleven raw events on eight
-        # counters): the events scaled and marked with their share, as
-        # on a CPU; the clock never marked (its time is its time
-        # enabled, which multiplexing does not cut).
+        # A workload's threads multiplexed (ten raw events on eight
+        # counters, the clock holding none): the events scaled and
+        # marked with their share, as on a CPU; the clock never marked
+        # (perfmon never multiplexes it).
         (prompt, "perf stat -e task-clock,emit,emit1,emit2,emit3,emit4,"
                  "emit5,emit6,emit7,emit8,emit9 -- spin 300\r"),
         (r"^ Performance counter stats for 'spin 300':\n\n"
          r"\s+\d+\.\d\d msec task-clock\s+#\s+[01]\.\d{3} CPUs utilized\n"
          + count + r"emit\s+#\s+\d+\.\d{3} [KMG]?/sec\s+\(\d+\.\d\d%\)\n"
          r"(?:\s+(?:[\d,]+|<not counted>)\s+emit\d\b.*\n){9}\n", None),
+        # A clock takes no counter: eight raw events and task-clock on
+        # eight counters, on every CPU, and nothing is multiplexed (no
+        # line has a share); when its carrier took a counter, the emits
+        # that waited were marked (75.01%, 86.90%, ...).
+        (prompt, "perf stat -a -e task-clock,emit,emit1,emit2,emit3,emit4,"
+                 "emit5,emit6,emit7 100\r"),
+        (r"^ Performance counter stats for 'all 2 CPUs':\n\n"
+         r"\s+\d+\.\d\d msec task-clock\s+#\s+[012]\.\d{3} CPUs utilized\n"
+         r"(?:\s+[\d,]+\s+emit\d?\s+#\s+\d+\.\d{3} [KMG]?/sec\n){8}\n"
+         r"\s+0\.\d{3} seconds time elapsed$", None),
+        # Nine raw events on eight counters, every CPU, with -v: the
+        # emits take turns (those that waited are marked), the clock is
+        # never marked, and its count, time enabled and time running are
+        # one time (it was marked with its carrier's share, 75.17%).
+        (prompt, "perf stat -v -a -e cpu-clock,emit,emit1,emit2,emit3,emit4,"
+                 "emit5,emit6,emit7,emit8 100\r"),
+        (r"^cpu-clock: (\d+) \1 \1\n(?:emit\d?: \d+ \d+ \d+\n){9}\n"
+         r" Performance counter stats for 'all 2 CPUs':\n\n"
+         r"\s+\d+\.\d\d msec cpu-clock\s+#\s+[012]\.\d{3} CPUs utilized\n"
+         r"(?:\s+[\d,]+\s+emit\d?\s+#\s+\d+\.\d{3} [KMG]?/sec"
+         r"(?:\s+\(\d+\.\d\d%\))?\n){9}\n", None),
         # Input typed while perf stat runs is kept: Ctrl-C is taken, the
         # line typed before it runs after.
         (prompt, "perf stat cpu 0 tick 60000\r"),
