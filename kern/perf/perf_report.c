@@ -161,14 +161,27 @@ perf_report_parse(struct perf_report_opts *opts, int argc, char **argv)
             continue;
         } else if (strcmp(argv[i], "--stdio") == 0) {
             continue;           /* the only output there is */
-        } else if ((strcmp(argv[i], "--sort") != 0
-                    && strcmp(argv[i], "-s") != 0) || i + 1 == argc) {
+        } else if (strncmp(argv[i], "--sort=", 7) == 0) {
+            keys = argv[i] + 7;
+        } else if (strcmp(argv[i], "--sort") != 0
+                   && strcmp(argv[i], "-s") != 0) {
             printf("perf report: unknown option '%s' (options: -g, "
                    "--no-children, --sort KEYS, --stdio)\n", argv[i]);
             return -1;
+        } else if (i + 1 == argc) {
+            printf("perf report: %s needs a value: KEYS, symbol, thread, "
+                   "cpu, comma-separated\n", argv[i]);
+            return -1;
+        } else {
+            keys = argv[++i];
         }
 
-        keys = argv[++i];
+        if (keys[0] == '\0') {
+            printf("perf report: no sort keys given: KEYS, symbol, "
+                   "thread, cpu, comma-separated\n");
+            return -1;
+        }
+
         opts->sort = 0;
         opts->nr_keys = 0;
 

@@ -66,6 +66,7 @@ enum perf_util_why {
     PERF_UTIL_UNKNOWN,          /* no such event */
     PERF_UTIL_TOO_LONG,
     PERF_UTIL_BAD_MODIFIER,     /* a letter other than k and u */
+    PERF_UTIL_NO_MODIFIER,      /* nothing after the colon */
     PERF_UTIL_USER_SOFT,        /* :u on a software event or a clock */
 };
 
@@ -77,6 +78,10 @@ static enum perf_util_why
 perf_util_parse_modifiers(const char *mods, unsigned int *ringp, char *badp)
 {
     unsigned int ring = 0;
+
+    if (*mods == '\0') {
+        return PERF_UTIL_NO_MODIFIER;
+    }
 
     for (const char *m = mods; *m != '\0'; m++) {
         if (*m == 'k') {
@@ -199,6 +204,10 @@ perf_util_parse_event(const char *name, struct perf_util_event *ev)
     case PERF_UTIL_BAD_MODIFIER:
         printf("perf: '%s': no modifier '%c' (:k kernel, :u user, :ku "
                "both)\n", name, bad);
+        break;
+    case PERF_UTIL_NO_MODIFIER:
+        printf("perf: '%s': no modifier after ':' (:k kernel, :u user, :ku "
+               "both; or no colon)\n", name);
         break;
     case PERF_UTIL_USER_SOFT:
         printf("perf: '%s': software events and clocks happen in kernel "

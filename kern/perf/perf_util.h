@@ -46,8 +46,8 @@ int perf_util_parse_event_name(const char *name, uint64_t *idp,
  * (task-clock, cpu-clock). Modifiers: :k (kernel), :u (user) or both;
  * software events and clocks happen in kernel mode only, so they take :k
  * and refuse :u. Return 0, or EINVAL after a message that names what was
- * wrong (unknown name, unknown modifier, :u on a software event, too
- * long) and what is allowed. Thread context.
+ * wrong (unknown name, unknown modifier, a colon with no modifier after
+ * it, :u on a software event, too long) and what is allowed. Thread context.
  */
 int perf_util_parse_event(const char *name, struct perf_util_event *ev);
 

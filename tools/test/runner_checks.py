@@ -600,6 +600,85 @@ def check_plan(args):
          r"\(E2BIG\)\nperf: no event can be counted$", None),
         (prompt, "poweroff\r"),
         (r"^powering off$", None)]))
+    # Linux perf 6.x's command lines: long lines, shell quoting, event
+    # groups in braces.
+    long_events = ("context-switches:k,cpu-migrations:k,emit:k,emit,"
+                   "task-clock,cpu-clock,context-switches,cpu-migrations")
+    pad = "perf stat cpu 0 tick 10"
+    boots.append(Boot("shell-linux", "", 2, timeout=timeout(2), script=[
+        # A line of more than 127 characters (8 events: no multiplexing,
+        # pingpong's emits exact), and one of exactly 1024 runs; 1025
+        # are refused.
+        (prompt, "perf stat -x, -e %s -- pingpong 100\r" % long_events),
+        (r"^\d+,,context-switches:k,.*\n\d+,,cpu-migrations:k,.*\n"
+         r"200,,emit:k,.*\n200,,emit,.*\n[\d.]+,msec,task-clock,.*\n"
+         r"[\d.]+,msec,cpu-clock,.*\n\d+,,context-switches,.*\n"
+         r"\d+,,cpu-migrations,", None),
+        (prompt, pad + " " * (1024 - len(pad)) + "\r"),
+        (r"^ Performance counter stats for 'cpu 0':", None),
+        (prompt, pad + " " * (1025 - len(pad)) + "\r"),
+        (r"^line too long: 1024 characters at most, not run$", None),
+        # Quotes as a POSIX shell's: the group of the issue's example,
+        # quoted parts joined, a backslash.
+        (prompt, "perf stat -e '{emit,emit}' -- spin 10\r"),
+        (r"^ Performance counter stats for 'spin 10':\n\n"
+         r"\s+([\d,]+)\s+emit\s.*\n\s+\1\s+emit\s", None),
+        (prompt, "perf stat -e \"emit\"',emit:k' -- pingpong 50\r"),
+        (r"^\s+100\s+emit\s.*\n\s+100\s+emit:k\s", None),
+        (prompt, "perf stat -e emit\\,emit1 -- pingpong 50\r"),
+        (r"^\s+100\s+emit\s.*\n\s+0\s+emit1\s", None),
+        (prompt, "perf stat -e 'emit -- spin 10\r"),
+        (r"^unterminated single quote \('\), not run$", None),
+        (prompt, "perf stat -e \"emit -- spin 10\r"),
+        (r"^unterminated double quote \(\"\), not run$", None),
+        (prompt, "perf stat -e emit \\\r"),
+        (r"^a backslash ends the line and escapes nothing, not run$", None),
+        (prompt, "perf stat" + " x" * 63 + "\r"),
+        (r"^too many words: 64 at most, not run$", None),
+        # A group with modifiers for every member, beside an event that
+        # counts alone: the members share their times (one group), the
+        # single event has its own.
+        (prompt, "perf stat -v -e '{emit,tick}:k,cs' -C 0 100\r"),
+        (r"^emit:k: 0 (\d+) \1\ntick:k: (\d+) \1 \1\ncs: \d+ \d+ \d+\n\n"
+         r" Performance counter stats for 'cpu 0':\n\n"
+         r"\s+0\s+emit:k\s.*\n\s+\2\s+tick:k\s.*\n\s+\d+\s+cs\s", None),
+        (prompt, "perf stat -e '{emit,emit1}:u' -C 0 10\r"),
+        (r"^perf: 'emit:u': software events and clocks happen in kernel "
+         r"mode only, so :u counts nothing \(drop it, or use :k\)$", None),
+        (prompt, "perf stat -e '{emit,tick},{cs}' -C 0 10\r"),
+        (r"^perf stat: one event group at most \('\{emit,tick\},\{cs\}' has "
+         r"a second\)$", None),
+        (prompt, "perf stat -e '{emit,tick' -C 0 10\r"),
+        (r"^perf stat: '\{' without '\}' in event list '\{emit,tick'$", None),
+        (prompt, "perf stat -e 'emit}' -C 0 10\r"),
+        (r"^perf stat: '\}' without '\{' in event list 'emit\}'$", None),
+        (prompt, "perf stat -e '{}' -C 0 10\r"),
+        (r"^perf stat: empty group '\{\}' in event list '\{\}'$", None),
+        (prompt, "perf stat -e '{emit,}' -C 0 10\r"),
+        (r"^perf stat: empty name in event list '\{emit,\}'$", None),
+        (prompt, "perf stat -e '{{emit}}' -C 0 10\r"),
+        (r"^perf stat: groups do not nest, in '\{\{emit\}\}'$", None),
+        (prompt, "perf stat -e '{emit:k,tick}:k' -C 0 10\r"),
+        (r"^perf stat: 'emit:k' has modifiers of its own in a group with "
+         r"modifiers, in '\{emit:k,tick\}:k': give them to the group or to "
+         r"each member$", None),
+        (prompt, "perf stat -e '{emit,tick}x' -C 0 10\r"),
+        (r"^perf stat: unexpected 'x' after the group in '\{emit,tick\}x' "
+         r"\(a comma, or modifiers after a colon\)$", None),
+        (prompt, "perf stat -e '{emit,tick}:' -C 0 10\r"),
+        (r"^perf: '\{emit,tick\}:': no modifier after ':' \(:k kernel, :u "
+         r"user, :ku both; or no colon\)$", None),
+        (prompt, "perf stat -e emit: -C 0 10\r"),
+        (r"^perf: 'emit:': no modifier after ':' \(:k kernel, :u user, :ku "
+         r"both; or no colon\)$", None),
+        (prompt, "perf report --sort\r"),
+        (r"^perf report: --sort needs a value: KEYS, symbol, thread, cpu, "
+         r"comma-separated$", None),
+        (prompt, "perf report --sort=\r"),
+        (r"^perf report: no sort keys given: KEYS, symbol, thread, cpu, "
+         r"comma-separated$", None),
+        (prompt, "poweroff\r"),
+        (r"^powering off$", None)]))
     # Input typed before the prompt, as `printf 'cpus\npoweroff\n' | make
     # run` sends it, on make run's console: none of it may be lost. It is
     # longer than what QEMU's console multiplexer buffers (32 bytes).
