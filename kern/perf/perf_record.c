@@ -74,7 +74,8 @@ perf_record_usage(void)
 {
     printf("usage: perf record [-g] [-e EVENT[,EVENT]...] [-c PERIOD | "
            "-F HZ]\n"
-           "                   [-a | -C CPU | cpu N | thread NAME | all]\n"
+           "                   [-a | -C CPU | -t TID | cpu N | thread NAME "
+           "| all]\n"
            "                   [EVENT[/PERIOD][,...]] [MS] "
            "[" PERF_WORK_USAGE "]\n");
     printf("       perf report [-g] [--no-children] "
@@ -90,8 +91,8 @@ perf_record_usage(void)
     printf("  HZ 1 to %u samples a second (periods set from the event's "
            "rate);\n  up to %u events, each sample of its own event\n",
            PERFMON_FREQ_MAX, PERF_RECORD_MAX_EVENTS);
-    printf("  call chains of %u frames (always: -g is accepted); Ctrl-C "
-           "stops early\n", PERF_RECORD_NR_FRAMES);
+    printf("  call chains of %u frames (always: -g and --call-graph fp are "
+           "accepted);\n  Ctrl-C stops early\n", PERF_RECORD_NR_FRAMES);
     perf_work_usage();
 }
 
@@ -148,6 +149,7 @@ perf_record_parse_one(struct perf_record_req *req, const char *word,
                       size_t len)
 {
     struct perf_record_event *ev = &req->events[req->nr_events];
+    struct perf_util_event uev;
     size_t name_len = 0;
     char period[24];
 
@@ -168,10 +170,18 @@ perf_record_parse_one(struct perf_record_req *req, const char *word,
     memcpy(ev->name, word, name_len);
     ev->name[name_len] = '\0';
 
-    if (perf_util_parse_event_name(ev->name, &ev->id, &ev->flags) != 0) {
-        printf("perf: unknown event '%s' (see perf list)\n", ev->name);
+    if (perf_util_parse_event(ev->name, &uev) != 0) {
         return -1;
     }
+
+    if (uev.clock) {
+        printf("perf record: '%s' is a clock, which perf stat counts: "
+               "sample time with tick\n", ev->name);
+        return -1;
+    }
+
+    ev->id = uev.id;
+    ev->flags = uev.flags;
 
     ev->period = 0;
 
@@ -195,6 +205,12 @@ perf_record_parse_one(struct perf_record_req *req, const char *word,
 static int
 perf_record_parse_event(struct perf_record_req *req, const char *word)
 {
+    if (strchr(word, '{') != NULL || strchr(word, '}') != NULL) {
+        printf("perf record: '%s': event groups are perf stat's; sample "
+               "the events side by side, as -e a,b\n", word);
+        return -1;
+    }
+
     for (;;) {
         const char *comma = strchr(word, ',');
         size_t len = (comma == NULL) ? strlen(word) : (size_t)(comma - word);
@@ -285,6 +301,19 @@ perf_record_target_thread(struct perf_record_req *req, const char *name)
     return 0;
 }
 
+/* Refuse a second target. Return 0, or -1 after a message. */
+static int
+perf_record_target_once(const struct perf_record_req *req, const char *opt)
+{
+    if (req->nr_targets != 0) {
+        printf("perf record: two targets ('%s' and '%s'): name one\n",
+               req->target, opt);
+        return -1;
+    }
+
+    return 0;
+}
+
 /*
  * Parse the target words; return how many argv entries they took, or -1
  * after a message.
@@ -292,6 +321,15 @@ perf_record_target_thread(struct perf_record_req *req, const char *name)
 static int
 perf_record_parse_target(struct perf_record_req *req, int argc, char **argv)
 {
+    bool target = argc >= 1 && (strcmp(argv[0], "all") == 0
+                                || (argc >= 2 && strcmp(argv[0], "cpu") == 0)
+                                || (argc >= 2
+                                    && strcmp(argv[0], "thread") == 0));
+
+    if (target && perf_record_target_once(req, argv[0]) != 0) {
+        return -1;
+    }
+
     if (argc >= 1 && strcmp(argv[0], "all") == 0) {
         perf_record_target_all(req);
         return 1;
@@ -308,49 +346,136 @@ perf_record_parse_target(struct perf_record_req *req, int argc, char **argv)
     return 0;
 }
 
+#define PERF_RECORD_OPTIONS "-e EVENTS, -c PERIOD, -F HZ, -a, -C CPU, -t TID, " \
+                            "-g, --call-graph fp"
+
+/* A thread target by id (-t). Return 0, or -1 after a message. */
+static int
+perf_record_target_tid(struct perf_record_req *req, const char *word)
+{
+    if (perf_util_parse_tid(word, &req->thread) != 0) {
+        return -1;
+    }
+
+    req->threads[0] = req->thread;
+    req->nr_threads = req->nr_targets = 1;
+    snprintf(req->target, sizeof(req->target), "thread %s",
+             thread_name(req->thread));
+    return 0;
+}
+
 /*
- * Parse the options (Linux perf record's spellings: -e, -c, -a, -C; -g
- * is accepted, call chains are always recorded); return how many argv
- * entries they took, or -1 after a message (the usage when unknown).
+ * The Linux options that cannot apply here: print why, return true. A
+ * value they take is not looked at.
+ */
+static bool
+perf_record_refuse_linux(const char *opt)
+{
+    if (strcmp(opt, "-p") == 0 || strncmp(opt, "--pid", 5) == 0) {
+        printf("perf record: %s: no processes here, only the kernel's "
+               "threads: -t TID or thread NAME (see threads)\n", opt);
+    } else if (strcmp(opt, "-o") == 0 || strncmp(opt, "--output", 8) == 0) {
+        printf("perf record: %s: no files here: the recording stays in "
+               "memory for perf report and perf script (make profile "
+               "writes a perf.data)\n", opt);
+    } else {
+        return false;
+    }
+
+    return true;
+}
+
+/* --call-graph MODE: fp is what is recorded. Return 0, or -1 after a message. */
+static int
+perf_record_parse_call_graph(const char *mode)
+{
+    if (strcmp(mode, "fp") != 0) {
+        printf("perf record: --call-graph '%s': call chains here are "
+               "frame-pointer walks, 'fp' (%u frames, always recorded)\n",
+               mode, PERF_RECORD_NR_FRAMES);
+        return -1;
+    }
+
+    return 0;
+}
+
+/*
+ * Parse the options (Linux perf record's spellings: -e, -c, -F, -a, -C,
+ * -t; -g and --call-graph fp are accepted, call chains are always
+ * recorded); return how many argv entries they took, or -1 after a
+ * message naming the option at fault.
  */
 static int
 perf_record_parse_options(struct perf_record_req *req, int argc, char **argv)
 {
+    static const char *const with_value[] = {
+        "-e", "-c", "-F", "-C", "-t", "--call-graph",
+    };
     int i;
 
     for (i = 0; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0;
          i++) {
-        const char *opt = argv[i];
+        const char *opt = argv[i], *value = NULL;
+        bool known = false;
         int error = 0;
 
         if (strcmp(opt, "-g") == 0) {
             continue;
         }
 
-        if (strcmp(opt, "-a") == 0 && req->nr_targets == 0) {
+        if (strcmp(opt, "-a") == 0) {
+            if (perf_record_target_once(req, opt) != 0) {
+                return -1;
+            }
+
             perf_record_target_all(req);
             continue;
         }
 
-        /* One target only: -a or -C once. */
-        if (i + 1 == argc
-            || (strcmp(opt, "-C") == 0 && req->nr_targets != 0)
-            || (strcmp(opt, "-e") != 0 && strcmp(opt, "-c") != 0
-                && strcmp(opt, "-C") != 0 && strcmp(opt, "-F") != 0)) {
-            perf_record_usage();
+        if (strncmp(opt, "--call-graph=", 13) == 0) {
+            if (perf_record_parse_call_graph(opt + 13) != 0) {
+                return -1;
+            }
+
+            continue;
+        }
+
+        if (perf_record_refuse_linux(opt)) {
             return -1;
         }
 
-        i++;
+        for (size_t k = 0; k < ARRAY_SIZE(with_value); k++) {
+            known = known || strcmp(opt, with_value[k]) == 0;
+        }
+
+        if (!known) {
+            printf("perf record: unknown option '%s' (%s)\n", opt,
+                   PERF_RECORD_OPTIONS);
+            return -1;
+        }
+
+        if (i + 1 == argc) {
+            printf("perf record: %s needs a value (%s)\n", opt,
+                   PERF_RECORD_OPTIONS);
+            return -1;
+        }
+
+        value = argv[++i];
 
         if (strcmp(opt, "-e") == 0) {
-            error = perf_record_parse_event(req, argv[i]);
+            error = perf_record_parse_event(req, value);
         } else if (strcmp(opt, "-c") == 0) {
-            error = perf_record_parse_period(&req->period, argv[i]);
+            error = perf_record_parse_period(&req->period, value);
         } else if (strcmp(opt, "-F") == 0) {
-            error = perf_record_parse_freq(req, argv[i]);
+            error = perf_record_parse_freq(req, value);
+        } else if (strcmp(opt, "--call-graph") == 0) {
+            error = perf_record_parse_call_graph(value);
+        } else if (perf_record_target_once(req, opt) != 0) {
+            error = -1;
+        } else if (strcmp(opt, "-C") == 0) {
+            error = perf_record_target_cpu(req, value);
         } else {
-            error = perf_record_target_cpu(req, argv[i]);
+            error = perf_record_target_tid(req, value);
         }
 
         if (error) {
@@ -506,7 +631,7 @@ static int
 perf_record_parse(struct perf_record_req *req, int argc, char **argv)
 {
     unsigned long long ms = 0;
-    int dashes, used, nargs;
+    int dashes, used, n, nargs;
 
     for (dashes = 0; dashes < argc && strcmp(argv[dashes], "--") != 0;
          dashes++) {
@@ -519,26 +644,27 @@ perf_record_parse(struct perf_record_req *req, int argc, char **argv)
         return -1;
     }
 
-    if (req->nr_targets == 0) {
-        int n = perf_record_parse_target(req, dashes - used, argv + used);
+    n = perf_record_parse_target(req, dashes - used, argv + used);
 
-        if (n < 0) {
-            return -1;
-        }
-
-        used += n;
+    if (n < 0) {
+        return -1;
     }
+
+    used += n;
 
     /* [EVENT[/PERIOD]] [MS]: a number is the duration. */
     nargs = dashes - used;
 
-    if (nargs == 2 || (nargs == 1 && string_parse_u64(argv[used], &ms))) {
+    if (nargs >= 1 && string_parse_u64(argv[used], &ms) != 0) {
         if (req->nr_events != 0) {
-            perf_record_usage();
+            printf("perf record: '%s' is not a duration: MS, 1 to %llu "
+                   "(the events are -e's)\n", argv[used],
+                   PERF_RECORD_MAX_MS);
             return -1;
         }
 
-        if (perf_record_parse_event(req, argv[used]) != 0) {
+        if (perf_util_refuse_command("perf record", argv[used])
+            || perf_record_parse_event(req, argv[used]) != 0) {
             return -1;
         }
 
@@ -546,9 +672,22 @@ perf_record_parse(struct perf_record_req *req, int argc, char **argv)
         nargs--;
     }
 
-    if (nargs > 1 || (dashes != argc && dashes + 3 != argc)
-        || (nargs == 0 && dashes == argc)) {
-        perf_record_usage();
+    if (nargs > 1) {
+        printf("perf record: unexpected '%s' after the duration (a "
+               "workload goes after --, as -- spin 100)\n", argv[used + 1]);
+        return -1;
+    }
+
+    if (dashes != argc && dashes + 3 != argc) {
+        printf("perf record: after -- comes one workload: spin MS (1 to "
+               "%llu), pingpong N or calltree N (1 to %llu)\n",
+               PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS);
+        return -1;
+    }
+
+    if (nargs == 0 && dashes == argc) {
+        printf("perf record: for how long? MS (1 to %llu) after the event, "
+               "or a workload after --\n", PERF_RECORD_MAX_MS);
         return -1;
     }
 

@@ -506,6 +506,10 @@ perf_stat_parse_words(struct perf_stat *stat, int nr_words,
     }
 
     if (i < nr_words && !have_events && !perf_stat_is_number(words[i])) {
+        if (perf_util_refuse_command("perf stat", words[i])) {
+            return EINVAL;
+        }
+
         if (perf_stat_add_events(stat, words[i]) != 0) {
             return EINVAL;
         }

@@ -222,6 +222,34 @@ perf_util_parse_event(const char *name, struct perf_util_event *ev)
     return EINVAL;
 }
 
+bool
+perf_util_refuse_command(const char *cmd, const char *word)
+{
+    /* kern/perf/perf_work.c's, which this file does not include. */
+    static const char *const kinds[] = { "spin", "pingpong", "calltree" };
+    struct perf_util_event ev;
+    char bad;
+
+    for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+        if (strcmp(word, kinds[i]) == 0) {
+            printf("%s: '%s' is a workload: it goes after --, as -- %s "
+                   "100\n", cmd, word, word);
+            return true;
+        }
+    }
+
+    if (strchr(word, ',') != NULL || strchr(word, ':') != NULL
+        || strchr(word, '{') != NULL || strchr(word, '/') != NULL
+        || perf_util_parse(word, &ev, &bad) == PERF_UTIL_OK) {
+        return false;
+    }
+
+    printf("%s: '%s' is neither an event (see perf list) nor a workload: "
+           "the workloads are spin MS, pingpong N and calltree N, after "
+           "--, as -- spin 100\n", cmd, word);
+    return true;
+}
+
 unsigned int
 perf_util_online_cpus(unsigned int *cpus)
 {

@@ -52,6 +52,16 @@ int perf_util_parse_event_name(const char *name, uint64_t *idp,
 int perf_util_parse_event(const char *name, struct perf_util_event *ev);
 
 /*
+ * Whether word, where a subcommand (cmd: "perf stat", "perf record")
+ * takes an event list, is rather a command: a workload without its --
+ * (spin), or a name that is no event, as Linux's perf stat sleep 1.
+ * Then print that, with the workloads, and return true. A list, a name
+ * with modifiers, or an event is left to the event parser and its
+ * messages (false). Thread context.
+ */
+bool perf_util_refuse_command(const char *cmd, const char *word);
+
+/*
  * Parse a CPU list, "0,2-3", into cpus (room for CPU_MAX), each once, in
  * the order given. Return 0, or EINVAL after a message naming the bad
  * part and the valid range (an offline CPU, too, says so). Thread

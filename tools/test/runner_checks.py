@@ -294,7 +294,7 @@ def check_plan(args):
         (prompt, "help perf\r"),
         (r"^usage: perf list\n  every event with a one-line description\n"
          r"usage: perf stat .*\n(?:.*\n){2,}usage: perf record ", None),
-        (r"^  call chains of \d+ frames .*; Ctrl-C stops early\n"
+        (r"^  call chains of \d+ frames .*\n  Ctrl-C stops early\n"
          r"  workloads: spin MS \(1 to 60000\), pingpong N and calltree N "
          r"\(1 to 1000000\)\n(?=perfmon> )", None),
         (prompt, "help perf stat\r"),
@@ -372,6 +372,10 @@ def check_plan(args):
         (prompt, "perf stat cpu 99 tick 10\r"),
         (r"^perf: no CPU 99: CPUs are 0 to %d$" % (smp - 1), None),
         (prompt, "perf stat cpu 0 nosuchevent 10\r"),
+        (r"^perf stat: 'nosuchevent' is neither an event \(see perf list\) "
+         r"nor a workload: the workloads are spin MS, pingpong N and "
+         r"calltree N, after --, as -- spin 100$", None),
+        (prompt, "perf stat -e nosuchevent cpu 0 10\r"),
         (r"^perf: unknown event 'nosuchevent' \(see perf list\)$", None),
         (prompt, "perf stat cpu 0 raw:0xffffffff 10\r"),
         (r"^perf: no event can be counted$", None),
@@ -454,6 +458,9 @@ def check_plan(args):
         (r"^perf script: no capture channel: boot QEMU with -debugcon "
          r"file:PATH", None),
         (prompt, "perf record all nosuch 10\r"),
+        (r"^perf record: 'nosuch' is neither an event \(see perf list\) "
+         r"nor a workload: ", None),
+        (prompt, "perf record -e nosuch all 10\r"),
         (r"^perf: unknown event 'nosuch' \(see perf list\)$", None),
         (prompt, "perf record all tick/0 10\r"),
         (r"^perf: bad period '0': 1 to 2\^62 events per sample$", None),
@@ -467,7 +474,8 @@ def check_plan(args):
         (prompt, "perf record all instructions 10\r"),
         (r"^perf: instructions: ENODEV ", None),
         (prompt, "perf record all tick\r"),
-        (r"^usage: perf record ", None),
+        (r"^perf record: for how long\? MS \(1 to 60000\) after the event, "
+         r"or a workload after --$", None),
         (prompt, "perf report extra\r"),
         (r"^perf report: unknown option 'extra' \(options: -g, "
          r"--no-children, --sort KEYS, --stdio\)$", None),
@@ -601,7 +609,8 @@ def check_plan(args):
         (prompt, "poweroff\r"),
         (r"^powering off$", None)]))
     # Linux perf 6.x's command lines: long lines, shell quoting, event
-    # groups in braces.
+    # groups in braces, and a message naming the word at fault for each
+    # bad option or word.
     long_events = ("context-switches:k,cpu-migrations:k,emit:k,emit,"
                    "task-clock,cpu-clock,context-switches,cpu-migrations")
     pad = "perf stat cpu 0 tick 10"
@@ -671,12 +680,66 @@ def check_plan(args):
         (prompt, "perf stat -e emit: -C 0 10\r"),
         (r"^perf: 'emit:': no modifier after ':' \(:k kernel, :u user, :ku "
          r"both; or no colon\)$", None),
+        # Linux's perf stat COMMAND: the word named, the workloads listed.
+        (prompt, "perf stat -a sleep 1\r"),
+        (r"^perf stat: 'sleep' is neither an event \(see perf list\) nor a "
+         r"workload: the workloads are spin MS, pingpong N and calltree N, "
+         r"after --, as -- spin 100$", None),
+        (prompt, "perf stat -a spin 10\r"),
+        (r"^perf stat: 'spin' is a workload: it goes after --, as -- spin "
+         r"100$", None),
+        (prompt, "perf stat --foo -a 10\r"),
+        (r"^perf stat: unknown option '--foo' \(", None),
         (prompt, "perf report --sort\r"),
         (r"^perf report: --sort needs a value: KEYS, symbol, thread, cpu, "
          r"comma-separated$", None),
         (prompt, "perf report --sort=\r"),
         (r"^perf report: no sort keys given: KEYS, symbol, thread, cpu, "
          r"comma-separated$", None),
+        # -t TID and --call-graph fp are Linux's and work; the options
+        # that cannot apply here say why, others are named.
+        (prompt, "perf record --call-graph fp -t 2 -c 1 cswitch 50\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf record -p 2\r"),
+        (r"^perf record: -p: no processes here, only the kernel's threads: "
+         r"-t TID or thread NAME \(see threads\)$", None),
+        (prompt, "perf record --call-graph dwarf -a 10\r"),
+        (r"^perf record: --call-graph 'dwarf': call chains here are "
+         r"frame-pointer walks, 'fp' \(8 frames, always recorded\)$", None),
+        (prompt, "perf record -o FILE -a 10\r"),
+        (r"^perf record: -o: no files here: the recording stays in memory "
+         r"for perf report and perf script \(make profile writes a "
+         r"perf\.data\)$", None),
+        (prompt, "perf record --foo\r"),
+        (r"^perf record: unknown option '--foo' \(-e EVENTS, -c PERIOD, -F "
+         r"HZ, -a, -C CPU, -t TID, -g, --call-graph fp\)$", None),
+        (prompt, "perf record -a -e\r"),
+        (r"^perf record: -e needs a value \(", None),
+        (prompt, "perf record -a sleep 1\r"),
+        (r"^perf record: 'sleep' is neither an event \(see perf list\) nor "
+         r"a workload: ", None),
+        (prompt, "perf record -a -C 1 tick 10\r"),
+        (r"^perf record: two targets \('all' and '-C'\): name one$", None),
+        (prompt, "perf record -C 1 all tick 10\r"),
+        (r"^perf record: two targets \('cpu 1' and 'all'\): name one$", None),
+        (prompt, "perf record all tick 10 20\r"),
+        (r"^perf record: unexpected '20' after the duration \(a workload "
+         r"goes after --, as -- spin 100\)$", None),
+        (prompt, "perf record -e tick all cs 10\r"),
+        (r"^perf record: 'cs' is not a duration: MS, 1 to 60000 \(the "
+         r"events are -e's\)$", None),
+        (prompt, "perf record -e '{emit,tick}' -- spin 10\r"),
+        (r"^perf record: '\{emit,tick\}': event groups are perf stat's; "
+         r"sample the events side by side, as -e a,b$", None),
+        (prompt, "perf record -a task-clock 10\r"),
+        (r"^perf record: 'task-clock' is a clock, which perf stat counts: "
+         r"sample time with tick$", None),
+        (prompt, "perf record -a tick:u 10\r"),
+        (r"^perf: 'tick:u': software events and clocks happen in kernel "
+         r"mode only", None),
+        (prompt, "perf record -a -- spin\r"),
+        (r"^perf record: after -- comes one workload: spin MS \(1 to "
+         r"60000\), pingpong N or calltree N \(1 to 1000000\)$", None),
         (prompt, "poweroff\r"),
         (r"^powering off$", None)]))
     # Input typed before the prompt, as `printf 'cpus\npoweroff\n' | make
