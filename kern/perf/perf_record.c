@@ -31,7 +31,6 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/string.h>
 #include <kern/thread.h>
@@ -40,9 +39,13 @@
 #define PERF_RECORD_MAX_MS          60000ULL
 #define PERF_RECORD_DRAIN_TICKS     5U
 
-/* Default periods: one sample per event for the rare software events. */
-#define PERF_RECORD_PERIOD_EMIT     10000ULL
-#define PERF_RECORD_PERIOD_HW       1000000ULL
+/*
+ * With neither -c nor -F, nor an event's own /PERIOD: a frequency, as
+ * Linux's default -F 4000. A fixed default period suits no event here:
+ * emit's rate is anything from a few units (pingpong 200) to millions a
+ * second, so any one period left some recordings empty.
+ */
+#define PERF_RECORD_DEFAULT_FREQ    4000ULL
 
 /* An event perf record was asked to sample. */
 struct perf_record_event {
@@ -59,6 +62,7 @@ struct perf_record_req {
     struct perf_record_event events[PERF_RECORD_MAX_EVENTS];
     uint64_t period;                    /* -c PERIOD, or 0 */
     uint64_t freq;                      /* -F HZ, or 0 */
+    bool freq_default;                  /* freq is the default's */
     uint64_t ms;
     unsigned int nr_targets;
     unsigned int cpus[CPU_MAX];         /* CPU targets */
@@ -85,25 +89,15 @@ perf_record_usage(void)
     printf("  EVENT default tick; MS 1 to %llu, or until the workload "
            "ends;\n  no target: the workload's threads;\n",
            PERF_RECORD_MAX_MS);
-    printf("  PERIOD 1 to 2^62, default 1 for tick, cswitch, migration and "
-           "xcall,\n  %llu for emit*, %llu for hardware events;\n",
-           PERF_RECORD_PERIOD_EMIT, PERF_RECORD_PERIOD_HW);
-    printf("  HZ 1 to %u samples a second (periods set from the event's "
-           "rate);\n  up to %u events, each sample of its own event\n",
-           PERFMON_FREQ_MAX, PERF_RECORD_MAX_EVENTS);
+    printf("  PERIOD 1 to 2^62 events a sample; HZ 1 to %u samples a "
+           "second (periods\n  set from the event's rate), default %llu "
+           "Hz when no PERIOD is given;\n",
+           PERFMON_FREQ_MAX, PERF_RECORD_DEFAULT_FREQ);
+    printf("  up to %u events, each sample of its own event\n",
+           PERF_RECORD_MAX_EVENTS);
     printf("  call chains of %u frames (always: -g and --call-graph fp are "
            "accepted);\n  Ctrl-C stops early\n", PERF_RECORD_NR_FRAMES);
     perf_work_usage();
-}
-
-static uint64_t
-perf_record_default_period(uint64_t id, unsigned int flags)
-{
-    if (!(flags & PERFMON_EF_SW)) {
-        return PERF_RECORD_PERIOD_HW;
-    }
-
-    return (id >= PMU_SOFT_EV_EMIT) ? PERF_RECORD_PERIOD_EMIT : 1;
 }
 
 /* Parse a period into *periodp. Return 0, or -1 after a message. */
@@ -228,9 +222,9 @@ perf_record_parse_event(struct perf_record_req *req, const char *word)
 }
 
 /*
- * Give each event its period: its own, else -c's, else (without -F) its
- * default; 0 leaves it to -F's frequency. Return 0, or -1 after a
- * message.
+ * Give each event its period: its own, else -c's; else it is sampled at
+ * -F's frequency, or at PERF_RECORD_DEFAULT_FREQ without -F (period 0
+ * leaves it to the frequency). Return 0, or -1 after a message.
  */
 static int
 perf_record_set_periods(struct perf_record_req *req)
@@ -243,10 +237,13 @@ perf_record_set_periods(struct perf_record_req *req)
     for (unsigned int i = 0; i < req->nr_events; i++) {
         struct perf_record_event *ev = &req->events[i];
 
+        if (ev->period == 0 && req->period != 0) {
+            ev->period = req->period;
+        }
+
         if (ev->period == 0 && req->freq == 0) {
-            ev->period = (req->period != 0)
-                         ? req->period
-                         : perf_record_default_period(ev->id, ev->flags);
+            req->freq = PERF_RECORD_DEFAULT_FREQ;
+            req->freq_default = true;
         }
     }
 
@@ -622,6 +619,20 @@ perf_record_print_totals(const struct perf_record_last *last)
     }
 }
 
+/* The frequency, when some event was sampled at one. */
+static void
+perf_record_print_freq(const struct perf_record_req *req)
+{
+    if (req->freq == 0) {
+        return;
+    }
+
+    printf("perf record: sampled at %llu Hz%s\n",
+           (unsigned long long)req->freq,
+           req->freq_default ? " (the default -F; -c PERIOD or EVENT/PERIOD "
+                               "for a fixed period)" : "");
+}
+
 /*
  * Parse the words after "perf record" into req: options, a target, an
  * event and a duration, then the workload after "--", started (waiting).
@@ -823,6 +834,7 @@ perf_record_cmd(int argc, char **argv)
     }
 
     perf_record_print_totals(last);
+    perf_record_print_freq(req);
 
 out:
     perf_record_detach_all(events, nr_attached);

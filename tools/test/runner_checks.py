@@ -381,10 +381,10 @@ def check_plan(args):
         (r"^perf: no event can be counted$", None),
         # The sampling profiler: a timer profile of every CPU, its report
         # and its dump (perf_record_checks checks the totals and converts
-        # the dump); then bad input.
+        # the dump of this period-1 recording); then bad input.
         (prompt, "perf report\r"),
         (r"^perf: no recording yet \(perf record first\)$", None),
-        (prompt, "perf record all tick 300\r"),
+        (prompt, "perf record -c 1 all tick 300\r"),
         (PERF_TOTALS.pattern, None),
         (prompt, "perf report\r"),
         (r"^# Samples: \d+ of event 'tick', period 1, target all, 300 ms\n"
@@ -442,8 +442,8 @@ def check_plan(args):
         (prompt, "perf report --no-children --sort thread\r"),
         (r"^# Samples: \d+ of event 'emit', period 10, target spin 200, "
          r"\d+ ms\n", None),
-        (r"^# Samples: \d+ of event 'tick', period 1, target spin 200, "
-         r"\d+ ms\n", None),
+        (r"^# Samples: \d+ of event 'tick', frequency 4000 Hz, target spin "
+         r"200, \d+ ms\n", None),
         (prompt, "perf record -F 0 all tick 10\r"),
         (r"^perf: bad frequency '0': 1 to 100000 samples a second$", None),
         (prompt, "perf record -F 100 -c 10 all tick 10\r"),
@@ -609,8 +609,8 @@ def check_plan(args):
         (prompt, "poweroff\r"),
         (r"^powering off$", None)]))
     # Linux perf 6.x's command lines: long lines, shell quoting, event
-    # groups in braces, and a message naming the word at fault for each
-    # bad option or word.
+    # groups in braces, the default frequency of perf record, and a
+    # message naming the word at fault for each bad option or word.
     long_events = ("context-switches:k,cpu-migrations:k,emit:k,emit,"
                    "task-clock,cpu-clock,context-switches,cpu-migrations")
     pad = "perf stat cpu 0 tick 10"
@@ -690,12 +690,23 @@ def check_plan(args):
          r"100$", None),
         (prompt, "perf stat --foo -a 10\r"),
         (r"^perf stat: unknown option '--foo' \(", None),
+        # perf record samples at 4000 Hz by default: a workload that
+        # emits a few hundred units gets samples.
+        (prompt, "perf record -e emit -- pingpong 200\r"),
+        (r"^perf record: [1-9]\d* samples received, .*\n"
+         r"perf record: sampled at 4000 Hz \(the default -F; -c PERIOD or "
+         r"EVENT/PERIOD for a fixed period\)$", None),
+        (prompt, "perf report --no-children --sort thread\r"),
+        (r"^# Samples: [1-9]\d* of event 'emit', frequency 4000 Hz, target "
+         r"pingpong 200, \d+ ms\n", None),
         (prompt, "perf report --sort\r"),
         (r"^perf report: --sort needs a value: KEYS, symbol, thread, cpu, "
          r"comma-separated$", None),
         (prompt, "perf report --sort=\r"),
         (r"^perf report: no sort keys given: KEYS, symbol, thread, cpu, "
          r"comma-separated$", None),
+        (prompt, "perf report --sort=thread --no-children\r"),
+        (r"^# Overhead   Samples  Thread\s*\n", None),
         # -t TID and --call-graph fp are Linux's and work; the options
         # that cannot apply here say why, others are named.
         (prompt, "perf record --call-graph fp -t 2 -c 1 cswitch 50\r"),
