@@ -62,24 +62,25 @@ static const char *const perf_stat_default_events[] = {
     "instructions", "branches", "branch-misses",
 };
 
-/* The options that take a value, and what it is. */
+/* The options, Linux's long names, and what value they take. */
 static const struct perf_stat_option {
     char letter;
+    const char *name;                   /* --name, --name=VALUE */
     const char *value;                  /* NULL: a flag */
 } perf_stat_options[] = {
-    { 'e', "EVENTS, as tick,cs (see perf list)" },
-    { 'a', NULL },
-    { 'C', "CPUS, as 0,2-3" },
-    { 't', "TID, a thread id as perf script prints it" },
-    { 'I', "MS between prints, 10 to 60000" },
-    { 'r', "N runs, 1 to 100" },
-    { 'x', "one separator character, as -x," },
-    { 'g', NULL },
-    { 'v', NULL },
+    { 'e', "event", "EVENTS, as tick,cs (see perf list)" },
+    { 'a', "all-cpus", NULL },
+    { 'C', "cpu", "CPUS, as 0,2-3" },
+    { 't', "tid", "TID, a thread id as perf script prints it" },
+    { 'I', "interval-print", "MS between prints, 10 to 60000" },
+    { 'r', "repeat", "N runs, 1 to 100" },
+    { 'x', "field-separator", "one separator character, as -x," },
+    { 'g', "group", NULL },
+    { 'v', "verbose", NULL },
 };
 
 #define PERF_STAT_OPTIONS "-e EVENTS, -a, -C CPUS, -t TID, -I MS, " \
-                              "-r N, -x SEP, -g, -v"
+                              "-r N, -x SEP, -g, -v, or their long names"
 
 void
 perf_stat_usage(void)
@@ -99,6 +100,9 @@ perf_stat_usage(void)
            "  -x SEP     one line per event, fields split by SEP, as -x,\n"
            "  -g         the events as one group per target\n"
            "  -v         counts with times enabled and running, in ns\n"
+           "  Linux's long names too, --NAME VALUE or --NAME=VALUE: --event, "
+           "--all-cpus,\n  --cpu, --tid, --interval-print, --repeat, "
+           "--field-separator, --group, --verbose\n"
            "  EVENTS: at most %u, names as perf list prints them, default "
            "task-clock,\n"
            "  context-switches, cpu-migrations, cycles, instructions, "
@@ -390,26 +394,46 @@ perf_stat_parse_option(struct perf_stat *stat, int *ip,
     char *value = NULL;
     uint64_t v;
 
+    const char *name = word + 2, *eq = strchr(word, '=');
+    size_t len = (eq == NULL) ? strlen(name) : (size_t)(eq - name);
+    bool is_long = (word[1] == '-');
+    char *inline_value;
+
     for (size_t i = 0; i < ARRAY_SIZE(perf_stat_options); i++) {
-        if (word[1] == perf_stat_options[i].letter) {
-            opt = &perf_stat_options[i];
+        const struct perf_stat_option *o = &perf_stat_options[i];
+
+        if (is_long ? (strlen(o->name) == len
+                       && strncmp(name, o->name, len) == 0)
+                    : word[1] == o->letter) {
+            opt = o;
         }
     }
 
-    if (opt == NULL || (opt->value == NULL && word[2] != '\0')) {
+    /* -x, -C0 take their value in the word, --event=tick after '='. */
+    inline_value = is_long ? ((eq == NULL) ? NULL : word + (eq - word) + 1)
+                           : ((word[2] == '\0') ? NULL : word + 2);
+
+    if (opt == NULL || (!is_long && opt->value == NULL
+                        && inline_value != NULL)) {
         printf("perf stat: unknown option '%s' (%s)\n", word,
                PERF_STAT_OPTIONS);
         return EINVAL;
     }
 
+    if (opt->value == NULL && inline_value != NULL) {
+        printf("perf stat: --%s takes no value (got '%s')\n", opt->name,
+               inline_value);
+        return EINVAL;
+    }
+
     if (opt->value != NULL) {
-        if (word[2] != '\0') {
-            value = word + 2;           /* -x, -C0 */
-        } else if (*ip + 1 < end) {
+        if (inline_value != NULL && inline_value[0] != '\0') {
+            value = inline_value;
+        } else if (inline_value == NULL && *ip + 1 < end) {
             value = argv[++*ip];
         } else {
-            printf("perf stat: -%c needs a value: %s\n", opt->letter,
-                   opt->value);
+            printf("perf stat: %.*s needs a value: %s\n",
+                   (int)(is_long ? len + 2 : 2), word, opt->value);
             return EINVAL;
         }
     }

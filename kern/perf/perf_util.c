@@ -2,7 +2,8 @@
  * What the perf shell subcommands share (kern/perf/perf_util.h): event names,
  * error messages, percentages, Ctrl-C.
  *
- * Event names: the generic hardware events (cycles, instructions, ...),
+ * Event names: the generic hardware events (cycles, instructions, ...,
+ * with Linux's cpu-cycles and branch-instructions),
  * the software events (cswitch, migration, tick, xcall, emit, emit1..7,
  * with Linux's context-switches/cs and cpu-migrations/migrations, and
  * ticks), Linux's clocks task-clock and cpu-clock, and raw hardware codes
@@ -59,6 +60,12 @@ perf_util_parse_soft_name(const char *name, uint64_t *idp)
 
     return EINVAL;
 }
+
+/* Linux perf's other names for the generic hardware events. */
+static const struct perf_util_alias perf_util_hw_aliases[] = {
+    { "cpu-cycles", PERFMON_EV_CYCLE },
+    { "branch-instructions", PERFMON_EV_BRANCH },
+};
 
 /* Why a name is not an event, for the message perf_util_parse_event prints. */
 enum perf_util_why {
@@ -131,6 +138,15 @@ perf_util_parse(const char *name, struct perf_util_event *ev, char *badp)
     for (unsigned int i = 0; i < PERFMON_NR_GENERIC_EVENTS; i++) {
         if (strcmp(copy, perfmon_generic_name(i)) == 0) {
             *ev = (struct perf_util_event){ .id = i, .flags = ring };
+            return PERF_UTIL_OK;
+        }
+    }
+
+    for (size_t i = 0; i < ARRAY_SIZE(perf_util_hw_aliases); i++) {
+        if (strcmp(copy, perf_util_hw_aliases[i].name) == 0) {
+            *ev = (struct perf_util_event){
+                .id = perf_util_hw_aliases[i].id, .flags = ring,
+            };
             return PERF_UTIL_OK;
         }
     }

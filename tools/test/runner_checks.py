@@ -292,7 +292,8 @@ def check_plan(args):
         # help perf gives every subcommand's usage, whole (longer than
         # the 256 bytes printf once cut at), and help perf SUB one's.
         (prompt, "help perf\r"),
-        (r"^usage: perf list\n  every event with a one-line description\n"
+        (r"^usage: perf list \[hw \| sw\]\n  every event with a one-line "
+         r"description; hw \(hardware\) or sw \(software\)\n  only those\n"
          r"usage: perf stat .*\n(?:.*\n){2,}usage: perf record ", None),
         (r"^  call chains of \d+ frames .*\n  Ctrl-C stops early\n"
          r"  workloads: spin MS \(1 to 60000\), pingpong N and calltree N "
@@ -478,7 +479,7 @@ def check_plan(args):
          r"or a workload after --$", None),
         (prompt, "perf report extra\r"),
         (r"^perf report: unknown option 'extra' \(options: -g, "
-         r"--no-children, --sort KEYS, --stdio\)$", None),
+         r"--no-children, --sort KEYS, --stdio, -n, -i perf\.data\)$", None),
         (prompt, "bogus\r"),
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
@@ -573,7 +574,7 @@ def check_plan(args):
         (r"^perf stat: two targets \('-a' and 'cpu'\): name one$", None),
         (prompt, "perf stat -z cpu 0 tick 10\r"),
         (r"^perf stat: unknown option '-z' \(-e EVENTS, -a, -C CPUS, -t TID, "
-         r"-I MS, -r N, -x SEP, -g, -v\)$", None),
+         r"-I MS, -r N, -x SEP, -g, -v, or their long names\)$", None),
         (prompt, "perf stat cpu 0 tick 10 -C\r"),
         (r"^perf stat: -C needs a value: CPUS, as 0,2-3$", None),
         (prompt, "perf stat -C 5 tick 10\r"),
@@ -690,6 +691,42 @@ def check_plan(args):
          r"100$", None),
         (prompt, "perf stat --foo -a 10\r"),
         (r"^perf stat: unknown option '--foo' \(", None),
+        # Linux's long options, with = or a separate value, and aliases.
+        (prompt, "perf stat --event=emit --event emit:k -- pingpong 50\r"),
+        (r"^ Performance counter stats for 'pingpong 50':\n\n"
+         r"\s+100\s+emit\s.*\n\s+100\s+emit:k\s", None),
+        (prompt, "perf stat --verbose --cpu=0 --event=tick 50\r"),
+        (r"^tick: (\d+) (\d+) \2\n\n Performance counter stats for "
+         r"'cpu 0':\n\n\s+\1\s+tick\s", None),
+        (prompt, "perf stat --all-cpus=1 tick 10\r"),
+        (r"^perf stat: --all-cpus takes no value \(got '1'\)$", None),
+        (prompt, "perf stat --event= -a 10\r"),
+        (r"^perf stat: --event needs a value: EVENTS, as tick,cs \(see perf "
+         r"list\)$", None),
+        (prompt, "perf stat --evnt=tick -a 10\r"),
+        (r"^perf stat: unknown option '--evnt=tick' \(-e EVENTS, ", None),
+        (prompt, "perf stat -e cpu-cycles,branch-instructions,tick -a 10\r"),
+        (r"^ Performance counter stats for 'all 2 CPUs':\n\n"
+         r"\s+<not supported>\s+cpu-cycles\n"
+         r"\s+<not supported>\s+branch-instructions\n", None),
+        (prompt, "perf list hw\r"),
+        (r"^hardware events: none counted here \(no hardware PMU\)\n"
+         r"  cycles\s+core cycles while not halted \(cpu-cycles\) "
+         r"\[unavailable\]\n(?:  \S+ .*\n){6}(?=perfmon> )", None),
+        (prompt, "perf list sw\r"),
+        (r"^software events \(pmu_soft, 8 counters of 64 bits\):\n"
+         r"(?:  .*\n)+software events and clocks take :k", None),
+        (prompt, "perf list hardware software\r"),
+        (r"^perf list: one event class at most \(got 'software' after "
+         r"'hardware'\)$", None),
+        (prompt, "perf list hwx\r"),
+        (r"^perf list: no event class 'hwx' \(hw or hardware, sw or "
+         r"software\)$", None),
+        (prompt, "perf --version\r"),
+        (r"^perf version perfmon: the kernel's shell perf, with Linux perf "
+         r"6\.x's spellings$", None),
+        (prompt, "perf version\r"),
+        (r"^perf version perfmon: ", None),
         # perf record samples at 4000 Hz by default: a workload that
         # emits a few hundred units gets samples.
         (prompt, "perf record -e emit -- pingpong 200\r"),
@@ -707,6 +744,19 @@ def check_plan(args):
          r"comma-separated$", None),
         (prompt, "perf report --sort=thread --no-children\r"),
         (r"^# Overhead   Samples  Thread\s*\n", None),
+        # -n (the Samples column is always there) and -i perf.data (the
+        # last recording: there are no files) are Linux's.
+        (prompt, "perf report -n -i perf.data --no-children --sort pid\r"),
+        (r"^# Samples: [1-9]\d* of event 'emit', frequency 4000 Hz, target "
+         r"pingpong 200, \d+ ms\n", None),
+        (prompt, "perf report --input=perf.data --no-children -s tid\r"),
+        (r"^# Samples: [1-9]\d* of event 'emit', ", None),
+        (prompt, "perf report -i build/profile/perf.data\r"),
+        (r"^perf report: input 'build/profile/perf\.data': no files here; "
+         r"perf report reads the last recording, perf\.data$", None),
+        (prompt, "perf report -i\r"),
+        (r"^perf report: -i needs a value: perf\.data, the last recording$",
+         None),
         # -t TID and --call-graph fp are Linux's and work; the options
         # that cannot apply here say why, others are named.
         (prompt, "perf record --call-graph fp -t 2 -c 1 cswitch 50\r"),
