@@ -35,8 +35,8 @@
 #include <machine/uart.h>
 
 /* Characters in a line; words in it (their pointers: 520 bytes of stack). */
-#define SHELL_LINE_MAX  1024
-#define SHELL_ARGS_MAX  64
+#define SHELL_LINE_MAX  1024U
+#define SHELL_ARGS_MAX  64U
 #define SHELL_PROMPT    "perfmon> "
 #define SHELL_HISTORY_SIZE 8
 

@@ -343,8 +343,8 @@ perf_record_parse_target(struct perf_record_req *req, int argc, char **argv)
     return 0;
 }
 
-#define PERF_RECORD_OPTIONS "-e EVENTS, -c PERIOD, -F HZ, -a, -C CPU, -t TID, " \
-                            "-g, --call-graph fp"
+#define PERF_RECORD_OPTIONS "-e EVENTS, -c PERIOD, -F HZ, -a, -C CPU, " \
+                            "-t TID, -g, --call-graph fp"
 
 /* A thread target by id (-t). Return 0, or -1 after a message. */
 static int
@@ -382,7 +382,7 @@ perf_record_refuse_linux(const char *opt)
     return true;
 }
 
-/* --call-graph MODE: fp is what is recorded. Return 0, or -1 after a message. */
+/* --call-graph MODE: fp, what is recorded. Return 0, or -1 after a message. */
 static int
 perf_record_parse_call_graph(const char *mode)
 {

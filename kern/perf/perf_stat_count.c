@@ -1,10 +1,10 @@
 /*
  * perf stat's counting (kern/perf/perf_stat_i.h): one run attaches each
  * event to every target (the group's, -g's or -e's {...}, the clocks
- * aside, as one group per target), lets the workload go, waits for the duration, the
- * workload's end or Ctrl-C (printing -I's counts on the way), detaches
- * and sums each event's counts and times over its targets, as Linux
- * does.
+ * aside, as one group per target), lets the workload go, waits for the
+ * duration, the workload's end or Ctrl-C (printing -I's counts on the
+ * way), detaches and sums each event's counts and times over its
+ * targets, as Linux does.
  */
 #include <stdbool.h>
 #include <stddef.h>

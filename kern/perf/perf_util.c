@@ -190,28 +190,15 @@ perf_util_parse(const char *name, struct perf_util_event *ev, char *badp)
 }
 
 int
-perf_util_parse_event_name(const char *name, uint64_t *idp,
-                           unsigned int *flagsp)
-{
-    struct perf_util_event ev;
-    char bad;
-
-    if (perf_util_parse(name, &ev, &bad) != PERF_UTIL_OK || ev.clock) {
-        return EINVAL;
-    }
-
-    *idp = ev.id;
-    *flagsp = ev.flags;
-    return 0;
-}
-
-int
 perf_util_parse_event(const char *name, struct perf_util_event *ev)
 {
+    struct perf_util_event parsed;
     char bad = 0;
 
-    switch (perf_util_parse(name, ev, &bad)) {
+    /* Into a copy: a refused name (:u on tick) is parsed all the same. */
+    switch (perf_util_parse(name, &parsed, &bad)) {
     case PERF_UTIL_OK:
+        *ev = parsed;
         return 0;
     case PERF_UTIL_TOO_LONG:
         printf("perf: event name '%s' is too long (at most %u characters)\n",
