@@ -344,7 +344,8 @@ perf_record_parse_target(struct perf_record_req *req, int argc, char **argv)
 }
 
 #define PERF_RECORD_OPTIONS "-e EVENTS, -c PERIOD, -F HZ, -a, -C CPU, " \
-                            "-t TID, -g, --call-graph fp"
+                            "-t TID, -g, --call-graph fp, or their long " \
+                            "names"
 
 /* A thread target by id (-t). Return 0, or -1 after a message. */
 static int
@@ -396,86 +397,121 @@ perf_record_parse_call_graph(const char *mode)
     return 0;
 }
 
+/* perf record's options: the short name, Linux's long one, a value. */
+static const struct perf_record_option {
+    char letter;                        /* 'G': --call-graph alone */
+    const char *name;                   /* --name, --name=VALUE */
+    bool value;
+} perf_record_options[] = {
+    { 'e', "event", true },
+    { 'c', "count", true },
+    { 'F', "freq", true },
+    { 'a', "all-cpus", false },
+    { 'C', "cpu", true },
+    { 't', "tid", true },
+    { 'g', NULL, false },
+    { 'G', "call-graph", true },
+};
+
+/* The option word opt names, or NULL; len: its name's length. */
+static const struct perf_record_option *
+perf_record_option_lookup(const char *opt, size_t len)
+{
+    for (size_t k = 0; k < ARRAY_SIZE(perf_record_options); k++) {
+        const struct perf_record_option *o = &perf_record_options[k];
+
+        if (opt[1] == '-' ? (o->name != NULL && strlen(o->name) == len - 2
+                             && strncmp(opt + 2, o->name, len - 2) == 0)
+                          : (len == 2 && opt[1] == o->letter
+                             && o->letter != 'G')) {
+            return o;
+        }
+    }
+
+    return NULL;
+}
+
+/* Apply option o with its value (NULL for a flag). Return 0 or -1. */
+static int
+perf_record_apply_option(struct perf_record_req *req,
+                         const struct perf_record_option *o,
+                         const char *opt, const char *value)
+{
+    switch (o->letter) {
+    case 'e':
+        return perf_record_parse_event(req, value);
+    case 'c':
+        return perf_record_parse_period(&req->period, value);
+    case 'F':
+        return perf_record_parse_freq(req, value);
+    case 'G':
+        return perf_record_parse_call_graph(value);
+    case 'g':
+        return 0;
+    default:
+        break;
+    }
+
+    if (perf_record_target_once(req, opt) != 0) {
+        return -1;
+    }
+
+    if (o->letter == 'a') {
+        perf_record_target_all(req);
+        return 0;
+    }
+
+    return (o->letter == 'C') ? perf_record_target_cpu(req, value)
+                              : perf_record_target_tid(req, value);
+}
+
 /*
- * Parse the options (Linux perf record's spellings: -e, -c, -F, -a, -C,
- * -t; -g and --call-graph fp are accepted, call chains are always
- * recorded); return how many argv entries they took, or -1 after a
- * message naming the option at fault.
+ * Parse the options (Linux perf record's spellings, short and long: -e,
+ * -c, -F, -a, -C, -t; -g and --call-graph fp are accepted, call chains
+ * are always recorded); return how many argv entries they took, or -1
+ * after a message naming the option at fault.
  */
 static int
 perf_record_parse_options(struct perf_record_req *req, int argc, char **argv)
 {
-    static const char *const with_value[] = {
-        "-e", "-c", "-F", "-C", "-t", "--call-graph",
-    };
     int i;
 
     for (i = 0; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0;
          i++) {
         const char *opt = argv[i], *value = NULL;
-        bool known = false;
-        int error = 0;
-
-        if (strcmp(opt, "-g") == 0) {
-            continue;
-        }
-
-        if (strcmp(opt, "-a") == 0) {
-            if (perf_record_target_once(req, opt) != 0) {
-                return -1;
-            }
-
-            perf_record_target_all(req);
-            continue;
-        }
-
-        if (strncmp(opt, "--call-graph=", 13) == 0) {
-            if (perf_record_parse_call_graph(opt + 13) != 0) {
-                return -1;
-            }
-
-            continue;
-        }
+        const char *eq = (opt[1] == '-') ? strchr(opt, '=') : NULL;
+        size_t len = (eq == NULL) ? strlen(opt) : (size_t)(eq - opt);
+        const struct perf_record_option *o;
 
         if (perf_record_refuse_linux(opt)) {
             return -1;
         }
 
-        for (size_t k = 0; k < ARRAY_SIZE(with_value); k++) {
-            known = known || strcmp(opt, with_value[k]) == 0;
-        }
+        o = perf_record_option_lookup(opt, len);
 
-        if (!known) {
+        if (o == NULL) {
             printf("perf record: unknown option '%s' (%s)\n", opt,
                    PERF_RECORD_OPTIONS);
             return -1;
         }
 
-        if (i + 1 == argc) {
-            printf("perf record: %s needs a value (%s)\n", opt,
-                   PERF_RECORD_OPTIONS);
+        if (!o->value && eq != NULL) {
+            printf("perf record: %.*s takes no value (got '%s')\n",
+                   (int)len, opt, eq + 1);
             return -1;
         }
 
-        value = argv[++i];
+        if (o->value) {
+            value = (eq != NULL) ? eq + 1 : (i + 1 < argc) ? argv[++i] : NULL;
 
-        if (strcmp(opt, "-e") == 0) {
-            error = perf_record_parse_event(req, value);
-        } else if (strcmp(opt, "-c") == 0) {
-            error = perf_record_parse_period(&req->period, value);
-        } else if (strcmp(opt, "-F") == 0) {
-            error = perf_record_parse_freq(req, value);
-        } else if (strcmp(opt, "--call-graph") == 0) {
-            error = perf_record_parse_call_graph(value);
-        } else if (perf_record_target_once(req, opt) != 0) {
-            error = -1;
-        } else if (strcmp(opt, "-C") == 0) {
-            error = perf_record_target_cpu(req, value);
-        } else {
-            error = perf_record_target_tid(req, value);
+            if (value == NULL || value[0] == '\0') {
+                printf("perf record: %.*s needs a value (%s)\n", (int)len,
+                       opt, PERF_RECORD_OPTIONS);
+                return -1;
+            }
         }
 
-        if (error) {
+        if (perf_record_apply_option(req, o, opt, value) != 0) {
             return -1;
         }
     }

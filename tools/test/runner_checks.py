@@ -773,9 +773,22 @@ def check_plan(args):
          r"perf\.data\)$", None),
         (prompt, "perf record --foo\r"),
         (r"^perf record: unknown option '--foo' \(-e EVENTS, -c PERIOD, -F "
-         r"HZ, -a, -C CPU, -t TID, -g, --call-graph fp\)$", None),
+         r"HZ, -a, -C CPU, -t TID, -g, --call-graph fp, or their long "
+         r"names\)$", None),
         (prompt, "perf record -a -e\r"),
         (r"^perf record: -e needs a value \(", None),
+        # Linux's long names, with = or a separate value.
+        (prompt, "perf record --event=emit --count 1 -- pingpong 10\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf report --no-children --sort thread\r"),
+        (r"^# Samples: 20 of event 'emit', period 1, target pingpong 10, "
+         r"\d+ ms\n", None),
+        (prompt, "perf record --cpu=1 --freq=200 tick 50\r"),
+        (r"^perf record: sampled at 200 Hz$", None),
+        (prompt, "perf record --all-cpus=1 tick 10\r"),
+        (r"^perf record: --all-cpus takes no value \(got '1'\)$", None),
+        (prompt, "perf record --freq= -a 10\r"),
+        (r"^perf record: --freq needs a value \(", None),
         (prompt, "perf record -a sleep 1\r"),
         (r"^perf record: 'sleep' is neither an event \(see perf list\) nor "
          r"a workload: ", None),
