@@ -112,7 +112,7 @@ help:
 	@echo "  RUNS=n        runs for make soak (default 10)"
 	@echo "  WORKLOAD='calltree 1000'  make profile's workload (spin MS,"
 	@echo "                pingpong N, calltree N); EVENT=emit, PERIOD=13 (events"
-	@echo "                per sample; empty: the event's default); FREQ=HZ"
+	@echo "                per sample; empty: perf record's -F 4000); FREQ=HZ"
 	@echo "                (samples a second instead of PERIOD); SMP=2;"
 	@echo "                BUILDID_DIR=dir perf's build-id cache (default"
 	@echo "                ~/.debug; else read with perf --buildid-dir dir)"

@@ -5,7 +5,16 @@
  *
  * Line editing: backspace, Ctrl-C (drop the line), Ctrl-U (erase the
  * line), Ctrl-W (erase the word before the cursor), and up/down arrows
- * (ESC [ A / ESC [ B) through the last SHELL_HISTORY_SIZE lines.
+ * (ESC [ A / ESC [ B) through the last SHELL_HISTORY_SIZE lines. A line
+ * is split into words as a POSIX shell splits it, quotes and backslashes
+ * included (kern/shell_split.h).
+ *
+ * The line being edited and the history are static, not on the shell
+ * thread's stack: a line is SHELL_LINE_MAX characters (perf's command
+ * lines with a dozen events and a workload), and the stack is 16 KiB
+ * (THREAD_STACK_SIZE) for everything the commands then run on it. One
+ * shell thread edits them; shell_exec keeps only its word pointers on
+ * the stack.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -17,6 +26,7 @@
 #include <kern/log.h>
 #include <kern/printf.h>
 #include <kern/shell.h>
+#include <kern/shell_split.h>
 #include <kern/string.h>
 #include <kern/syscnt.h>
 #include <kern/thread.h>
@@ -24,8 +34,9 @@
 #include <machine/qemu.h>
 #include <machine/uart.h>
 
-#define SHELL_LINE_MAX  128
-#define SHELL_ARGS_MAX  16
+/* Characters in a line; words in it (their pointers: 520 bytes of stack). */
+#define SHELL_LINE_MAX  1024U
+#define SHELL_ARGS_MAX  64U
 #define SHELL_PROMPT    "perfmon> "
 #define SHELL_HISTORY_SIZE 8
 
@@ -43,26 +54,23 @@ int
 shell_exec(char *line)
 {
     char *argv[SHELL_ARGS_MAX + 1];
-    int argc = 0;
-    char *p = line;
+    unsigned int argc;
+    char bad;
+    int error;
 
-    while (*p != '\0' && argc < SHELL_ARGS_MAX) {
-        while (*p == ' ' || *p == '\t') {
-            *p++ = '\0';
-        }
+    error = shell_split(line, argv, SHELL_ARGS_MAX, &argc, &bad);
 
-        if (*p == '\0') {
-            break;
-        }
-
-        argv[argc++] = p;
-
-        while (*p != '\0' && *p != ' ' && *p != '\t') {
-            p++;
-        }
+    if (error == E2BIG) {
+        printf("too many words: %u at most, not run\n", SHELL_ARGS_MAX);
+        return error;
+    } else if (error && bad == '\\') {
+        printf("a backslash ends the line and escapes nothing, not run\n");
+        return error;
+    } else if (error) {
+        printf("unterminated %s quote (%c), not run\n",
+               (bad == '\'') ? "single" : "double", bad);
+        return error;
     }
-
-    argv[argc] = NULL;
 
     if (argc == 0) {
         return 0;
@@ -70,7 +78,7 @@ shell_exec(char *line)
 
     for (size_t i = 0; i < shell_nr_cmds(); i++) {
         if (strcmp(shell_cmds_start[i]->name, argv[0]) == 0) {
-            shell_cmds_start[i]->fn(argc, argv);
+            shell_cmds_start[i]->fn((int)argc, argv);
             return 0;
         }
     }
@@ -95,7 +103,7 @@ shell_no_args(int argc, char **argv)
 }
 
 /* The history: a ring of the last lines run, oldest overwritten. */
-static char shell_history[SHELL_HISTORY_SIZE][SHELL_LINE_MAX];
+static char shell_history[SHELL_HISTORY_SIZE][SHELL_LINE_MAX + 1];
 static unsigned int shell_history_count;    /* lines ever added */
 
 static void
@@ -110,7 +118,7 @@ shell_history_add(const char *line)
     }
 
     strlcpy(shell_history[shell_history_count % SHELL_HISTORY_SIZE], line,
-            SHELL_LINE_MAX);
+            sizeof(shell_history[0]));
     shell_history_count++;
 }
 
@@ -138,7 +146,8 @@ shell_history_recall(char *line, size_t len, unsigned int back)
     }
 
     strlcpy(line, shell_history[(shell_history_count - back)
-                                % SHELL_HISTORY_SIZE], SHELL_LINE_MAX);
+                                % SHELL_HISTORY_SIZE],
+            sizeof(shell_history[0]));
     printf("%s", line);
     return strlen(line);
 }
@@ -155,10 +164,13 @@ shell_getc(void)
     return c;
 }
 
+/* The line being edited (see the top of the file: not on the stack). */
+static char shell_line[SHELL_LINE_MAX + 1];
+
 void
 shell_run(void)
 {
-    char line[SHELL_LINE_MAX];
+    char *line = shell_line;
     size_t len = 0;
     unsigned int back = 0;      /* history position being shown */
     unsigned int esc = 0;       /* bytes of an ESC [ sequence seen */
@@ -203,7 +215,7 @@ shell_run(void)
 
             if (cut) {
                 printf("line too long: %u characters at most, not run\n",
-                       (unsigned int)sizeof(line) - 1);
+                       SHELL_LINE_MAX);
             } else {
                 shell_history_add(line);
                 shell_exec(line);
@@ -239,7 +251,7 @@ shell_run(void)
 
             shell_erase(end - len);
         } else if (c >= ' ' && c < 0x7f) {
-            if (len < sizeof(line) - 1) {
+            if (len < SHELL_LINE_MAX) {
                 line[len++] = c;
                 printf("%c", c);
             } else {

@@ -31,8 +31,11 @@ struct shell_cmd {
     SHELL_CMD_DEFINE_USAGE(fn_, name_, usage_, help_, NULL)
 
 /*
- * Run one command line as if typed. Return 0, or ENOENT for an unknown
- * command. Thread context.
+ * Run one command line as if typed: its words split as a POSIX shell
+ * splits them (kern/shell_split.h; line is rewritten in place). Return
+ * 0, ENOENT for an unknown command, or, after a message and running
+ * nothing, EINVAL (a quote left open, a backslash ending the line) or
+ * E2BIG (more words than the shell takes). Thread context.
  */
 int shell_exec(char *line);
 

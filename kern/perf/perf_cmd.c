@@ -79,10 +79,24 @@ perf_cmd_help(int argc, char **argv)
     sub->usage();
 }
 
+/*
+ * perf --version and perf version, as Linux's: there is no release
+ * number to give, so the line says what this perf is.
+ */
+static void
+perf_cmd_version(void)
+{
+    printf("perf version perfmon: the kernel's shell perf, with Linux perf "
+           "6.x's spellings\n");
+}
+
 static void
 perf_cmd_run(int argc, char **argv)
 {
-    if (argc == 1) {
+    if (argc == 2 && (strcmp(argv[1], "--version") == 0
+                      || strcmp(argv[1], "version") == 0)) {
+        perf_cmd_version();
+    } else if (argc == 1) {
         printf("perf: which subcommand? (%s; help perf shows their "
                "usage)\n", PERF_CMD_SUBCOMMANDS);
     } else if (strcmp(argv[1], "list") == 0) {

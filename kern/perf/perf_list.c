@@ -11,14 +11,16 @@
 #include <kern/perfmon.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
+#include <kern/string.h>
 
 static const char *const perf_list_generic_help[] = {
-    [PERFMON_EV_CYCLE] = "core cycles while not halted",
+    [PERFMON_EV_CYCLE] = "core cycles while not halted (cpu-cycles)",
     [PERFMON_EV_REF_CYCLE] = "reference cycles (TSC rate) while not halted",
     [PERFMON_EV_INSTRUCTION] = "instructions retired",
     [PERFMON_EV_CACHE_REF] = "last level cache references",
     [PERFMON_EV_CACHE_MISS] = "last level cache misses",
-    [PERFMON_EV_BRANCH] = "branch instructions retired",
+    [PERFMON_EV_BRANCH] = "branch instructions retired "
+                          "(branch-instructions)",
     [PERFMON_EV_BRANCH_MISS] = "mispredicted branches retired",
 };
 
@@ -31,12 +33,12 @@ static const char *const perf_list_soft_help[] = {
     [PMU_SOFT_EV_XCALL] = "cross-CPU calls received",
 };
 
+/* The hardware events, then raw codes where a PMU takes them. */
 static void
-perf_list_print(void)
+perf_list_print_hw(void)
 {
-    struct perfmon_dev_info hw, sw;
+    struct perfmon_dev_info hw;
     bool have_hw = (perfmon_dev_info(false, &hw) == 0);
-    bool have_sw = (perfmon_dev_info(true, &sw) == 0);
 
     if (!have_hw) {
         printf("hardware events: none counted here (no hardware PMU)\n");
@@ -65,6 +67,14 @@ perf_list_print(void)
         printf("  %-20s %s\n", "raw:0xCODE",
                "raw event code, validated by the driver");
     }
+}
+
+/* The software events and the clocks. */
+static void
+perf_list_print_sw(void)
+{
+    struct perfmon_dev_info sw;
+    bool have_sw = (perfmon_dev_info(true, &sw) == 0);
 
     if (have_sw) {
         printf("software events (%s, %u counters of %u bits):\n", sw.name,
@@ -93,17 +103,38 @@ perf_list_print(void)
 void
 perf_list_usage(void)
 {
-    printf("usage: perf list\n"
-           "  every event with a one-line description\n");
+    printf("usage: perf list [hw | sw]\n"
+           "  every event with a one-line description; hw (hardware) or "
+           "sw (software)\n  only those\n");
 }
 
 void
 perf_list_cmd(int argc, char **argv)
 {
-    if (argc > 2) {
-        printf("perf list: takes no arguments (got '%s')\n", argv[2]);
+    bool hw = true, sw = true;
+
+    if (argc > 3) {
+        printf("perf list: one event class at most (got '%s' after '%s')\n",
+               argv[3], argv[2]);
         return;
     }
 
-    perf_list_print();
+    if (argc == 3) {
+        hw = strcmp(argv[2], "hw") == 0 || strcmp(argv[2], "hardware") == 0;
+        sw = strcmp(argv[2], "sw") == 0 || strcmp(argv[2], "software") == 0;
+
+        if (!hw && !sw) {
+            printf("perf list: no event class '%s' (hw or hardware, sw or "
+                   "software)\n", argv[2]);
+            return;
+        }
+    }
+
+    if (hw) {
+        perf_list_print_hw();
+    }
+
+    if (sw) {
+        perf_list_print_sw();
+    }
 }

@@ -31,7 +31,6 @@
 #include <kern/perfmon.h>
 #include <kern/perfmon_record.h>
 #include <kern/perfmon_session.h>
-#include <kern/pmu_soft.h>
 #include <kern/printf.h>
 #include <kern/string.h>
 #include <kern/thread.h>
@@ -40,9 +39,13 @@
 #define PERF_RECORD_MAX_MS          60000ULL
 #define PERF_RECORD_DRAIN_TICKS     5U
 
-/* Default periods: one sample per event for the rare software events. */
-#define PERF_RECORD_PERIOD_EMIT     10000ULL
-#define PERF_RECORD_PERIOD_HW       1000000ULL
+/*
+ * With neither -c nor -F, nor an event's own /PERIOD: a frequency, as
+ * Linux's default -F 4000. A fixed default period suits no event here:
+ * emit's rate is anything from a few units (pingpong 200) to millions a
+ * second, so any one period left some recordings empty.
+ */
+#define PERF_RECORD_DEFAULT_FREQ    4000ULL
 
 /* An event perf record was asked to sample. */
 struct perf_record_event {
@@ -59,6 +62,7 @@ struct perf_record_req {
     struct perf_record_event events[PERF_RECORD_MAX_EVENTS];
     uint64_t period;                    /* -c PERIOD, or 0 */
     uint64_t freq;                      /* -F HZ, or 0 */
+    bool freq_default;                  /* freq is the default's */
     uint64_t ms;
     unsigned int nr_targets;
     unsigned int cpus[CPU_MAX];         /* CPU targets */
@@ -74,7 +78,8 @@ perf_record_usage(void)
 {
     printf("usage: perf record [-g] [-e EVENT[,EVENT]...] [-c PERIOD | "
            "-F HZ]\n"
-           "                   [-a | -C CPU | cpu N | thread NAME | all]\n"
+           "                   [-a | -C CPU | -t TID | cpu N | thread NAME "
+           "| all]\n"
            "                   [EVENT[/PERIOD][,...]] [MS] "
            "[" PERF_WORK_USAGE "]\n");
     printf("       perf report [-g] [--no-children] "
@@ -84,25 +89,15 @@ perf_record_usage(void)
     printf("  EVENT default tick; MS 1 to %llu, or until the workload "
            "ends;\n  no target: the workload's threads;\n",
            PERF_RECORD_MAX_MS);
-    printf("  PERIOD 1 to 2^62, default 1 for tick, cswitch, migration and "
-           "xcall,\n  %llu for emit*, %llu for hardware events;\n",
-           PERF_RECORD_PERIOD_EMIT, PERF_RECORD_PERIOD_HW);
-    printf("  HZ 1 to %u samples a second (periods set from the event's "
-           "rate);\n  up to %u events, each sample of its own event\n",
-           PERFMON_FREQ_MAX, PERF_RECORD_MAX_EVENTS);
-    printf("  call chains of %u frames (always: -g is accepted); Ctrl-C "
-           "stops early\n", PERF_RECORD_NR_FRAMES);
+    printf("  PERIOD 1 to 2^62 events a sample; HZ 1 to %u samples a "
+           "second (periods\n  set from the event's rate), default %llu "
+           "Hz when no PERIOD is given;\n",
+           PERFMON_FREQ_MAX, PERF_RECORD_DEFAULT_FREQ);
+    printf("  up to %u events, each sample of its own event\n",
+           PERF_RECORD_MAX_EVENTS);
+    printf("  call chains of %u frames (always: -g and --call-graph fp are "
+           "accepted);\n  Ctrl-C stops early\n", PERF_RECORD_NR_FRAMES);
     perf_work_usage();
-}
-
-static uint64_t
-perf_record_default_period(uint64_t id, unsigned int flags)
-{
-    if (!(flags & PERFMON_EF_SW)) {
-        return PERF_RECORD_PERIOD_HW;
-    }
-
-    return (id >= PMU_SOFT_EV_EMIT) ? PERF_RECORD_PERIOD_EMIT : 1;
 }
 
 /* Parse a period into *periodp. Return 0, or -1 after a message. */
@@ -148,6 +143,7 @@ perf_record_parse_one(struct perf_record_req *req, const char *word,
                       size_t len)
 {
     struct perf_record_event *ev = &req->events[req->nr_events];
+    struct perf_util_event uev;
     size_t name_len = 0;
     char period[24];
 
@@ -168,10 +164,18 @@ perf_record_parse_one(struct perf_record_req *req, const char *word,
     memcpy(ev->name, word, name_len);
     ev->name[name_len] = '\0';
 
-    if (perf_util_parse_event_name(ev->name, &ev->id, &ev->flags) != 0) {
-        printf("perf: unknown event '%s' (see perf list)\n", ev->name);
+    if (perf_util_parse_event(ev->name, &uev) != 0) {
         return -1;
     }
+
+    if (uev.clock) {
+        printf("perf record: '%s' is a clock, which perf stat counts: "
+               "sample time with tick\n", ev->name);
+        return -1;
+    }
+
+    ev->id = uev.id;
+    ev->flags = uev.flags;
 
     ev->period = 0;
 
@@ -195,6 +199,12 @@ perf_record_parse_one(struct perf_record_req *req, const char *word,
 static int
 perf_record_parse_event(struct perf_record_req *req, const char *word)
 {
+    if (strchr(word, '{') != NULL || strchr(word, '}') != NULL) {
+        printf("perf record: '%s': event groups are perf stat's; sample "
+               "the events side by side, as -e a,b\n", word);
+        return -1;
+    }
+
     for (;;) {
         const char *comma = strchr(word, ',');
         size_t len = (comma == NULL) ? strlen(word) : (size_t)(comma - word);
@@ -212,9 +222,9 @@ perf_record_parse_event(struct perf_record_req *req, const char *word)
 }
 
 /*
- * Give each event its period: its own, else -c's, else (without -F) its
- * default; 0 leaves it to -F's frequency. Return 0, or -1 after a
- * message.
+ * Give each event its period: its own, else -c's; else it is sampled at
+ * -F's frequency, or at PERF_RECORD_DEFAULT_FREQ without -F (period 0
+ * leaves it to the frequency). Return 0, or -1 after a message.
  */
 static int
 perf_record_set_periods(struct perf_record_req *req)
@@ -227,10 +237,13 @@ perf_record_set_periods(struct perf_record_req *req)
     for (unsigned int i = 0; i < req->nr_events; i++) {
         struct perf_record_event *ev = &req->events[i];
 
+        if (ev->period == 0 && req->period != 0) {
+            ev->period = req->period;
+        }
+
         if (ev->period == 0 && req->freq == 0) {
-            ev->period = (req->period != 0)
-                         ? req->period
-                         : perf_record_default_period(ev->id, ev->flags);
+            req->freq = PERF_RECORD_DEFAULT_FREQ;
+            req->freq_default = true;
         }
     }
 
@@ -285,6 +298,19 @@ perf_record_target_thread(struct perf_record_req *req, const char *name)
     return 0;
 }
 
+/* Refuse a second target. Return 0, or -1 after a message. */
+static int
+perf_record_target_once(const struct perf_record_req *req, const char *opt)
+{
+    if (req->nr_targets != 0) {
+        printf("perf record: two targets ('%s' and '%s'): name one\n",
+               req->target, opt);
+        return -1;
+    }
+
+    return 0;
+}
+
 /*
  * Parse the target words; return how many argv entries they took, or -1
  * after a message.
@@ -292,6 +318,15 @@ perf_record_target_thread(struct perf_record_req *req, const char *name)
 static int
 perf_record_parse_target(struct perf_record_req *req, int argc, char **argv)
 {
+    bool target = argc >= 1 && (strcmp(argv[0], "all") == 0
+                                || (argc >= 2 && strcmp(argv[0], "cpu") == 0)
+                                || (argc >= 2
+                                    && strcmp(argv[0], "thread") == 0));
+
+    if (target && perf_record_target_once(req, argv[0]) != 0) {
+        return -1;
+    }
+
     if (argc >= 1 && strcmp(argv[0], "all") == 0) {
         perf_record_target_all(req);
         return 1;
@@ -308,10 +343,133 @@ perf_record_parse_target(struct perf_record_req *req, int argc, char **argv)
     return 0;
 }
 
+#define PERF_RECORD_OPTIONS "-e EVENTS, -c PERIOD, -F HZ, -a, -C CPU, " \
+                            "-t TID, -g, --call-graph fp, or their long " \
+                            "names"
+
+/* A thread target by id (-t). Return 0, or -1 after a message. */
+static int
+perf_record_target_tid(struct perf_record_req *req, const char *word)
+{
+    if (perf_util_parse_tid(word, &req->thread) != 0) {
+        return -1;
+    }
+
+    req->threads[0] = req->thread;
+    req->nr_threads = req->nr_targets = 1;
+    snprintf(req->target, sizeof(req->target), "thread %s",
+             thread_name(req->thread));
+    return 0;
+}
+
 /*
- * Parse the options (Linux perf record's spellings: -e, -c, -a, -C; -g
- * is accepted, call chains are always recorded); return how many argv
- * entries they took, or -1 after a message (the usage when unknown).
+ * The Linux options that cannot apply here: print why, return true. A
+ * value they take is not looked at.
+ */
+static bool
+perf_record_refuse_linux(const char *opt)
+{
+    if (strcmp(opt, "-p") == 0 || strncmp(opt, "--pid", 5) == 0) {
+        printf("perf record: %s: no processes here, only the kernel's "
+               "threads: -t TID or thread NAME (see threads)\n", opt);
+    } else if (strcmp(opt, "-o") == 0 || strncmp(opt, "--output", 8) == 0) {
+        printf("perf record: %s: no files here: the recording stays in "
+               "memory for perf report and perf script (make profile "
+               "writes a perf.data)\n", opt);
+    } else {
+        return false;
+    }
+
+    return true;
+}
+
+/* --call-graph MODE: fp, what is recorded. Return 0, or -1 after a message. */
+static int
+perf_record_parse_call_graph(const char *mode)
+{
+    if (strcmp(mode, "fp") != 0) {
+        printf("perf record: --call-graph '%s': call chains here are "
+               "frame-pointer walks, 'fp' (%u frames, always recorded)\n",
+               mode, PERF_RECORD_NR_FRAMES);
+        return -1;
+    }
+
+    return 0;
+}
+
+/* perf record's options: the short name, Linux's long one, a value. */
+static const struct perf_record_option {
+    char letter;                        /* 'G': --call-graph alone */
+    const char *name;                   /* --name, --name=VALUE */
+    bool value;
+} perf_record_options[] = {
+    { 'e', "event", true },
+    { 'c', "count", true },
+    { 'F', "freq", true },
+    { 'a', "all-cpus", false },
+    { 'C', "cpu", true },
+    { 't', "tid", true },
+    { 'g', NULL, false },
+    { 'G', "call-graph", true },
+};
+
+/* The option word opt names, or NULL; len: its name's length. */
+static const struct perf_record_option *
+perf_record_option_lookup(const char *opt, size_t len)
+{
+    for (size_t k = 0; k < ARRAY_SIZE(perf_record_options); k++) {
+        const struct perf_record_option *o = &perf_record_options[k];
+
+        if (opt[1] == '-' ? (o->name != NULL && strlen(o->name) == len - 2
+                             && strncmp(opt + 2, o->name, len - 2) == 0)
+                          : (len == 2 && opt[1] == o->letter
+                             && o->letter != 'G')) {
+            return o;
+        }
+    }
+
+    return NULL;
+}
+
+/* Apply option o with its value (NULL for a flag). Return 0 or -1. */
+static int
+perf_record_apply_option(struct perf_record_req *req,
+                         const struct perf_record_option *o,
+                         const char *opt, const char *value)
+{
+    switch (o->letter) {
+    case 'e':
+        return perf_record_parse_event(req, value);
+    case 'c':
+        return perf_record_parse_period(&req->period, value);
+    case 'F':
+        return perf_record_parse_freq(req, value);
+    case 'G':
+        return perf_record_parse_call_graph(value);
+    case 'g':
+        return 0;
+    default:
+        break;
+    }
+
+    if (perf_record_target_once(req, opt) != 0) {
+        return -1;
+    }
+
+    if (o->letter == 'a') {
+        perf_record_target_all(req);
+        return 0;
+    }
+
+    return (o->letter == 'C') ? perf_record_target_cpu(req, value)
+                              : perf_record_target_tid(req, value);
+}
+
+/*
+ * Parse the options (Linux perf record's spellings, short and long: -e,
+ * -c, -F, -a, -C, -t; -g and --call-graph fp are accepted, call chains
+ * are always recorded); return how many argv entries they took, or -1
+ * after a message naming the option at fault.
  */
 static int
 perf_record_parse_options(struct perf_record_req *req, int argc, char **argv)
@@ -320,40 +478,40 @@ perf_record_parse_options(struct perf_record_req *req, int argc, char **argv)
 
     for (i = 0; i < argc && argv[i][0] == '-' && strcmp(argv[i], "--") != 0;
          i++) {
-        const char *opt = argv[i];
-        int error = 0;
+        const char *opt = argv[i], *value = NULL;
+        const char *eq = (opt[1] == '-') ? strchr(opt, '=') : NULL;
+        size_t len = (eq == NULL) ? strlen(opt) : (size_t)(eq - opt);
+        const struct perf_record_option *o;
 
-        if (strcmp(opt, "-g") == 0) {
-            continue;
-        }
-
-        if (strcmp(opt, "-a") == 0 && req->nr_targets == 0) {
-            perf_record_target_all(req);
-            continue;
-        }
-
-        /* One target only: -a or -C once. */
-        if (i + 1 == argc
-            || (strcmp(opt, "-C") == 0 && req->nr_targets != 0)
-            || (strcmp(opt, "-e") != 0 && strcmp(opt, "-c") != 0
-                && strcmp(opt, "-C") != 0 && strcmp(opt, "-F") != 0)) {
-            perf_record_usage();
+        if (perf_record_refuse_linux(opt)) {
             return -1;
         }
 
-        i++;
+        o = perf_record_option_lookup(opt, len);
 
-        if (strcmp(opt, "-e") == 0) {
-            error = perf_record_parse_event(req, argv[i]);
-        } else if (strcmp(opt, "-c") == 0) {
-            error = perf_record_parse_period(&req->period, argv[i]);
-        } else if (strcmp(opt, "-F") == 0) {
-            error = perf_record_parse_freq(req, argv[i]);
-        } else {
-            error = perf_record_target_cpu(req, argv[i]);
+        if (o == NULL) {
+            printf("perf record: unknown option '%s' (%s)\n", opt,
+                   PERF_RECORD_OPTIONS);
+            return -1;
         }
 
-        if (error) {
+        if (!o->value && eq != NULL) {
+            printf("perf record: %.*s takes no value (got '%s')\n",
+                   (int)len, opt, eq + 1);
+            return -1;
+        }
+
+        if (o->value) {
+            value = (eq != NULL) ? eq + 1 : (i + 1 < argc) ? argv[++i] : NULL;
+
+            if (value == NULL || value[0] == '\0') {
+                printf("perf record: %.*s needs a value (%s)\n", (int)len,
+                       opt, PERF_RECORD_OPTIONS);
+                return -1;
+            }
+        }
+
+        if (perf_record_apply_option(req, o, opt, value) != 0) {
             return -1;
         }
     }
@@ -497,6 +655,20 @@ perf_record_print_totals(const struct perf_record_last *last)
     }
 }
 
+/* The frequency, when some event was sampled at one. */
+static void
+perf_record_print_freq(const struct perf_record_req *req)
+{
+    if (req->freq == 0) {
+        return;
+    }
+
+    printf("perf record: sampled at %llu Hz%s\n",
+           (unsigned long long)req->freq,
+           req->freq_default ? " (the default -F; -c PERIOD or EVENT/PERIOD "
+                               "for a fixed period)" : "");
+}
+
 /*
  * Parse the words after "perf record" into req: options, a target, an
  * event and a duration, then the workload after "--", started (waiting).
@@ -506,7 +678,7 @@ static int
 perf_record_parse(struct perf_record_req *req, int argc, char **argv)
 {
     unsigned long long ms = 0;
-    int dashes, used, nargs;
+    int dashes, used, n, nargs;
 
     for (dashes = 0; dashes < argc && strcmp(argv[dashes], "--") != 0;
          dashes++) {
@@ -519,26 +691,27 @@ perf_record_parse(struct perf_record_req *req, int argc, char **argv)
         return -1;
     }
 
-    if (req->nr_targets == 0) {
-        int n = perf_record_parse_target(req, dashes - used, argv + used);
+    n = perf_record_parse_target(req, dashes - used, argv + used);
 
-        if (n < 0) {
-            return -1;
-        }
-
-        used += n;
+    if (n < 0) {
+        return -1;
     }
+
+    used += n;
 
     /* [EVENT[/PERIOD]] [MS]: a number is the duration. */
     nargs = dashes - used;
 
-    if (nargs == 2 || (nargs == 1 && string_parse_u64(argv[used], &ms))) {
+    if (nargs >= 1 && string_parse_u64(argv[used], &ms) != 0) {
         if (req->nr_events != 0) {
-            perf_record_usage();
+            printf("perf record: '%s' is not a duration: MS, 1 to %llu "
+                   "(the events are -e's)\n", argv[used],
+                   PERF_RECORD_MAX_MS);
             return -1;
         }
 
-        if (perf_record_parse_event(req, argv[used]) != 0) {
+        if (perf_util_refuse_command("perf record", argv[used])
+            || perf_record_parse_event(req, argv[used]) != 0) {
             return -1;
         }
 
@@ -546,9 +719,22 @@ perf_record_parse(struct perf_record_req *req, int argc, char **argv)
         nargs--;
     }
 
-    if (nargs > 1 || (dashes != argc && dashes + 3 != argc)
-        || (nargs == 0 && dashes == argc)) {
-        perf_record_usage();
+    if (nargs > 1) {
+        printf("perf record: unexpected '%s' after the duration (a "
+               "workload goes after --, as -- spin 100)\n", argv[used + 1]);
+        return -1;
+    }
+
+    if (dashes != argc && dashes + 3 != argc) {
+        printf("perf record: after -- comes one workload: spin MS (1 to "
+               "%llu), pingpong N or calltree N (1 to %llu)\n",
+               PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS);
+        return -1;
+    }
+
+    if (nargs == 0 && dashes == argc) {
+        printf("perf record: for how long? MS (1 to %llu) after the event, "
+               "or a workload after --\n", PERF_RECORD_MAX_MS);
         return -1;
     }
 
@@ -684,6 +870,7 @@ perf_record_cmd(int argc, char **argv)
     }
 
     perf_record_print_totals(last);
+    perf_record_print_freq(req);
 
 out:
     perf_record_detach_all(events, nr_attached);

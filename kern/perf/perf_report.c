@@ -159,16 +159,52 @@ perf_report_parse(struct perf_report_opts *opts, int argc, char **argv)
         } else if (strcmp(argv[i], "--children") == 0) {
             opts->children = true;
             continue;
-        } else if (strcmp(argv[i], "--stdio") == 0) {
+        } else if (strcmp(argv[i], "--stdio") == 0
+                   || strcmp(argv[i], "-n") == 0
+                   || strcmp(argv[i], "--show-nr-samples") == 0) {
             continue;           /* the only output there is */
-        } else if ((strcmp(argv[i], "--sort") != 0
-                    && strcmp(argv[i], "-s") != 0) || i + 1 == argc) {
+        } else if (strcmp(argv[i], "-i") == 0
+                   || strncmp(argv[i], "--input=", 8) == 0) {
+            const char *file = (argv[i][1] == 'i') ? argv[i + 1]
+                                                   : argv[i] + 8;
+
+            if (file == NULL) {
+                printf("perf report: -i needs a value: perf.data, the last "
+                       "recording\n");
+                return -1;
+            }
+
+            if (strcmp(file, "perf.data") != 0) {
+                printf("perf report: input '%s': no files here; perf "
+                       "report reads the last recording, perf.data\n",
+                       file);
+                return -1;
+            }
+
+            i += (argv[i][1] == 'i');
+            continue;
+        } else if (strncmp(argv[i], "--sort=", 7) == 0) {
+            keys = argv[i] + 7;
+        } else if (strcmp(argv[i], "--sort") != 0
+                   && strcmp(argv[i], "-s") != 0) {
             printf("perf report: unknown option '%s' (options: -g, "
-                   "--no-children, --sort KEYS, --stdio)\n", argv[i]);
+                   "--no-children, --sort KEYS, --stdio, -n, -i perf.data)"
+                   "\n", argv[i]);
+            return -1;
+        } else if (i + 1 == argc) {
+            printf("perf report: %s needs a value: KEYS, symbol, thread, "
+                   "cpu, comma-separated\n", argv[i]);
+            return -1;
+        } else {
+            keys = argv[++i];
+        }
+
+        if (keys[0] == '\0') {
+            printf("perf report: no sort keys given: KEYS, symbol, "
+                   "thread, cpu, comma-separated\n");
             return -1;
         }
 
-        keys = argv[++i];
         opts->sort = 0;
         opts->nr_keys = 0;
 

@@ -9,7 +9,10 @@
  * -I MS (print counts every MS ms), -r N (N runs: the mean and its
  * relative standard deviation), -x SEP (one line per event, fields split
  * by SEP, as -x,), -g (the events as one group per target), -v (each
- * event's count, time enabled and time running in nanoseconds).
+ * event's count, time enabled and time running in nanoseconds). An event
+ * list may hold one group in Linux's syntax, {a,b} with maybe modifiers
+ * for every member after it ({a,b}:k): those events are the group, the
+ * others count alone.
  *
  * perf stat counts the events on CPUs, a thread, or (with a built-in
  * workload and no target) the workload's own threads, for MS
@@ -58,24 +61,25 @@ static const char *const perf_stat_default_events[] = {
     "instructions", "branches", "branch-misses",
 };
 
-/* The options that take a value, and what it is. */
+/* The options, Linux's long names, and what value they take. */
 static const struct perf_stat_option {
     char letter;
+    const char *name;                   /* --name, --name=VALUE */
     const char *value;                  /* NULL: a flag */
 } perf_stat_options[] = {
-    { 'e', "EVENTS, as tick,cs (see perf list)" },
-    { 'a', NULL },
-    { 'C', "CPUS, as 0,2-3" },
-    { 't', "TID, a thread id as perf script prints it" },
-    { 'I', "MS between prints, 10 to 60000" },
-    { 'r', "N runs, 1 to 100" },
-    { 'x', "one separator character, as -x," },
-    { 'g', NULL },
-    { 'v', NULL },
+    { 'e', "event", "EVENTS, as tick,cs (see perf list)" },
+    { 'a', "all-cpus", NULL },
+    { 'C', "cpu", "CPUS, as 0,2-3" },
+    { 't', "tid", "TID, a thread id as perf script prints it" },
+    { 'I', "interval-print", "MS between prints, 10 to 60000" },
+    { 'r', "repeat", "N runs, 1 to 100" },
+    { 'x', "field-separator", "one separator character, as -x," },
+    { 'g', "group", NULL },
+    { 'v', "verbose", NULL },
 };
 
 #define PERF_STAT_OPTIONS "-e EVENTS, -a, -C CPUS, -t TID, -I MS, " \
-                              "-r N, -x SEP, -g, -v"
+                              "-r N, -x SEP, -g, -v, or their long names"
 
 void
 perf_stat_usage(void)
@@ -84,7 +88,8 @@ perf_stat_usage(void)
            "[EVENTS] [MS]\n"
            "                 [" PERF_WORK_USAGE "]\n"
            "  -e EVENTS  events, as tick,cs (instead of the EVENTS word; "
-           "repeatable)\n"
+           "repeatable);\n"
+           "             a group in braces, as {tick,cs} or {tick,cs}:k\n"
            "  -a         every online CPU (all)\n"
            "  -C CPUS    these CPUs, as 0,2-3 (cpu N)\n"
            "  -t TID     the thread of that id, as perf script prints it\n"
@@ -94,6 +99,9 @@ perf_stat_usage(void)
            "  -x SEP     one line per event, fields split by SEP, as -x,\n"
            "  -g         the events as one group per target\n"
            "  -v         counts with times enabled and running, in ns\n"
+           "  Linux's long names too, --NAME VALUE or --NAME=VALUE: --event, "
+           "--all-cpus,\n  --cpu, --tid, --interval-print, --repeat, "
+           "--field-separator, --group, --verbose\n"
            "  EVENTS: at most %u, names as perf list prints them, default "
            "task-clock,\n"
            "  context-switches, cpu-migrations, cycles, instructions, "
@@ -132,45 +140,187 @@ perf_stat_parse_range(const char *what, const char *word, uint64_t min,
     return 0;
 }
 
-/* Add the events of "a,b,c". Return 0, or EINVAL after a message. */
+/* Whether c is among the len characters at p. */
+static bool
+perf_stat_has(const char *p, char c, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (p[i] == c) {
+            return true;
+        }
+    }
+
+    return false;
+}
+
+/*
+ * Add one event, len characters at name, then mods (a group's modifiers,
+ * or NULL) after a colon. Return 0, or EINVAL after a message.
+ */
+static int
+perf_stat_add_event(struct perf_stat *stat, const char *list,
+                    const char *name, size_t len, const char *mods,
+                    size_t mods_len, bool in_group)
+{
+    struct perf_stat_event *ev = &stat->events[stat->nr_events];
+    size_t full = len + ((mods != NULL) ? mods_len + 1 : 0);
+    size_t raw;
+
+    if (stat->nr_events == PERF_STAT_MAX_EVENTS) {
+        printf("perf stat: at most %u events\n", PERF_STAT_MAX_EVENTS);
+        return EINVAL;
+    }
+
+    if (len == 0) {
+        printf("perf stat: empty name in event list '%s'\n", list);
+        return EINVAL;
+    }
+
+    /* raw:0xCODE: the first colon belongs to the name. */
+    raw = (len >= 4 && strncmp(name, "raw:", 4) == 0) ? 4 : 0;
+
+    if (mods != NULL && perf_stat_has(name + raw, ':', len - raw)) {
+        printf("perf stat: '%.*s' has modifiers of its own in a group "
+               "with modifiers, in '%s': give them to the group or to each "
+               "member\n", (int)len, name, list);
+        return EINVAL;
+    }
+
+    if (full >= sizeof(ev->name)) {
+        printf("perf: event name '%.*s%s%.*s' is too long (at most %u "
+               "characters)\n", (int)len, name, (mods != NULL) ? ":" : "",
+               (int)mods_len, (mods != NULL) ? mods : "",
+               (unsigned int)sizeof(ev->name) - 1);
+        return EINVAL;
+    }
+
+    snprintf(ev->name, sizeof(ev->name), "%.*s%s%.*s", (int)len, name,
+             (mods != NULL) ? ":" : "", (int)mods_len,
+             (mods != NULL) ? mods : "");
+
+    if (perf_util_parse_event(ev->name, &ev->ev) != 0) {
+        return EINVAL;
+    }
+
+    ev->in_group = in_group;
+    stat->nr_events++;
+    return 0;
+}
+
+/* The length of the list item at p: up to a comma or the end. */
+static size_t
+perf_stat_item_len(const char *p)
+{
+    const char *comma = strchr(p, ',');
+
+    return (comma == NULL) ? strlen(p) : (size_t)(comma - p);
+}
+
+/*
+ * Add the group at *pp, "{a,b}" with maybe ":MODS" after it, advancing
+ * *pp past it. Return 0, or EINVAL after a message.
+ */
+static int
+perf_stat_add_group(struct perf_stat *stat, const char *list,
+                    const char **pp)
+{
+    const char *open = *pp, *close = strchr(open, '}');
+    const char *mods = NULL;
+    size_t mods_len = 0;
+
+    if (stat->braces) {
+        printf("perf stat: one event group at most ('%s' has a second)\n",
+               list);
+        return EINVAL;
+    }
+
+    if (close == NULL) {
+        printf("perf stat: '{' without '}' in event list '%s'\n", list);
+        return EINVAL;
+    }
+
+    if (perf_stat_has(open + 1, '{', (size_t)(close - open - 1))) {
+        printf("perf stat: groups do not nest, in '%s'\n", list);
+        return EINVAL;
+    }
+
+    if (close == open + 1) {
+        printf("perf stat: empty group '{}' in event list '%s'\n", list);
+        return EINVAL;
+    }
+
+    if (close[1] == ':') {
+        mods = close + 2;
+        mods_len = perf_stat_item_len(mods);
+
+        if (mods_len == 0) {
+            printf("perf: '%.*s:': no modifier after ':' (:k kernel, :u "
+                   "user, :ku both; or no colon)\n",
+                   (int)(close + 1 - open), open);
+            return EINVAL;
+        }
+    } else if (close[1] != ',' && close[1] != '\0') {
+        printf("perf stat: unexpected '%c' after the group in '%s' (a "
+               "comma, or modifiers after a colon)\n", close[1], list);
+        return EINVAL;
+    }
+
+    for (const char *p = open + 1; p <= close;) {
+        size_t len = 0;
+
+        while (p + len < close && p[len] != ',') {
+            len++;
+        }
+
+        if (perf_stat_add_event(stat, list, p, len, mods, mods_len,
+                                true) != 0) {
+            return EINVAL;
+        }
+
+        p += len + 1;
+    }
+
+    stat->braces = true;
+    *pp = (mods != NULL) ? mods + mods_len : close + 1;
+    return 0;
+}
+
+/*
+ * Add the events of "a,b,c", where one group may be "{a,b}" with its
+ * modifiers after it, "{a,b}:k", as Linux spells groups. Return 0, or
+ * EINVAL after a message.
+ */
 static int
 perf_stat_add_events(struct perf_stat *stat, const char *list)
 {
-    for (const char *p = list; *p != '\0';) {
-        const char *comma = strchr(p, ',');
-        size_t len = (comma == NULL) ? strlen(p) : (size_t)(comma - p);
-        struct perf_stat_event *ev = &stat->events[stat->nr_events];
+    for (const char *p = list;;) {
+        if (*p == '{') {
+            if (perf_stat_add_group(stat, list, &p) != 0) {
+                return EINVAL;
+            }
+        } else {
+            size_t len = perf_stat_item_len(p);
 
-        if (stat->nr_events == PERF_STAT_MAX_EVENTS) {
-            printf("perf stat: at most %u events\n",
-                   PERF_STAT_MAX_EVENTS);
-            return EINVAL;
+            if (perf_stat_has(p, '}', len)) {
+                printf("perf stat: '}' without '{' in event list '%s'\n",
+                       list);
+                return EINVAL;
+            }
+
+            if (perf_stat_add_event(stat, list, p, len, NULL, 0,
+                                    false) != 0) {
+                return EINVAL;
+            }
+
+            p += len;
         }
 
-        if (len == 0) {
-            printf("perf stat: empty name in event list '%s'\n", list);
-            return EINVAL;
+        if (*p == '\0') {
+            return 0;
         }
 
-        if (len >= sizeof(ev->name)) {
-            printf("perf: event name '%.*s' is too long (at most %u "
-                   "characters)\n", (int)len, p,
-                   (unsigned int)sizeof(ev->name) - 1);
-            return EINVAL;
-        }
-
-        memcpy(ev->name, p, len);
-        ev->name[len] = '\0';
-
-        if (perf_util_parse_event(ev->name, &ev->ev) != 0) {
-            return EINVAL;
-        }
-
-        stat->nr_events++;
-        p += len + (comma != NULL);
+        p++;            /* the comma */
     }
-
-    return 0;
 }
 
 /* Refuse a second target. Return 0 or EINVAL after a message. */
@@ -243,26 +393,46 @@ perf_stat_parse_option(struct perf_stat *stat, int *ip,
     char *value = NULL;
     uint64_t v;
 
+    const char *name = word + 2, *eq = strchr(word, '=');
+    size_t len = (eq == NULL) ? strlen(name) : (size_t)(eq - name);
+    bool is_long = (word[1] == '-');
+    char *inline_value;
+
     for (size_t i = 0; i < ARRAY_SIZE(perf_stat_options); i++) {
-        if (word[1] == perf_stat_options[i].letter) {
-            opt = &perf_stat_options[i];
+        const struct perf_stat_option *o = &perf_stat_options[i];
+
+        if (is_long ? (strlen(o->name) == len
+                       && strncmp(name, o->name, len) == 0)
+                    : word[1] == o->letter) {
+            opt = o;
         }
     }
 
-    if (opt == NULL || (opt->value == NULL && word[2] != '\0')) {
+    /* -x, -C0 take their value in the word, --event=tick after '='. */
+    inline_value = is_long ? ((eq == NULL) ? NULL : word + (eq - word) + 1)
+                           : ((word[2] == '\0') ? NULL : word + 2);
+
+    if (opt == NULL || (!is_long && opt->value == NULL
+                        && inline_value != NULL)) {
         printf("perf stat: unknown option '%s' (%s)\n", word,
                PERF_STAT_OPTIONS);
         return EINVAL;
     }
 
+    if (opt->value == NULL && inline_value != NULL) {
+        printf("perf stat: --%s takes no value (got '%s')\n", opt->name,
+               inline_value);
+        return EINVAL;
+    }
+
     if (opt->value != NULL) {
-        if (word[2] != '\0') {
-            value = word + 2;           /* -x, -C0 */
-        } else if (*ip + 1 < end) {
+        if (inline_value != NULL && inline_value[0] != '\0') {
+            value = inline_value;
+        } else if (inline_value == NULL && *ip + 1 < end) {
             value = argv[++*ip];
         } else {
-            printf("perf stat: -%c needs a value: %s\n", opt->letter,
-                   opt->value);
+            printf("perf stat: %.*s needs a value: %s\n",
+                   (int)(is_long ? len + 2 : 2), word, opt->value);
             return EINVAL;
         }
     }
@@ -359,6 +529,10 @@ perf_stat_parse_words(struct perf_stat *stat, int nr_words,
     }
 
     if (i < nr_words && !have_events && !perf_stat_is_number(words[i])) {
+        if (perf_util_refuse_command("perf stat", words[i])) {
+            return EINVAL;
+        }
+
         if (perf_stat_add_events(stat, words[i]) != 0) {
             return EINVAL;
         }
@@ -462,6 +636,12 @@ perf_stat_parse(struct perf_stat *stat, int argc, char **argv)
         }
     }
 
+    /* -g: every event in the group, wherever -e named it. */
+    for (unsigned int i = 0; stat->grouped && i < stat->nr_events; i++) {
+        stat->events[i].in_group = true;
+    }
+
+    stat->grouped = stat->grouped || stat->braces;
     return 0;
 }
 

@@ -1,10 +1,10 @@
 /*
  * perf stat's counting (kern/perf/perf_stat_i.h): one run attaches each
- * event to every target (or, with -g, the events but the clocks as one
- * group per target), lets the workload go, waits for the duration, the
- * workload's end or Ctrl-C (printing -I's counts on the way), detaches
- * and sums each event's counts and times over its targets, as Linux
- * does.
+ * event to every target (the group's, -g's or -e's {...}, the clocks
+ * aside, as one group per target), lets the workload go, waits for the
+ * duration, the workload's end or Ctrl-C (printing -I's counts on the
+ * way), detaches and sums each event's counts and times over its
+ * targets, as Linux does.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -123,16 +123,18 @@ perf_stat_count_attach(struct perf_stat_event *ev,
     ev->attached = true;
 }
 
-/* Whether an event goes into perf stat -g's group: the clocks do not
-   (perfmon groups take no clock). */
+/*
+ * Whether an event goes into the group (-g's, or -e's {...}): the
+ * clocks never do (perfmon groups take no clock).
+ */
 static bool
 perf_stat_count_in_group(const struct perf_stat_event *ev)
 {
-    return !ev->ev.clock;
+    return ev->in_group && !ev->ev.clock;
 }
 
 /*
- * Attach the events but the clocks as one group per target (every event
+ * Attach the group's events as one group per target (every event
  * counts, or none does, with every member's error set). groups: one per
  * target.
  */
@@ -191,7 +193,7 @@ perf_stat_count_attach_groups(struct perf_stat *stat,
     return error;
 }
 
-/* Why perf stat -g's group cannot count, in one line. */
+/* Why the group cannot count, in one line. */
 static void
 perf_stat_count_group_error(const struct perf_stat *stat, int error)
 {
@@ -404,7 +406,7 @@ perf_stat_count_run(struct perf_stat *stat, unsigned int nr_run,
     for (unsigned int i = 0; i < stat->nr_events; i++) {
         struct perf_stat_event *ev = &stat->events[i];
 
-        if (!stat->grouped || !perf_stat_count_in_group(ev)) {
+        if (!perf_stat_count_in_group(ev)) {
             perf_stat_count_attach(ev, target);
         }
 
@@ -412,8 +414,12 @@ perf_stat_count_run(struct perf_stat *stat, unsigned int nr_run,
     }
 
     if (nr_counted == 0) {
-        for (unsigned int i = 0; !stat->grouped && i < stat->nr_events; i++) {
-            perf_util_error(stat->events[i].name, stat->events[i].error);
+        /* The group's members have had their line. */
+        for (unsigned int i = 0; i < stat->nr_events; i++) {
+            if (!perf_stat_count_in_group(&stat->events[i])) {
+                perf_util_error(stat->events[i].name,
+                                stat->events[i].error);
+            }
         }
 
         printf("perf: no event can be counted\n");

@@ -35,6 +35,7 @@ struct perf_stat_event {
     int error;                          /* why it is not counted, or 0 */
     unsigned int nr_attached;           /* targets, this run */
     bool attached;                      /* by itself, not in a group */
+    bool in_group;                      /* -g, or in -e's {...} */
     struct perfmon_event *events;       /* one per target, this run */
     struct perf_stat_row last;          /* -I: at the last interval */
     struct perf_stat_row sum;           /* over the runs */
@@ -62,7 +63,8 @@ struct perf_stat {
     uint64_t interval_ms;               /* -I, or 0 */
     unsigned int nr_runs;               /* -r */
     char sep;                           /* -x, or '\0' */
-    bool grouped;                       /* -g */
+    bool grouped;                       /* -g, or a {...} group */
+    bool braces;                        /* a {...} group was given */
     bool verbose;                       /* -v */
     uint64_t elapsed[PERF_STAT_MAX_RUNS];       /* ns of each run */
 };

@@ -2,7 +2,8 @@
  * What the perf shell subcommands share (kern/perf/perf_util.h): event names,
  * error messages, percentages, Ctrl-C.
  *
- * Event names: the generic hardware events (cycles, instructions, ...),
+ * Event names: the generic hardware events (cycles, instructions, ...,
+ * with Linux's cpu-cycles and branch-instructions),
  * the software events (cswitch, migration, tick, xcall, emit, emit1..7,
  * with Linux's context-switches/cs and cpu-migrations/migrations, and
  * ticks), Linux's clocks task-clock and cpu-clock, and raw hardware codes
@@ -60,12 +61,19 @@ perf_util_parse_soft_name(const char *name, uint64_t *idp)
     return EINVAL;
 }
 
+/* Linux perf's other names for the generic hardware events. */
+static const struct perf_util_alias perf_util_hw_aliases[] = {
+    { "cpu-cycles", PERFMON_EV_CYCLE },
+    { "branch-instructions", PERFMON_EV_BRANCH },
+};
+
 /* Why a name is not an event, for the message perf_util_parse_event prints. */
 enum perf_util_why {
     PERF_UTIL_OK,
     PERF_UTIL_UNKNOWN,          /* no such event */
     PERF_UTIL_TOO_LONG,
     PERF_UTIL_BAD_MODIFIER,     /* a letter other than k and u */
+    PERF_UTIL_NO_MODIFIER,      /* nothing after the colon */
     PERF_UTIL_USER_SOFT,        /* :u on a software event or a clock */
 };
 
@@ -77,6 +85,10 @@ static enum perf_util_why
 perf_util_parse_modifiers(const char *mods, unsigned int *ringp, char *badp)
 {
     unsigned int ring = 0;
+
+    if (*mods == '\0') {
+        return PERF_UTIL_NO_MODIFIER;
+    }
 
     for (const char *m = mods; *m != '\0'; m++) {
         if (*m == 'k') {
@@ -130,6 +142,15 @@ perf_util_parse(const char *name, struct perf_util_event *ev, char *badp)
         }
     }
 
+    for (size_t i = 0; i < ARRAY_SIZE(perf_util_hw_aliases); i++) {
+        if (strcmp(copy, perf_util_hw_aliases[i].name) == 0) {
+            *ev = (struct perf_util_event){
+                .id = perf_util_hw_aliases[i].id, .flags = ring,
+            };
+            return PERF_UTIL_OK;
+        }
+    }
+
     if (strncmp(copy, "raw:", 4) == 0) {
         unsigned long long code;
 
@@ -169,28 +190,15 @@ perf_util_parse(const char *name, struct perf_util_event *ev, char *badp)
 }
 
 int
-perf_util_parse_event_name(const char *name, uint64_t *idp,
-                           unsigned int *flagsp)
-{
-    struct perf_util_event ev;
-    char bad;
-
-    if (perf_util_parse(name, &ev, &bad) != PERF_UTIL_OK || ev.clock) {
-        return EINVAL;
-    }
-
-    *idp = ev.id;
-    *flagsp = ev.flags;
-    return 0;
-}
-
-int
 perf_util_parse_event(const char *name, struct perf_util_event *ev)
 {
+    struct perf_util_event parsed;
     char bad = 0;
 
-    switch (perf_util_parse(name, ev, &bad)) {
+    /* Into a copy: a refused name (:u on tick) is parsed all the same. */
+    switch (perf_util_parse(name, &parsed, &bad)) {
     case PERF_UTIL_OK:
+        *ev = parsed;
         return 0;
     case PERF_UTIL_TOO_LONG:
         printf("perf: event name '%s' is too long (at most %u characters)\n",
@@ -199,6 +207,10 @@ perf_util_parse_event(const char *name, struct perf_util_event *ev)
     case PERF_UTIL_BAD_MODIFIER:
         printf("perf: '%s': no modifier '%c' (:k kernel, :u user, :ku "
                "both)\n", name, bad);
+        break;
+    case PERF_UTIL_NO_MODIFIER:
+        printf("perf: '%s': no modifier after ':' (:k kernel, :u user, :ku "
+               "both; or no colon)\n", name);
         break;
     case PERF_UTIL_USER_SOFT:
         printf("perf: '%s': software events and clocks happen in kernel "
@@ -211,6 +223,34 @@ perf_util_parse_event(const char *name, struct perf_util_event *ev)
     }
 
     return EINVAL;
+}
+
+bool
+perf_util_refuse_command(const char *cmd, const char *word)
+{
+    /* kern/perf/perf_work.c's, which this file does not include. */
+    static const char *const kinds[] = { "spin", "pingpong", "calltree" };
+    struct perf_util_event ev;
+    char bad;
+
+    for (size_t i = 0; i < ARRAY_SIZE(kinds); i++) {
+        if (strcmp(word, kinds[i]) == 0) {
+            printf("%s: '%s' is a workload: it goes after --, as -- %s "
+                   "100\n", cmd, word, word);
+            return true;
+        }
+    }
+
+    if (strchr(word, ',') != NULL || strchr(word, ':') != NULL
+        || strchr(word, '{') != NULL || strchr(word, '/') != NULL
+        || perf_util_parse(word, &ev, &bad) == PERF_UTIL_OK) {
+        return false;
+    }
+
+    printf("%s: '%s' is neither an event (see perf list) nor a workload: "
+           "the workloads are spin MS, pingpong N and calltree N, after "
+           "--, as -- spin 100\n", cmd, word);
+    return true;
 }
 
 unsigned int

@@ -33,23 +33,26 @@ struct perf_util_event {
 
 /*
  * Parse an event name as the perf commands take it (generic hardware
- * events with an optional :k or :u, raw:0xCODE, software events and their
- * Linux names) into an event id and flags for perfmon_event_init. Return
- * 0, or EINVAL (unknown name, or one of PERF_UTIL_NAME_SIZE characters or
- * more), leaving *idp and *flagsp unchanged. Any context.
- */
-int perf_util_parse_event_name(const char *name, uint64_t *idp,
-                               unsigned int *flagsp);
-
-/*
- * Parse an event name as perf_util_parse_event_name does, clocks too
- * (task-clock, cpu-clock). Modifiers: :k (kernel), :u (user) or both;
+ * events and Linux's other names for them, raw:0xCODE, software events
+ * and their Linux names, the clocks task-clock and cpu-clock) into *ev,
+ * for perfmon_event_init. Modifiers: :k (kernel), :u (user) or both;
  * software events and clocks happen in kernel mode only, so they take :k
  * and refuse :u. Return 0, or EINVAL after a message that names what was
- * wrong (unknown name, unknown modifier, :u on a software event, too
- * long) and what is allowed. Thread context.
+ * wrong (unknown name, unknown modifier, a colon with no modifier after
+ * it, :u on a software event, PERF_UTIL_NAME_SIZE characters or more)
+ * and what is allowed, *ev then unchanged. Thread context.
  */
 int perf_util_parse_event(const char *name, struct perf_util_event *ev);
+
+/*
+ * Whether word, where a subcommand (cmd: "perf stat", "perf record")
+ * takes an event list, is rather a command: a workload without its --
+ * (spin), or a name that is no event, as Linux's perf stat sleep 1.
+ * Then print that, with the workloads, and return true. A list, a name
+ * with modifiers, or an event is left to the event parser and its
+ * messages (false). Thread context.
+ */
+bool perf_util_refuse_command(const char *cmd, const char *word);
 
 /*
  * Parse a CPU list, "0,2-3", into cpus (room for CPU_MAX), each once, in

@@ -153,6 +153,7 @@ $(eval $(call host_test,arg,tests/host/kern/test_arg.c kern/arg.c kern/string.c,
 $(eval $(call host_test,clock_calib,tests/host/kern/test_clock_calib.c kern/clock_calib.c))
 $(eval $(call host_test,timer,tests/host/kern/test_timer.c))
 $(eval $(call host_test,perf_num,tests/host/kern/test_perf_num.c kern/perf/perf_num.c kern/printf.c,,,$(HOST_RENAME_PRINTF)))
+$(eval $(call host_test,shell_split,tests/host/kern/test_shell_split.c kern/shell_split.c))
 
 # The Intel register model alone, then the driver: detection, setup on
 # misbehaving MSRs, one binary per PMU version, and the quirks of real

@@ -292,9 +292,10 @@ def check_plan(args):
         # help perf gives every subcommand's usage, whole (longer than
         # the 256 bytes printf once cut at), and help perf SUB one's.
         (prompt, "help perf\r"),
-        (r"^usage: perf list\n  every event with a one-line description\n"
+        (r"^usage: perf list \[hw \| sw\]\n  every event with a one-line "
+         r"description; hw \(hardware\) or sw \(software\)\n  only those\n"
          r"usage: perf stat .*\n(?:.*\n){2,}usage: perf record ", None),
-        (r"^  call chains of \d+ frames .*; Ctrl-C stops early\n"
+        (r"^  call chains of \d+ frames .*\n  Ctrl-C stops early\n"
          r"  workloads: spin MS \(1 to 60000\), pingpong N and calltree N "
          r"\(1 to 1000000\)\n(?=perfmon> )", None),
         (prompt, "help perf stat\r"),
@@ -372,15 +373,19 @@ def check_plan(args):
         (prompt, "perf stat cpu 99 tick 10\r"),
         (r"^perf: no CPU 99: CPUs are 0 to %d$" % (smp - 1), None),
         (prompt, "perf stat cpu 0 nosuchevent 10\r"),
+        (r"^perf stat: 'nosuchevent' is neither an event \(see perf list\) "
+         r"nor a workload: the workloads are spin MS, pingpong N and "
+         r"calltree N, after --, as -- spin 100$", None),
+        (prompt, "perf stat -e nosuchevent cpu 0 10\r"),
         (r"^perf: unknown event 'nosuchevent' \(see perf list\)$", None),
         (prompt, "perf stat cpu 0 raw:0xffffffff 10\r"),
         (r"^perf: no event can be counted$", None),
         # The sampling profiler: a timer profile of every CPU, its report
         # and its dump (perf_record_checks checks the totals and converts
-        # the dump); then bad input.
+        # the dump of this period-1 recording); then bad input.
         (prompt, "perf report\r"),
         (r"^perf: no recording yet \(perf record first\)$", None),
-        (prompt, "perf record all tick 300\r"),
+        (prompt, "perf record -c 1 all tick 300\r"),
         (PERF_TOTALS.pattern, None),
         (prompt, "perf report\r"),
         (r"^# Samples: \d+ of event 'tick', period 1, target all, 300 ms\n"
@@ -438,8 +443,8 @@ def check_plan(args):
         (prompt, "perf report --no-children --sort thread\r"),
         (r"^# Samples: \d+ of event 'emit', period 10, target spin 200, "
          r"\d+ ms\n", None),
-        (r"^# Samples: \d+ of event 'tick', period 1, target spin 200, "
-         r"\d+ ms\n", None),
+        (r"^# Samples: \d+ of event 'tick', frequency 4000 Hz, target spin "
+         r"200, \d+ ms\n", None),
         (prompt, "perf record -F 0 all tick 10\r"),
         (r"^perf: bad frequency '0': 1 to 100000 samples a second$", None),
         (prompt, "perf record -F 100 -c 10 all tick 10\r"),
@@ -454,6 +459,9 @@ def check_plan(args):
         (r"^perf script: no capture channel: boot QEMU with -debugcon "
          r"file:PATH", None),
         (prompt, "perf record all nosuch 10\r"),
+        (r"^perf record: 'nosuch' is neither an event \(see perf list\) "
+         r"nor a workload: ", None),
+        (prompt, "perf record -e nosuch all 10\r"),
         (r"^perf: unknown event 'nosuch' \(see perf list\)$", None),
         (prompt, "perf record all tick/0 10\r"),
         (r"^perf: bad period '0': 1 to 2\^62 events per sample$", None),
@@ -467,10 +475,11 @@ def check_plan(args):
         (prompt, "perf record all instructions 10\r"),
         (r"^perf: instructions: ENODEV ", None),
         (prompt, "perf record all tick\r"),
-        (r"^usage: perf record ", None),
+        (r"^perf record: for how long\? MS \(1 to 60000\) after the event, "
+         r"or a workload after --$", None),
         (prompt, "perf report extra\r"),
         (r"^perf report: unknown option 'extra' \(options: -g, "
-         r"--no-children, --sort KEYS, --stdio\)$", None),
+         r"--no-children, --sort KEYS, --stdio, -n, -i perf\.data\)$", None),
         (prompt, "bogus\r"),
         (r"^bogus: unknown command", None),
         (prompt, "poweroff\r"),
@@ -586,7 +595,7 @@ def check_plan(args):
         (r"^perf stat: two targets \('-a' and 'cpu'\): name one$", None),
         (prompt, "perf stat -z cpu 0 tick 10\r"),
         (r"^perf stat: unknown option '-z' \(-e EVENTS, -a, -C CPUS, -t TID, "
-         r"-I MS, -r N, -x SEP, -g, -v\)$", None),
+         r"-I MS, -r N, -x SEP, -g, -v, or their long names\)$", None),
         (prompt, "perf stat cpu 0 tick 10 -C\r"),
         (r"^perf stat: -C needs a value: CPUS, as 0,2-3$", None),
         (prompt, "perf stat -C 5 tick 10\r"),
@@ -619,6 +628,213 @@ def check_plan(args):
                  "emit6,emit7,emit8 10\r"),
         (r"^perf stat: the group cannot count: 9 distinct events, 8 counters "
          r"\(E2BIG\)\nperf: no event can be counted$", None),
+        (prompt, "poweroff\r"),
+        (r"^powering off$", None)]))
+    # Linux perf 6.x's command lines: long lines, shell quoting, event
+    # groups in braces, the default frequency of perf record, and a
+    # message naming the word at fault for each bad option or word.
+    long_events = ("context-switches:k,cpu-migrations:k,emit:k,emit,"
+                   "task-clock,cpu-clock,context-switches,cpu-migrations")
+    pad = "perf stat cpu 0 tick 10"
+    boots.append(Boot("shell-linux", "", 2, timeout=timeout(2), script=[
+        # A line of more than 127 characters (8 events: no multiplexing,
+        # pingpong's emits exact), and one of exactly 1024 runs; 1025
+        # are refused.
+        (prompt, "perf stat -x, -e %s -- pingpong 100\r" % long_events),
+        (r"^\d+,,context-switches:k,.*\n\d+,,cpu-migrations:k,.*\n"
+         r"200,,emit:k,.*\n200,,emit,.*\n[\d.]+,msec,task-clock,.*\n"
+         r"[\d.]+,msec,cpu-clock,.*\n\d+,,context-switches,.*\n"
+         r"\d+,,cpu-migrations,", None),
+        (prompt, pad + " " * (1024 - len(pad)) + "\r"),
+        (r"^ Performance counter stats for 'cpu 0':", None),
+        (prompt, pad + " " * (1025 - len(pad)) + "\r"),
+        (r"^line too long: 1024 characters at most, not run$", None),
+        # Quotes as a POSIX shell's: the group of the issue's example,
+        # quoted parts joined, a backslash.
+        (prompt, "perf stat -e '{emit,emit}' -- spin 10\r"),
+        (r"^ Performance counter stats for 'spin 10':\n\n"
+         r"\s+([\d,]+)\s+emit\s.*\n\s+\1\s+emit\s", None),
+        (prompt, "perf stat -e \"emit\"',emit:k' -- pingpong 50\r"),
+        (r"^\s+100\s+emit\s.*\n\s+100\s+emit:k\s", None),
+        (prompt, "perf stat -e emit\\,emit1 -- pingpong 50\r"),
+        (r"^\s+100\s+emit\s.*\n\s+0\s+emit1\s", None),
+        (prompt, "perf stat -e 'emit -- spin 10\r"),
+        (r"^unterminated single quote \('\), not run$", None),
+        (prompt, "perf stat -e \"emit -- spin 10\r"),
+        (r"^unterminated double quote \(\"\), not run$", None),
+        (prompt, "perf stat -e emit \\\r"),
+        (r"^a backslash ends the line and escapes nothing, not run$", None),
+        (prompt, "perf stat" + " x" * 63 + "\r"),
+        (r"^too many words: 64 at most, not run$", None),
+        # A group with modifiers for every member, beside an event that
+        # counts alone: the members share their times (one group), the
+        # single event has its own.
+        (prompt, "perf stat -v -e '{emit,tick}:k,cs' -C 0 100\r"),
+        (r"^emit:k: 0 (\d+) \1\ntick:k: (\d+) \1 \1\ncs: \d+ \d+ \d+\n\n"
+         r" Performance counter stats for 'cpu 0':\n\n"
+         r"\s+0\s+emit:k\s.*\n\s+\2\s+tick:k\s.*\n\s+\d+\s+cs\s", None),
+        (prompt, "perf stat -e '{emit,emit1}:u' -C 0 10\r"),
+        (r"^perf: 'emit:u': software events and clocks happen in kernel "
+         r"mode only, so :u counts nothing \(drop it, or use :k\)$", None),
+        (prompt, "perf stat -e '{emit,tick},{cs}' -C 0 10\r"),
+        (r"^perf stat: one event group at most \('\{emit,tick\},\{cs\}' has "
+         r"a second\)$", None),
+        (prompt, "perf stat -e '{emit,tick' -C 0 10\r"),
+        (r"^perf stat: '\{' without '\}' in event list '\{emit,tick'$", None),
+        (prompt, "perf stat -e 'emit}' -C 0 10\r"),
+        (r"^perf stat: '\}' without '\{' in event list 'emit\}'$", None),
+        (prompt, "perf stat -e '{}' -C 0 10\r"),
+        (r"^perf stat: empty group '\{\}' in event list '\{\}'$", None),
+        (prompt, "perf stat -e '{emit,}' -C 0 10\r"),
+        (r"^perf stat: empty name in event list '\{emit,\}'$", None),
+        (prompt, "perf stat -e '{{emit}}' -C 0 10\r"),
+        (r"^perf stat: groups do not nest, in '\{\{emit\}\}'$", None),
+        (prompt, "perf stat -e '{emit:k,tick}:k' -C 0 10\r"),
+        (r"^perf stat: 'emit:k' has modifiers of its own in a group with "
+         r"modifiers, in '\{emit:k,tick\}:k': give them to the group or to "
+         r"each member$", None),
+        (prompt, "perf stat -e '{emit,tick}x' -C 0 10\r"),
+        (r"^perf stat: unexpected 'x' after the group in '\{emit,tick\}x' "
+         r"\(a comma, or modifiers after a colon\)$", None),
+        (prompt, "perf stat -e '{emit,tick}:' -C 0 10\r"),
+        (r"^perf: '\{emit,tick\}:': no modifier after ':' \(:k kernel, :u "
+         r"user, :ku both; or no colon\)$", None),
+        (prompt, "perf stat -e emit: -C 0 10\r"),
+        (r"^perf: 'emit:': no modifier after ':' \(:k kernel, :u user, :ku "
+         r"both; or no colon\)$", None),
+        # Linux's perf stat COMMAND: the word named, the workloads listed.
+        (prompt, "perf stat -a sleep 1\r"),
+        (r"^perf stat: 'sleep' is neither an event \(see perf list\) nor a "
+         r"workload: the workloads are spin MS, pingpong N and calltree N, "
+         r"after --, as -- spin 100$", None),
+        (prompt, "perf stat -a spin 10\r"),
+        (r"^perf stat: 'spin' is a workload: it goes after --, as -- spin "
+         r"100$", None),
+        (prompt, "perf stat --foo -a 10\r"),
+        (r"^perf stat: unknown option '--foo' \(", None),
+        # Linux's long options, with = or a separate value, and aliases.
+        (prompt, "perf stat --event=emit --event emit:k -- pingpong 50\r"),
+        (r"^ Performance counter stats for 'pingpong 50':\n\n"
+         r"\s+100\s+emit\s.*\n\s+100\s+emit:k\s", None),
+        (prompt, "perf stat --verbose --cpu=0 --event=tick 50\r"),
+        (r"^tick: (\d+) (\d+) \2\n\n Performance counter stats for "
+         r"'cpu 0':\n\n\s+\1\s+tick\s", None),
+        (prompt, "perf stat --all-cpus=1 tick 10\r"),
+        (r"^perf stat: --all-cpus takes no value \(got '1'\)$", None),
+        (prompt, "perf stat --event= -a 10\r"),
+        (r"^perf stat: --event needs a value: EVENTS, as tick,cs \(see perf "
+         r"list\)$", None),
+        (prompt, "perf stat --evnt=tick -a 10\r"),
+        (r"^perf stat: unknown option '--evnt=tick' \(-e EVENTS, ", None),
+        (prompt, "perf stat -e cpu-cycles,branch-instructions,tick -a 10\r"),
+        (r"^ Performance counter stats for 'all 2 CPUs':\n\n"
+         r"\s+<not supported>\s+cpu-cycles\n"
+         r"\s+<not supported>\s+branch-instructions\n", None),
+        (prompt, "perf list hw\r"),
+        (r"^hardware events: none counted here \(no hardware PMU\)\n"
+         r"  cycles\s+core cycles while not halted \(cpu-cycles\) "
+         r"\[unavailable\]\n(?:  \S+ .*\n){6}(?=perfmon> )", None),
+        (prompt, "perf list sw\r"),
+        (r"^software events \(pmu_soft, 8 counters of 64 bits\):\n"
+         r"(?:  .*\n)+software events and clocks take :k", None),
+        (prompt, "perf list hardware software\r"),
+        (r"^perf list: one event class at most \(got 'software' after "
+         r"'hardware'\)$", None),
+        (prompt, "perf list hwx\r"),
+        (r"^perf list: no event class 'hwx' \(hw or hardware, sw or "
+         r"software\)$", None),
+        (prompt, "perf --version\r"),
+        (r"^perf version perfmon: the kernel's shell perf, with Linux perf "
+         r"6\.x's spellings$", None),
+        (prompt, "perf version\r"),
+        (r"^perf version perfmon: ", None),
+        # perf record samples at 4000 Hz by default: a workload that
+        # emits a few hundred units gets samples.
+        (prompt, "perf record -e emit -- pingpong 200\r"),
+        (r"^perf record: [1-9]\d* samples received, .*\n"
+         r"perf record: sampled at 4000 Hz \(the default -F; -c PERIOD or "
+         r"EVENT/PERIOD for a fixed period\)$", None),
+        (prompt, "perf report --no-children --sort thread\r"),
+        (r"^# Samples: [1-9]\d* of event 'emit', frequency 4000 Hz, target "
+         r"pingpong 200, \d+ ms\n", None),
+        (prompt, "perf report --sort\r"),
+        (r"^perf report: --sort needs a value: KEYS, symbol, thread, cpu, "
+         r"comma-separated$", None),
+        (prompt, "perf report --sort=\r"),
+        (r"^perf report: no sort keys given: KEYS, symbol, thread, cpu, "
+         r"comma-separated$", None),
+        (prompt, "perf report --sort=thread --no-children\r"),
+        (r"^# Overhead   Samples  Thread\s*\n", None),
+        # -n (the Samples column is always there) and -i perf.data (the
+        # last recording: there are no files) are Linux's.
+        (prompt, "perf report -n -i perf.data --no-children --sort pid\r"),
+        (r"^# Samples: [1-9]\d* of event 'emit', frequency 4000 Hz, target "
+         r"pingpong 200, \d+ ms\n", None),
+        (prompt, "perf report --input=perf.data --no-children -s tid\r"),
+        (r"^# Samples: [1-9]\d* of event 'emit', ", None),
+        (prompt, "perf report -i build/profile/perf.data\r"),
+        (r"^perf report: input 'build/profile/perf\.data': no files here; "
+         r"perf report reads the last recording, perf\.data$", None),
+        (prompt, "perf report -i\r"),
+        (r"^perf report: -i needs a value: perf\.data, the last recording$",
+         None),
+        # -t TID and --call-graph fp are Linux's and work; the options
+        # that cannot apply here say why, others are named.
+        (prompt, "perf record --call-graph fp -t 2 -c 1 cswitch 50\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf record -p 2\r"),
+        (r"^perf record: -p: no processes here, only the kernel's threads: "
+         r"-t TID or thread NAME \(see threads\)$", None),
+        (prompt, "perf record --call-graph dwarf -a 10\r"),
+        (r"^perf record: --call-graph 'dwarf': call chains here are "
+         r"frame-pointer walks, 'fp' \(8 frames, always recorded\)$", None),
+        (prompt, "perf record -o FILE -a 10\r"),
+        (r"^perf record: -o: no files here: the recording stays in memory "
+         r"for perf report and perf script \(make profile writes a "
+         r"perf\.data\)$", None),
+        (prompt, "perf record --foo\r"),
+        (r"^perf record: unknown option '--foo' \(-e EVENTS, -c PERIOD, -F "
+         r"HZ, -a, -C CPU, -t TID, -g, --call-graph fp, or their long "
+         r"names\)$", None),
+        (prompt, "perf record -a -e\r"),
+        (r"^perf record: -e needs a value \(", None),
+        # Linux's long names, with = or a separate value.
+        (prompt, "perf record --event=emit --count 1 -- pingpong 10\r"),
+        (PERF_TOTALS.pattern, None),
+        (prompt, "perf report --no-children --sort thread\r"),
+        (r"^# Samples: 20 of event 'emit', period 1, target pingpong 10, "
+         r"\d+ ms\n", None),
+        (prompt, "perf record --cpu=1 --freq=200 tick 50\r"),
+        (r"^perf record: sampled at 200 Hz$", None),
+        (prompt, "perf record --all-cpus=1 tick 10\r"),
+        (r"^perf record: --all-cpus takes no value \(got '1'\)$", None),
+        (prompt, "perf record --freq= -a 10\r"),
+        (r"^perf record: --freq needs a value \(", None),
+        (prompt, "perf record -a sleep 1\r"),
+        (r"^perf record: 'sleep' is neither an event \(see perf list\) nor "
+         r"a workload: ", None),
+        (prompt, "perf record -a -C 1 tick 10\r"),
+        (r"^perf record: two targets \('all' and '-C'\): name one$", None),
+        (prompt, "perf record -C 1 all tick 10\r"),
+        (r"^perf record: two targets \('cpu 1' and 'all'\): name one$", None),
+        (prompt, "perf record all tick 10 20\r"),
+        (r"^perf record: unexpected '20' after the duration \(a workload "
+         r"goes after --, as -- spin 100\)$", None),
+        (prompt, "perf record -e tick all cs 10\r"),
+        (r"^perf record: 'cs' is not a duration: MS, 1 to 60000 \(the "
+         r"events are -e's\)$", None),
+        (prompt, "perf record -e '{emit,tick}' -- spin 10\r"),
+        (r"^perf record: '\{emit,tick\}': event groups are perf stat's; "
+         r"sample the events side by side, as -e a,b$", None),
+        (prompt, "perf record -a task-clock 10\r"),
+        (r"^perf record: 'task-clock' is a clock, which perf stat counts: "
+         r"sample time with tick$", None),
+        (prompt, "perf record -a tick:u 10\r"),
+        (r"^perf: 'tick:u': software events and clocks happen in kernel "
+         r"mode only", None),
+        (prompt, "perf record -a -- spin\r"),
+        (r"^perf record: after -- comes one workload: spin MS \(1 to "
+         r"60000\), pingpong N or calltree N \(1 to 1000000\)$", None),
         (prompt, "poweroff\r"),
         (r"^powering off$", None)]))
     # Input typed before the prompt, as `printf 'cpus\npoweroff\n' | make
