@@ -470,9 +470,16 @@ int perfmon_event_set_sampling(struct perfmon_event *event,
 
 /*
  * Change the period of a sampling event, attached or not: the current
- * period runs to its end, the next ones have the new length. Return 0 or
- * EINVAL (not a sampling event, a frequency-mode one, whose periods are
- * perfmon's, period out of range). Thread context.
+ * period runs to its end, the next ones have the new length. Attached,
+ * the change is made on the counting CPU after its count there is
+ * brought up to date, so the periods that ended before the call keep the
+ * old length even when that CPU is throttled and had not yet counted
+ * them; the periods after the one in flight have the new length whether
+ * they are sampled or dropped by the throttle (the THROTTLE records count
+ * them, and their events, in it). Return 0 or EINVAL (not a sampling
+ * event, a frequency-mode one, whose periods are perfmon's, period out of
+ * range, or one the event's device cannot preset), having changed
+ * nothing. Thread context.
  */
 int perfmon_event_set_period(struct perfmon_event *event, uint64_t period);
 

@@ -182,16 +182,27 @@ struct perfmon_record_lost {
 };
 
 /*
- * Sampling on the CPU was throttled (more than the per-tick limit of
- * samples) from time_start to time_end (TSC); nr_periods periods of
- * sampling events expired meanwhile without a sample. Written when
- * sampling resumes.
+ * Periods of one sampling event (cookie) that ended on the CPU while its
+ * sampling there was throttled (its samples past the per-tick limit,
+ * perfmon.max_samples_per_tick), from time_start to time_end (TSC):
+ * nr_periods periods without a sample, which held nr_events events (each
+ * period of the length in force when it began: a period changed during
+ * the throttle counts in the new length from the period after the one in
+ * flight, as a sample would). Per event, from the records alone: the sum
+ * of its samples' periods plus its THROTTLE records' nr_events is its
+ * count, less the periods of samples that LOST records stand for and of
+ * the period in flight. Written, once per event and throttle, when
+ * sampling resumes or the event leaves the CPU, and only when a period
+ * was dropped. cookie and nr_events were appended (header.size 48); a
+ * record of 32 bytes, from an earlier kernel, has neither.
  */
 struct perfmon_record_throttle {
     struct perfmon_record_header header;
     uint64_t time_start;
     uint64_t time_end;
     uint64_t nr_periods;
+    uint64_t cookie;            /* the event's, as in its samples */
+    uint64_t nr_events;         /* events in the nr_periods periods */
 };
 
 /* Written by tests only: a per-CPU sequence number. */

@@ -666,6 +666,8 @@ perfmon_event_set_sampling(struct perfmon_event *event,
 int
 perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
 {
+    struct perfmon_td_op op;
+
     if (!perfmon_event_is_sampling(event) || event->freq != 0 || period == 0
         || period > PERFMON_PERIOD_MAX
         || (perfmon_event_attached(event)
@@ -676,10 +678,41 @@ perfmon_event_set_period(struct perfmon_event *event, uint64_t period)
         return EINVAL;
     }
 
-    /* Read where the current period ends, on the counting CPU. */
-    /* Relaxed: the overflow path reads it once per period, on any CPU;
-       nothing else is published with it. */
-    __atomic_store_n(&event->period, period, __ATOMIC_RELAXED);
+    /*
+     * Where the event counts, after bringing its slot up to date: the
+     * periods that ended before the change, sampled or throttled, keep
+     * the old length (a throttled CPU leaves them uncounted until its
+     * counter is next read), the periods after the one in flight take
+     * the new one. The overflow path reads it where a period ends.
+     */
+    switch (event->state) {
+    case PERFMON_EVENT_THREAD:
+        op = (struct perfmon_td_op){
+            .td = thread_perfmon_td(event->thread),
+            .dev = event->dev,
+            .index = event->slot_index,
+            .event = event,
+            .fn = perfmon_td_op_set_period,
+            .value = period,
+        };
+        perfmon_td_run(&op);
+        break;
+    case PERFMON_EVENT_CPU:
+        op = (struct perfmon_td_op){
+            .dev = event->dev,
+            .index = event->slot_index,
+            .event = event,
+            .value = period,
+        };
+        xcall_call(event->cpu, perfmon_cpu_op_set_period, &op);
+        break;
+    default:
+        /* Relaxed: not attached, read by the next attach's CPU after
+           the attach's own synchronization. */
+        __atomic_store_n(&event->period, period, __ATOMIC_RELAXED);
+        break;
+    }
+
     return 0;
 }
 

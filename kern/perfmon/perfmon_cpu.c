@@ -145,6 +145,7 @@ perfmon_cpu_slot_get(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                       && sampler == NULL;
         cslot->armed = false;
         cslot->throttled_periods = 0;
+        cslot->throttled_events = 0;
         /* Relaxed: only this CPU writes used; others count it. */
         __atomic_store_n(&cpu->used[dev->state->index],
                          cpu->used[dev->state->index] | (1U << index),
@@ -174,9 +175,8 @@ perfmon_cpu_slot_put(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
     assert(cslot->nr_refs != 0);
 
     if (--cslot->nr_refs == 0) {
-        /* Periods a throttled event leaves with are reported now. */
-        if (cslot->sampler != NULL && cpu->throttle.active
-            && (cslot->armed || cslot->throttled_periods != 0)) {
+        /* Periods a throttled event dropped are reported as it leaves. */
+        if (cslot->sampler != NULL) {
             perfmon_sample_write_throttle(cpu, cslot);
         }
 
@@ -662,6 +662,38 @@ perfmon_cpu_op_refresh(void *arg)
 }
 
 /*
+ * Give a sampling slot loaded on this CPU's event a new period from here
+ * on: the slot brought up to date first, so that the periods that ended
+ * before the change (sampled, or counted by a throttle) keep the old
+ * length, and those after the one in flight have the new one.
+ */
+void
+perfmon_cpu_slot_set_period(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
+                            unsigned int index, struct perfmon_event *event,
+                            uint64_t period)
+{
+    assert_intr_disabled();
+    perfmon_cpu_slot_update(cpu, dev, index);
+
+    /* Relaxed: read by the overflow path of this CPU only, which the
+       disabled interrupts (and the NMI mark) hold off here. */
+    __atomic_store_n(&event->period, period, __ATOMIC_RELAXED);
+}
+
+/* A CPU event's period change, the cross-CPU call on its CPU. */
+void
+perfmon_cpu_op_set_period(void *arg)
+{
+    struct perfmon_td_op *op = arg;
+
+    assert_intr_disabled();
+    perfmon_nmi_enter();
+    perfmon_cpu_slot_set_period(cpu_local_ptr(perfmon_cpu), op->dev,
+                                op->index, op->event, op->value);
+    perfmon_nmi_leave();
+}
+
+/*
  * The throttle timer, at the tick after a CPU was throttled: each
  * sampling slot counts the periods that ended meanwhile, reports them in
  * a THROTTLE record, and samples again from where its period stands.
@@ -690,10 +722,7 @@ perfmon_cpu_throttle_timer(struct timer *timer)
 
             /* Still throttled: periods that ended are counted. */
             perfmon_cpu_slot_update(cpu, dev, index);
-
-            if (cslot->armed || cslot->throttled_periods != 0) {
-                perfmon_sample_write_throttle(cpu, cslot);
-            }
+            perfmon_sample_write_throttle(cpu, cslot);
         }
     }
 

@@ -64,6 +64,7 @@ struct perfmon_cpu_slot {
     uint64_t sample_next;
     uint64_t sample_period;
     uint64_t throttled_periods; /* expired unsampled while throttled */
+    uint64_t throttled_events;  /* the events those periods held */
 
     /*
      * Multiplexing. sched: the slot holds counter counter on this CPU (the
@@ -154,6 +155,11 @@ struct perfmon_td *perfmon_cpu_loaded_td(void);
 void perfmon_cpu_poll_timer(struct timer *timer);
 void perfmon_cpu_op_read_remote(void *arg);
 void perfmon_cpu_op_refresh(void *arg);
+void perfmon_cpu_op_set_period(void *arg);
+void perfmon_cpu_slot_set_period(struct perfmon_cpu *cpu,
+                                 struct perfmon_dev *dev, unsigned int index,
+                                 struct perfmon_event *event,
+                                 uint64_t period);
 void perfmon_cpu_slot_refresh(struct perfmon_cpu *cpu, struct perfmon_dev *dev,
                               unsigned int index, struct perfmon_event *event,
                               uint64_t nr_samples);

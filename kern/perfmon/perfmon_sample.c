@@ -122,22 +122,22 @@ _Static_assert(sizeof(struct perfmon_record_sample)
                "a sample with a full call chain fits a session record");
 
 /*
- * Write one sample of event into its session's ring of this CPU, and
- * return its time: the fixed part, then, when the event asks for a call
+ * Write one sample of event, taken at TSC time now, into its session's
+ * ring of this CPU: the fixed part, then, when the event asks for a call
  * chain, its chunk, which has room for the event's depth; a shorter
  * chain leaves the rest unused (the chunk's nr tells), which spares a
  * walk into a buffer and a copy. One reservation for both, so a sample
  * and its chain are kept or lost together. Inlined into its one caller,
  * the overflow path (interrupts disabled: asserted at its entry).
  */
-static inline __attribute__((always_inline)) uint64_t
+static inline __attribute__((always_inline)) void
 perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
-                     const struct perfmon_intr_ctx *ctx, uint64_t period)
+                     const struct perfmon_intr_ctx *ctx, uint64_t period,
+                     uint64_t now)
 {
     struct perfmon_session_ring *ring;
     struct perfmon_record_sample *record;
     struct perfmon_record_callchain *chain;
-    uint64_t now = cpu_get_tsc();
     unsigned int nr_frames = event->nr_frames;
 
     /* No chunk without a call chain, else its head and room: no branch. */
@@ -152,7 +152,7 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
     record = perfmon_session_ring_reserve(ring, sizeof(*record) + ext_size);
 
     if (record == NULL) {
-        return now;     /* counted as lost by the session */
+        return;     /* counted as lost by the session */
     }
 
     if (nr_frames != 0) {
@@ -173,10 +173,17 @@ perfmon_sample_write(struct perfmon_cpu *cpu, struct perfmon_event *event,
     record->ip = ctx->ip;
     record->period = period;
     perfmon_session_ring_commit(ring, record);     /* sets the size */
-    return now;
 }
 
-/* Tell the sessions of a slot's event that its sampling was throttled. */
+/*
+ * Report the periods of a slot's event that the throttle dropped on this
+ * CPU since its last report, in a THROTTLE record naming the event
+ * (cookie) and the events those periods held, so that per event the
+ * periods of its samples plus its throttled events are what it counted
+ * (with lost records' samples). Nothing is written when no period was
+ * dropped. Interrupts disabled: the throttle timer, a slot's last put, a
+ * sampler handoff on a switch.
+ */
 void
 perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
                               struct perfmon_cpu_slot *cslot)
@@ -184,6 +191,10 @@ perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
     struct perfmon_record_throttle *record;
 
     assert_intr_disabled();
+
+    if (cslot->throttled_periods == 0) {
+        return;
+    }
 
     record = perfmon_session_reserve(cslot->sampler->session,
                                      sizeof(*record));
@@ -195,19 +206,23 @@ perfmon_sample_write_throttle(struct perfmon_cpu *cpu,
         record->time_start = cpu->throttle.time_start;
         record->time_end = cpu_get_tsc();
         record->nr_periods = cslot->throttled_periods;
+        record->cookie = cslot->sampler->cookie;
+        record->nr_events = cslot->throttled_events;
         perfmon_session_commit(cslot->sampler->session, record);
     }
 
     cslot->throttled_periods = 0;
+    cslot->throttled_events = 0;
 }
 
 /*
- * Count a sample taken at TSC time now against the CPU's budget for this
- * tick; past it, stop sampling on the CPU until the next tick
- * (perfmon_cpu_throttle_timer). The overflow path's: interrupts disabled,
- * asserted at its entry.
+ * Whether the sample due at TSC time now fits this CPU's budget for the
+ * tick: perfmon_max_samples_per_tick samples a tick-long window, exactly;
+ * the one after it stops sampling on the CPU until the next tick
+ * (perfmon_cpu_throttle_timer) and is counted as throttled instead. The
+ * overflow path's: interrupts disabled, asserted at its entry.
  */
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) bool
 perfmon_sample_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
 {
     struct perfmon_throttle *throttle = &cpu->throttle;
@@ -217,21 +232,54 @@ perfmon_sample_throttle_count(struct perfmon_cpu *cpu, uint64_t now)
         throttle->nr_samples = 0;
     }
 
-    if (++throttle->nr_samples >= perfmon_max_samples_per_tick) {
-        throttle->active = true;
-        throttle->time_start = now;
-        syscnt_inc(&cpu->sc_throttles);
-
-        /* An NMI asks the maskable vector to arm the timer. */
-        if (unlikely(perfmon_nmi_active())) {
-            /* Relaxed: read on this CPU (perfmon_cpu_soft_intr). */
-            __atomic_store_n(&cpu_local_ptr(perfmon_nmi_cpu)->throttle_arm,
-                             1, __ATOMIC_RELAXED);
-            cpu_send_self_pmu_soft_from_nmi();
-        } else {
-            perfmon_sample_throttle_arm(cpu);
-        }
+    if (__builtin_expect(throttle->nr_samples
+                         < perfmon_max_samples_per_tick, 1)) {
+        throttle->nr_samples++;
+        return true;
     }
+
+    throttle->active = true;
+    throttle->time_start = now;
+    syscnt_inc(&cpu->sc_throttles);
+
+    /* An NMI asks the maskable vector to arm the timer. */
+    if (unlikely(perfmon_nmi_active())) {
+        /* Relaxed: read on this CPU (perfmon_cpu_soft_intr). */
+        __atomic_store_n(&cpu_local_ptr(perfmon_nmi_cpu)->throttle_arm,
+                         1, __ATOMIC_RELAXED);
+        cpu_send_self_pmu_soft_from_nmi();
+    } else {
+        perfmon_sample_throttle_arm(cpu);
+    }
+
+    return false;
+}
+
+/*
+ * Count the periods of an up-to-date armed slot that ended while its CPU
+ * is throttled (value at or past sample_next): the one in flight, of its
+ * length (sample_period), then as many of the event's current period as
+ * the count covers, the period in force after it (a set_period or an
+ * estimate since the period in flight began applies to them, as it would
+ * to samples). The slot is left in the period in flight after them. Off
+ * the common path; interrupts disabled (its caller's).
+ */
+static __attribute__((noinline)) void
+perfmon_sample_drop(struct perfmon_cpu_slot *cslot,
+                    const struct perfmon_event *event)
+{
+    uint64_t period, n;
+
+    cslot->throttled_periods++;
+    cslot->throttled_events += cslot->sample_period;
+
+    /* Relaxed: as at the end of a sampled period. */
+    period = __atomic_load_n(&event->period, __ATOMIC_RELAXED);
+    n = (cslot->value - cslot->sample_next) / period;
+    cslot->throttled_periods += n;
+    cslot->throttled_events += n * period;
+    cslot->sample_next += (n + 1) * period;
+    cslot->sample_period = period;
 }
 
 /* Arm the throttle timer for the next tick. Local, interrupts disabled. */
@@ -344,18 +392,14 @@ perfmon_sample_take_inline(struct perfmon_cpu *cpu,
     }
 
     while (cslot->value >= cslot->sample_next) {
-        if (cpu->throttle.active) {
-            uint64_t n = (cslot->value - cslot->sample_next)
-                         / cslot->sample_period + 1;
-
-            cslot->throttled_periods += n;
-            cslot->sample_next += n * cslot->sample_period;
+        if (cpu->throttle.active
+            || !perfmon_sample_throttle_count(cpu, now = cpu_get_tsc())) {
+            perfmon_sample_drop(cslot, event);
             break;
         }
 
-        now = perfmon_sample_write(cpu, event, ctx, cslot->sample_period);
+        perfmon_sample_write(cpu, event, ctx, cslot->sample_period, now);
         reload = true;
-        perfmon_sample_throttle_count(cpu, now);
 
         if (event->samples_left != PERFMON_SAMPLES_UNLIMITED
             && --event->samples_left == 0) {

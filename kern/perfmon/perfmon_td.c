@@ -296,13 +296,9 @@ perfmon_td_switch_sampler(struct perfmon_td *prev, struct perfmon_td *next,
     prev_tslot->value += cslot->value - prev_tslot->cpu_start;
     perfmon_td_slot_save_period(prev, d, index, cpu, dev, cslot, &ctx);
 
-    if (cpu->throttle.active && (cslot->armed || cslot->throttled_periods)) {
-        perfmon_sample_write_throttle(cpu, cslot);
-    }
-
+    perfmon_sample_write_throttle(cpu, cslot);     /* if prev dropped any */
     assert(next->samplers[d][index] != NULL);
     cslot->sampler = next->samplers[d][index];
-    cslot->throttled_periods = 0;
     next_tslot->cpu_start = cslot->value;
     perfmon_sample_arm(dev, cslot, next_tslot->sample_left,
                        next->sample_periods[d][index]);
@@ -606,4 +602,26 @@ perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded)
     }
 
     op->event->samples_left = op->value;
+}
+
+/*
+ * A thread event's period change where its counters are: loaded, as a
+ * CPU event's (perfmon_cpu_slot_set_period); off every CPU, the period
+ * in flight is the remainder the thread kept, of its own length, so only
+ * the event's period changes.
+ */
+void
+perfmon_td_op_set_period(struct perfmon_td_op *op, bool loaded)
+{
+    assert_intr_disabled();
+    spinlock_assert_held(&op->td->lock);
+
+    if (loaded) {
+        perfmon_cpu_slot_set_period(cpu_local_ptr(perfmon_cpu), op->dev,
+                                    op->index, op->event, op->value);
+        return;
+    }
+
+    /* Relaxed: as perfmon_cpu_slot_set_period's. */
+    __atomic_store_n(&op->event->period, op->value, __ATOMIC_RELAXED);
 }

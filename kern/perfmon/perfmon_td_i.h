@@ -46,6 +46,7 @@ void perfmon_td_op_read(struct perfmon_td_op *op, bool loaded);
 void perfmon_td_op_detach(struct perfmon_td_op *op, bool loaded);
 void perfmon_td_op_count(struct perfmon_td_op *op, bool loaded);
 void perfmon_td_op_refresh(struct perfmon_td_op *op, bool loaded);
+void perfmon_td_op_set_period(struct perfmon_td_op *op, bool loaded);
 
 #define PERFMON_SNAP_READ       0
 #define PERFMON_SNAP_ATTACH     1

@@ -110,8 +110,14 @@ test_ps_drain(struct perfmon_session *session, unsigned int cpu,
         case PERFMON_RECORD_THROTTLE:
             TEST_ASSERT_LE(test_ps_buf.throttle.time_start,
                            test_ps_buf.throttle.time_end);
+            TEST_ASSERT_EQ(size, sizeof(test_ps_buf.throttle));
+            TEST_ASSERT_EQ(test_ps_buf.throttle.cookie, want_cookie);
+            TEST_ASSERT_NE(test_ps_buf.throttle.nr_periods, 0);
+            TEST_ASSERT_GE(test_ps_buf.throttle.nr_events,
+                           test_ps_buf.throttle.nr_periods);
             d->nr_throttle_records++;
             d->throttled_periods += test_ps_buf.throttle.nr_periods;
+            d->throttled_events += test_ps_buf.throttle.nr_events;
             break;
         default:
             test_fail_at(__FILE__, __LINE__, "record type %u",

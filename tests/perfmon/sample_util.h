@@ -56,13 +56,15 @@ bool test_ps_in(uintptr_t ip, const char *fn);
 /*
  * What a CPU's ring holds: sample records (checked against want_cookie,
  * want_tid unless ~0, and the emitting function fn unless NULL), LOST and
- * THROTTLE totals.
+ * THROTTLE totals (each THROTTLE record checked against want_cookie, with
+ * a period dropped at least).
  */
 struct test_ps_drain {
     uint64_t nr_samples;
     uint64_t nr_lost;
     uint64_t nr_throttle_records;
     uint64_t throttled_periods;
+    uint64_t throttled_events;
     uint64_t period_sum;
     uint64_t sample_size_min;   /* bytes of its sample records (0: none) */
     uint64_t sample_size_max;

@@ -542,3 +542,279 @@ TEST_DEFINE(perfmon_sample, thread_event_loaded_while_throttled)
     TEST_ASSERT_EQ(perfmon_session_destroy(sa), 0);
     TEST_ASSERT_EQ(perfmon_session_destroy(sb), 0);
 }
+
+/* ------------------------------------------------------------------ */
+/* The budget, a period changed under a throttle, and empty throttles  */
+/* ------------------------------------------------------------------ */
+
+/* Throttles of CPU c so far. */
+static uint64_t
+test_ps_nr_throttles(unsigned int c)
+{
+    char name[32];
+    uint64_t value;
+
+    snprintf(name, sizeof(name), "perfmon_throttles/%u", c);
+    TEST_ASSERT_EQ(syscnt_lookup(name, &value), 0);
+    return value;
+}
+
+/* Wait for a tick of CPU c: the next one is a tick away. Its count. */
+static uint64_t
+test_ps_after_tick(unsigned int c)
+{
+    uint64_t intrs = clock_nr_intrs(c);
+
+    while (clock_nr_intrs(c) == intrs) {
+        cpu_pause();
+    }
+
+    return clock_nr_intrs(c);
+}
+
+/* n units on an emit channel, in bursts that cannot wrap twice each. */
+static void
+test_ps_emit_channel(unsigned int channel, uint64_t n)
+{
+    while (n > 0) {
+        uint64_t k = MIN(test_ps_max_emit(), n);
+
+        pmu_soft_emit_channel(channel, k);
+        n -= k;
+    }
+}
+
+/*
+ * The budget is perfmon.max_samples_per_tick samples a tick, exactly:
+ * period 1 from just after a tick, interrupts disabled, that many units
+ * are all sampled and do not throttle the CPU; the unit after them does,
+ * its period reported in a THROTTLE record of one period and one event.
+ * (Before: the throttle tripped on the last sample of the budget.) Again
+ * when the host stretched the units over a tick of TSC time, which opens
+ * a new window for the last one.
+ */
+TEST_DEFINE(perfmon_sample, throttle_allows_the_budget_exactly)
+{
+    unsigned int c = cpu_count() - 1;
+    struct perfmon_session *session = test_ps_session(1U << 20);
+    uint64_t budget = 1000;
+    struct perfmon_event a;
+    unsigned int attempt;
+    bool tripped = false;
+
+    arg_get_u64("perfmon.max_samples_per_tick", &budget);
+    test_ps_pin(c);
+    test_detach_on_failure(&a);
+
+    for (attempt = 1; attempt <= 5 && !tripped; attempt++) {
+        struct test_ps_drain d = { 0 };
+        uint64_t before, mid, after, nr;
+        unsigned long flags;
+
+        test_ps_init(&a, PMU_SOFT_EV_EMIT + 1, session, 1, 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, c), 0);
+        test_ps_after_tick(c);
+        flags = cpu_intr_save();
+        before = test_ps_nr_throttles(c);
+        test_ps_emit_channel(1, budget);
+        mid = test_ps_nr_throttles(c);
+        pmu_soft_emit_channel(1, 1);
+        after = test_ps_nr_throttles(c);
+        cpu_intr_restore(flags);
+        thread_delay(3);    /* the throttle, if any, ends */
+        TEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+
+        TEST_ASSERT_EQ(perfmon_event_read(&a), budget + 1);
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&a, &nr), 0);
+        test_ps_drain(session, c, 0xc0de0000 + PMU_SOFT_EV_EMIT + 1, ~0U,
+                      NULL, &d);
+        TEST_ASSERT_EQ(d.nr_lost, 0);
+        TEST_ASSERT_EQ(d.nr_samples, nr);
+        TEST_ASSERT_EQ(nr + d.throttled_periods, budget + 1);
+        TEST_ASSERT_EQ(d.period_sum + d.throttled_events, budget + 1);
+
+        /* The budget's samples never throttle, in any window. */
+        TEST_ASSERT_EQ(mid, before);
+        TEST_ASSERT_EQ(nr, budget + 1 - (after - before));
+        tripped = after != before;
+
+        if (tripped) {
+            TEST_ASSERT_EQ(after, before + 1);
+            TEST_ASSERT_EQ(d.nr_throttle_records, 1);
+            TEST_ASSERT_EQ(d.throttled_periods, 1);
+            TEST_ASSERT_EQ(d.throttled_events, 1);
+        }
+    }
+
+    test_diag("the unit past the budget throttled at attempt %u",
+              attempt - 1);
+    TEST_ASSERT(tripped);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * A period set while the CPU is throttled applies from the period after
+ * the one in flight, including the periods the throttle drops: period 1
+ * throttled by U units, 199 more, set_period(100), then 1000 units: the
+ * period in flight (1 unit) and 9 of 100 end throttled, so samples plus
+ * throttled periods are U + 199 + 10 (before: U + 1199, the 1000 units
+ * counted in periods of 1), the THROTTLE records' events are what the
+ * dropped periods held, and the samples after the throttle carry 100.
+ * 301 units then end the period in flight and 3 more: the periods of the
+ * samples plus the throttled events are the count, exactly. Again when a
+ * tick came during the test (the throttle may have ended).
+ */
+TEST_DEFINE(perfmon_sample, set_period_while_throttled)
+{
+    unsigned int c = cpu_count() - 1;
+    struct perfmon_session *session = test_ps_session(1U << 20);
+    struct perfmon_event a;
+    unsigned int attempt;
+    bool held = false;
+
+    test_ps_pin(c);
+    test_detach_on_failure(&a);
+
+    for (attempt = 1; attempt <= 5 && !held; attempt++) {
+        uint64_t intrs, units, nr, count, throttled = 0, events = 0;
+        uint64_t nr_samples = 0, nr_new = 0, period_sum = 0;
+        unsigned long flags;
+        size_t size;
+
+        test_ps_init(&a, PMU_SOFT_EV_EMIT + 1, session, 1, 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, c), 0);
+        intrs = test_ps_after_tick(c);
+        flags = cpu_intr_save();
+        units = test_ps_throttle_here() + 199;
+        pmu_soft_emit_channel(1, 199);
+        cpu_intr_restore(flags);
+        TEST_ASSERT_EQ(perfmon_event_set_period(&a, 100), 0);
+        flags = cpu_intr_save();
+        test_ps_emit_channel(1, 1000);
+        held = clock_nr_intrs(c) == intrs;
+        cpu_intr_restore(flags);
+        thread_delay(3);    /* the throttle ends */
+
+        flags = cpu_intr_save();
+        test_ps_emit_channel(1, 301);
+        cpu_intr_restore(flags);
+        TEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+        count = perfmon_event_read(&a);
+        TEST_ASSERT_EQ(count, units + 1000 + 301);
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&a, &nr), 0);
+
+        while (perfmon_session_read(session, c, &test_ps_buf,
+                                    sizeof(test_ps_buf), &size) == 0) {
+            switch (test_ps_buf.header.type) {
+            case PERFMON_RECORD_SAMPLE:
+                TEST_ASSERT_EQ(test_ps_buf.sample.cookie, a.cookie);
+
+                /* Period 1 until the change, 100 after it. */
+                if (test_ps_buf.sample.period == 100) {
+                    nr_new++;
+                } else {
+                    TEST_ASSERT_EQ(test_ps_buf.sample.period, 1);
+                    TEST_ASSERT_EQ(nr_new, 0);
+                }
+
+                nr_samples++;
+                period_sum += test_ps_buf.sample.period;
+                break;
+            case PERFMON_RECORD_THROTTLE:
+                TEST_ASSERT_EQ(size, sizeof(test_ps_buf.throttle));
+                TEST_ASSERT_EQ(test_ps_buf.throttle.cookie, a.cookie);
+                TEST_ASSERT_NE(test_ps_buf.throttle.nr_periods, 0);
+                throttled += test_ps_buf.throttle.nr_periods;
+                events += test_ps_buf.throttle.nr_events;
+                break;
+            default:
+                TEST_ASSERT_EQ(test_ps_buf.header.type, PERFMON_RECORD_SAMPLE);
+            }
+        }
+
+        TEST_ASSERT_EQ(nr_samples, nr);
+        TEST_ASSERT_EQ(nr + throttled, units + 10 + 4);
+        TEST_ASSERT_EQ(period_sum + events, count);
+
+        if (held) {
+            /* Every period of 100 before the throttle's end dropped;
+               the first after it ends the period in flight. */
+            TEST_ASSERT_EQ(nr_new, 4);
+        }
+    }
+
+    test_diag("the throttle held through the change at attempt %u",
+              attempt - 1);
+    TEST_ASSERT(held);
+    TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
+
+/*
+ * A THROTTLE record only when a period was dropped: events attached to a
+ * throttled CPU whose periods do not end there, one detached while the
+ * CPU is throttled (the slot's last put), one kept past the throttle's
+ * end (the throttle timer), leave no record in their sessions (before:
+ * an empty one each); the throttling event's periods still come back.
+ */
+TEST_DEFINE(perfmon_sample, throttle_without_drops_writes_nothing)
+{
+    unsigned int c = cpu_count() - 1;
+    struct perfmon_session *sa = test_ps_session(1U << 20);
+    struct perfmon_session *sb = test_ps_session(TEST_PS_RING);
+    struct perfmon_session *sc = test_ps_session(TEST_PS_RING);
+    struct perfmon_event a, b, e;
+    unsigned int attempt;
+    bool held = false;
+
+    test_ps_pin(c);
+    test_detach_on_failure(&a);
+    test_detach_on_failure(&b);
+    test_detach_on_failure(&e);
+
+    for (attempt = 1; attempt <= 5 && !held; attempt++) {
+        struct test_ps_drain da = { 0 }, db = { 0 }, dc = { 0 };
+        uint64_t intrs, units, nr;
+        unsigned long flags;
+
+        test_ps_init(&a, PMU_SOFT_EV_EMIT + 1, sa, 1, 0);
+        test_ps_init(&b, PMU_SOFT_EV_EMIT + 2, sb, 1000000, 0);
+        test_ps_init(&e, PMU_SOFT_EV_EMIT + 3, sc, 1000000, 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&a, c), 0);
+        intrs = test_ps_after_tick(c);
+        flags = cpu_intr_save();
+        units = test_ps_throttle_here();
+        cpu_intr_restore(flags);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&b, c), 0);
+        TEST_ASSERT_EQ(perfmon_event_attach_cpu(&e, c), 0);
+        pmu_soft_emit_channel(2, 10);
+        pmu_soft_emit_channel(3, 10);
+        TEST_ASSERT_EQ(perfmon_event_detach(&b), 0);
+        held = clock_nr_intrs(c) == intrs;
+        thread_delay(3);    /* the throttle ends */
+        TEST_ASSERT_EQ(perfmon_event_detach(&e), 0);
+        TEST_ASSERT_EQ(perfmon_event_detach(&a), 0);
+
+        TEST_ASSERT_EQ(perfmon_event_read(&b), 10);
+        TEST_ASSERT_EQ(perfmon_event_read(&e), 10);
+        test_ps_drain(sb, c, b.cookie, ~0U, NULL, &db);
+        test_ps_drain(sc, c, e.cookie, ~0U, NULL, &dc);
+        TEST_ASSERT_EQ(db.nr_samples + db.nr_throttle_records, 0);
+        TEST_ASSERT_EQ(dc.nr_samples + dc.nr_throttle_records, 0);
+
+        TEST_ASSERT_EQ(perfmon_event_get_samples(&a, &nr), 0);
+        test_ps_drain(sa, c, a.cookie, ~0U, NULL, &da);
+        TEST_ASSERT_EQ(da.nr_samples, nr);
+        TEST_ASSERT_GT(da.throttled_periods, 0);
+        TEST_ASSERT_EQ(nr + da.throttled_periods, units);
+        TEST_ASSERT_EQ(da.period_sum + da.throttled_events, units);
+    }
+
+    test_diag("detached while throttled at attempt %u", attempt - 1);
+    TEST_ASSERT(held);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sa), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sb), 0);
+    TEST_ASSERT_EQ(perfmon_session_destroy(sc), 0);
+    thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
+}
