@@ -232,13 +232,26 @@ tp_drain_locked(void)
 
 /*
  * Drain, then check each attached event of the worker: what its records
- * account for never exceeds its count, read after them.
+ * account for never exceeds its count, read after them. The sums are
+ * copied under the lock and the count read after it (a read may wait for
+ * another CPU, not with preemption disabled): sums only grow, so the
+ * copy is at most what the later count holds.
  */
 static void
 tp_check(struct tp_worker *w)
 {
+    uint64_t accounted[TP_EVENTS], nr_read[TP_EVENTS];
+
     spinlock_lock(&tp_drain_lock);
     tp_drain_locked();
+
+    for (unsigned int k = 0; k < TP_EVENTS; k++) {
+        accounted[k] = w->events[k].period_sum
+                       + w->events[k].throttled_events;
+        nr_read[k] = w->events[k].nr_samples;
+    }
+
+    spinlock_unlock(&tp_drain_lock);
 
     for (unsigned int k = 0; k < TP_EVENTS; k++) {
         struct tp_event *e = &w->events[k];
@@ -250,11 +263,9 @@ tp_check(struct tp_worker *w)
 
         TEST_ASSERT_EQ(perfmon_event_get(&e->event, &count), 0);
         TEST_ASSERT_EQ(perfmon_event_get_samples(&e->event, &nr), 0);
-        TEST_ASSERT_LE(e->period_sum + e->throttled_events, count);
-        TEST_ASSERT_GE(nr, e->nr_samples);
+        TEST_ASSERT_LE(accounted[k], count);
+        TEST_ASSERT_GE(nr, nr_read[k]);
     }
-
-    spinlock_unlock(&tp_drain_lock);
 }
 
 /* Detach event k; once every record is read, one period at most is left. */
