@@ -202,7 +202,8 @@ void perfmon_nmi_intr(const struct perfmon_intr_ctx *ctx);
 /*
  * A test's hook run by perfmon_nmi_intr on every NMI, under the same rule
  * as the overflow handling (deferred while a section is open), or NULL.
- * Set by in-kernel tests only.
+ * Set by in-kernel tests only, with a release store (the hook's own data
+ * set up before it), which the NMI's acquire load pairs with.
  */
 extern void (*perfmon_nmi_test_hook)(const struct perfmon_intr_ctx *ctx);
 

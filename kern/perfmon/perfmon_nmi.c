@@ -83,7 +83,8 @@ perfmon_nmi_handle(const struct perfmon_intr_ctx *ctx)
         }
     }
 
-    hook = READ_ONCE(perfmon_nmi_test_hook);
+    /* Pairs with the test's release store: its data is set up first. */
+    hook = __atomic_load_n(&perfmon_nmi_test_hook, __ATOMIC_ACQUIRE);
 
     if (hook != NULL) {
         hook(ctx);

@@ -445,7 +445,8 @@ TEST_DEFINE(perfmon_nmi, counts_exact_while_the_cpu_switches_reads_polls)
     test_ps_pin(c);
     lost = pmu_soft_nr_lost(c);
     test_nmi_emit_cpu = c;
-    perfmon_nmi_test_hook = test_nmi_emit_hook;
+    __atomic_store_n(&perfmon_nmi_test_hook, test_nmi_emit_hook,
+                     __ATOMIC_RELEASE);
 
     for (uint64_t period = 1; period <= 7; period++) {
         struct perfmon_session *session = test_ps_session(TEST_NMI_RING);
@@ -513,7 +514,7 @@ TEST_DEFINE(perfmon_nmi, counts_exact_while_the_cpu_switches_reads_polls)
         TEST_ASSERT_EQ(perfmon_session_destroy(cpu_session), 0);
     }
 
-    perfmon_nmi_test_hook = NULL;
+    __atomic_store_n(&perfmon_nmi_test_hook, NULL, __ATOMIC_RELEASE);
     TEST_ASSERT_EQ(pmu_soft_nr_lost(c), lost);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
@@ -668,7 +669,8 @@ TEST_DEFINE(perfmon_nmi, ring_keeps_nmi_and_maskable_records)
         .session = test_ss_create(TEST_NMI_RING_SMALL),
         .cpu = cpu_id(),
     };
-    perfmon_nmi_test_hook = test_nmi_ring_hook;
+    __atomic_store_n(&perfmon_nmi_test_hook, test_nmi_ring_hook,
+                     __ATOMIC_RELEASE);
     r->active = true;
     test_nmi_hammer_start(&hammer, r->cpu);
 
@@ -686,7 +688,7 @@ TEST_DEFINE(perfmon_nmi, ring_keeps_nmi_and_maskable_records)
 
     test_nmi_hammer_stop(&hammer);
     r->active = false;
-    perfmon_nmi_test_hook = NULL;
+    __atomic_store_n(&perfmon_nmi_test_hook, NULL, __ATOMIC_RELEASE);
     test_nmi_ring_drain(r->session, r->cpu, &st);
 
     /* Every third reservation took at least its own NMI's record. */

@@ -157,7 +157,7 @@ void
 ring_env_set_nmi_handler(void (*handle)(void))
 {
     ring_env_handle = handle;
-    perfmon_nmi_test_hook = ring_env_hook;
+    __atomic_store_n(&perfmon_nmi_test_hook, ring_env_hook, __ATOMIC_RELEASE);
 }
 
 unsigned long
