@@ -227,6 +227,35 @@ def perf_record_checks(text):
             ("multi_report_split", multi_report_check(text))]
 
 
+# The model boots (make check-model): the suites that take their device
+# from tests/perfmon/perfmon_util.h, in the model kernel
+# (build/perfmon-model.iso) on modelled Intel and AMD PMUs
+# (arch/x86/pmu/model/pmu_model_kern.h): real widths, then narrow ones
+# where wraps are frequent, with the PMI as an NMI (the default) and as
+# the maskable vector.
+MODEL_SUITES = ("perfmon",)
+MODEL_BOOTS = (
+    ("intel-v5,smp=2", 2, "pmu_model=intel"),
+    ("intel-v5,w16,nmi,smp=2", 2, "pmu_model=intel pmu_model.width=16"),
+    ("intel-v5,w12,irq,smp=4", 4,
+     "pmu_model=intel pmu_model.width=12 perfmon.pmi=irq"),
+    ("intel-v2,smp=2", 2, "pmu_model=intel pmu_model.version=2"),
+    ("amd-v2,smp=2", 2, "pmu_model=amd"),
+    ("amd-legacy,smp=2", 2, "pmu_model=amd pmu_model.amd=legacy"),
+)
+
+
+def model_plan(args):
+    """The boots of make check-model: MODEL_SUITES (or the TESTS=
+    selection) on each modelled PMU of MODEL_BOOTS."""
+    tests = getattr(args, "tests", "") or ",".join(MODEL_SUITES)
+    extra = getattr(args, "cmdline", "")
+    extra = (" " + extra) if extra else ""
+    return [Boot(name, "test=%s %s%s" % (tests, words, extra), smp,
+                 180 + 4 * smp)
+            for name, smp, words in MODEL_BOOTS]
+
+
 def check_plan(args):
     """The boots of make check. With args.tests (TESTS=), the suite boots
     run that selection, the narrow-counter boots the part of it that may
