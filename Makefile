@@ -297,6 +297,7 @@ debug: deps $(ISO)
 
 check: deps all
 	@$(PYTHON) tools/test/runner.py check --iso $(ISO) --smp "$(CHECK_SMP)" \
+	    --model-iso $(MODEL_ISO) \
 	    --accel $(ACCEL) --mem $(MEM) --host-tests $(BUILD)/host \
 	    --host-list "$(HOST_TESTS)" --host-py "$(HOST_PY_TESTS)" --tests "$(TESTS)" --cmdline "$(ARGS)" \
 	    --logdir $(BUILD)/logs $(if $(filter 1,$(V)),--verbose)

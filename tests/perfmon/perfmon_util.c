@@ -5,12 +5,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kern/errno.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon_dev.h>
 #include <kern/perfmon_test.h>
 #include <kern/pmu_soft.h>
 #include <kern/test.h>
 #include <pmu/model/pmu_model_kern.h>
+#include <pmu/pmu_x86_test.h>
 
 #include "perfmon_util.h"
 
@@ -59,25 +61,49 @@ test_pm_init(struct perfmon_event *event, unsigned int id)
     TEST_ASSERT_EQ(perfmon_event_init(event, id, PERFMON_EF_SW), 0);
 }
 
-void
-test_pm_init_emit(struct perfmon_event *event, unsigned int channel)
+int
+test_pm_emit_event_init(struct perfmon_event *event, unsigned int channel,
+                        unsigned int flags)
 {
     uint64_t code;
 
     if (!test_pm_on_model()) {
-        test_pm_init(event, PMU_SOFT_EV_EMIT + channel);
-        return;
+        return perfmon_event_init(event, PMU_SOFT_EV_EMIT + channel,
+                                  PERFMON_EF_SW | flags);
     }
 
-    TEST_ASSERT_EQ(pmu_model_emit_code(channel, &code), 0);
-    TEST_ASSERT_EQ(perfmon_event_init(event, code,
-                                      PERFMON_EF_RAW | PERFMON_EF_KERN), 0);
+    if (pmu_model_emit_code(channel, &code) != 0) {
+        return EINVAL;
+    }
+
+    return perfmon_event_init(event, code,
+                              PERFMON_EF_RAW | PERFMON_EF_KERN | flags);
+}
+
+void
+test_pm_init_emit(struct perfmon_event *event, unsigned int channel)
+{
+    TEST_ASSERT_EQ(test_pm_emit_event_init(event, channel, 0), 0);
 }
 
 unsigned int
 test_pm_width(void)
 {
     return test_pm_on_model() ? test_pm_dev()->min_width : pmu_soft_width();
+}
+
+unsigned int
+test_pm_nr_counters(void)
+{
+    const struct pmu_x86_test *test;
+
+    if (!test_pm_on_model()) {
+        return test_pm_soft_dev()->nr_counters;
+    }
+
+    test = pmu_x86_test_get();
+    TEST_ASSERT(test != NULL);
+    return test->nr_general;
 }
 
 bool

@@ -42,11 +42,26 @@ void test_pm_init(struct perfmon_event *event, unsigned int id);
 void test_pm_init_emit(struct perfmon_event *event, unsigned int channel);
 
 /*
+ * The same with flags added (PERFMON_EF_PINNED), returning
+ * perfmon_event_init's result (EINVAL for a channel the model lacks).
+ */
+int test_pm_emit_event_init(struct perfmon_event *event,
+                            unsigned int channel, unsigned int flags);
+
+/*
  * The device under test's counter width (its narrowest), whether its
  * overflows interrupt (else perfmon polls it) and the units per counter
  * per tick it counts exactly (UINT64_MAX: no limit; pmu_soft.h).
  */
 unsigned int test_pm_width(void);
+
+/*
+ * The device under test's counters that its emit events can take: all
+ * of the software PMU's; of a modelled PMU, those that take any event
+ * (Intel's general counters: a fixed counter counts its own event only).
+ */
+unsigned int test_pm_nr_counters(void);
+
 bool test_pm_intr_mode(void);
 uint64_t test_pm_max_rate(void);
 

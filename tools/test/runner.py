@@ -573,6 +573,9 @@ def main():
     parser.add_argument("--test-list", default="",
                         help="the build's list of tests (default: "
                         "tests.list beside the ISO, which make writes)")
+    parser.add_argument("--model-iso", default="",
+                        help="check: the model kernel's ISO, whose boots "
+                        "(runner_checks.MODEL_CHECK) run too")
     parser.add_argument("--tests", default="",
                         help="test= selection for the suite boots (TESTS=)")
     parser.add_argument("--logdir", default="",
