@@ -9,7 +9,7 @@
  * machine; a PMI the access generates is sent when the outermost entry
  * ends. An NMI from elsewhere (another CPU's, a test's) landing inside an
  * access finds the model in the middle of it, which real hardware never
- * shows: pmu_model_nested counts those entries.
+ * shows; the model's own PMIs never do.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -47,8 +47,6 @@ struct pmu_model_cpu {
     enum pmu_model_vendor vendor;
     unsigned int depth;         /* entries in progress on this CPU */
     volatile unsigned long nmi_entries;    /* entries from an NMI */
-    unsigned long nested;       /* entries inside another */
-    unsigned long nmi_timeouts; /* self-NMIs that did not arrive */
 };
 
 static struct pmu_model_cpu pmu_model_cpu __percpu;
@@ -96,6 +94,12 @@ pmu_model_amd_config(struct model_amd_config *config)
 
     memset(config, 0, sizeof(*config));
     config->vendor = MODEL_AMD_VENDOR_AMD;
+
+    if (kind != NULL && strcmp(kind, "legacy") != 0
+        && strcmp(kind, "extcore") != 0 && strcmp(kind, "v2") != 0) {
+        panic("pmu_model: pmu_model.amd=%s: not v2, extcore or legacy",
+              kind);
+    }
 
     if (kind != NULL && strcmp(kind, "legacy") == 0) {
         config->family = 0x10;
@@ -174,10 +178,6 @@ pmu_model_enter(unsigned long *flagsp)
         pmu_model_cpu_reset(pc);
     }
 
-    if (pc->depth != 0) {
-        pc->nested++;
-    }
-
     if (cpu_in_nmi()) {
         pc->nmi_entries++;
     }
@@ -245,10 +245,11 @@ pmu_model_deliver(struct pmu_model_cpu *pc)
         return;
     }
 
+    /* The driver's NMI handler reads the model's status: it came. */
     for (unsigned long i = 0; pc->nmi_entries == seen; i++) {
         if (i == PMU_MODEL_NMI_WAIT) {
-            pc->nmi_timeouts++;
-            break;
+            panic("pmu_model: cpu%u: the PMI's NMI did not arrive",
+                  cpu_id());
         }
 
         cpu_pause();
