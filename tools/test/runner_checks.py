@@ -247,8 +247,12 @@ MODEL_BOOTS = (
     ("intel-v5,w12,irq,smp=4", 4, MODEL_SUITES,
      "pmu_model=intel pmu_model.width=12 perfmon.pmi=irq"),
     ("intel-v2,smp=2", 2, MODEL_SUITES, "pmu_model=intel pmu_model.version=2"),
+    ("intel-v1,poll,smp=2", 2, MODEL_SUITES,
+     "pmu_model=intel pmu_model.version=1"),
     ("amd-v2,smp=2", 2, MODEL_SUITES, "pmu_model=amd"),
     ("amd-v2,8,smp=4", 4, MODEL_MUX, "pmu_model=amd pmu_model.counters=8"),
+    ("amd-extcore,smp=2", 2, MODEL_SUITES,
+     "pmu_model=amd pmu_model.amd=extcore"),
     ("amd-legacy,smp=2", 2, MODEL_SUITES,
      "pmu_model=amd pmu_model.amd=legacy"),
 )
