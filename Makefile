@@ -35,6 +35,10 @@ endif
 
 KERNEL_ELF := $(BUILD)/kernel.elf
 ISO        := $(BUILD)/perfmon.iso
+# The model kernel (below, "the model kernel"), built with them.
+MODEL_BUILD := $(BUILD)/model
+MODEL_ELF  := $(MODEL_BUILD)/kernel.elf
+MODEL_ISO  := $(BUILD)/perfmon-model.iso
 
 KERNEL_CFLAGS := -std=gnu11 $(OPT) -g -Wall -Wextra -Werror \
     -ffreestanding -fno-pic -fno-pie -fno-stack-protector -fno-common \
@@ -67,10 +71,10 @@ HOST_CFLAGS := -std=gnu11 -O1 -g -Wall -Wextra -Werror \
     -fsanitize=address,undefined -fno-omit-frame-pointer \
     -I. -Iarch/x86 -Itests/host -MMD -MP
 
-.PHONY: all deps run check check-hw debug clean help lint bench bench-scale torture \
+.PHONY: all deps run check check-model check-hw debug clean help lint bench bench-scale torture \
         host-tests iso soak profile
 
-all: $(ISO) host-tests
+all: $(ISO) $(MODEL_ISO) host-tests
 
 help:
 	@echo "make            build build/kernel.elf, the ISO and the host tests"
@@ -79,6 +83,8 @@ help:
 	@echo "                shell and runner checks, the host tests and the docs"
 	@echo "                check: a line per boot, a recap of failures,"
 	@echo "                'N passed, N failed'; serial logs in build/logs/"
+	@echo "make check-model  the perfmon suites in the model kernel on"
+	@echo "                modelled Intel and AMD PMUs (docs/testing.md)"
 	@echo "make soak       the kernel suites of make check RUNS=10 times on"
 	@echo "                SMP='1 2 4 8 64' CPUs: proves a change flake-free"
 	@echo "make check-hw   the hardware PMU suites under KVM (needs an Intel or"
@@ -176,6 +182,57 @@ $(ISO): $(KERNEL_ELF) tools/build/grub.cfg $(BUILD)/tests.list
 
 iso: $(ISO)
 
+# --- the model kernel ------------------------------------------------------
+
+# A second kernel whose PMU drivers (arch/x86/pmu/*.c) and hardware suites
+# (tests/hw/*.c) reach the register models of arch/x86/pmu/model/ (the
+# host tests' own) instead of the machine: those sources are compiled
+# again with pmu_model_redirect.h forced in, the models and their kernel
+# glue (pmu_model_kern.c) are added, and the link wraps pmu_soft_count so
+# that the models count the software PMU's emitted units. Every other
+# object is the production kernel's. pmu_model= on the command line picks
+# the PMU (docs/cmdline.md); make check-model boots it.
+MODEL_REDIRECTED := $(wildcard arch/x86/pmu/*.c tests/hw/*.c)
+MODEL_SRCS  := $(wildcard arch/x86/pmu/model/*.c)
+MODEL_OBJS  := $(filter-out $(addprefix $(BUILD)/,$(MODEL_REDIRECTED:.c=.o)),\
+    $(KERNEL_OBJS)) $(addprefix $(MODEL_BUILD)/,$(MODEL_REDIRECTED:.c=.o) \
+    $(MODEL_SRCS:.c=.o))
+MODEL_LDFLAGS := $(KERNEL_LDFLAGS) --wrap=pmu_soft_count
+
+$(MODEL_BUILD)/arch/x86/pmu/model/%.o: arch/x86/pmu/model/%.c
+	@mkdir -p $(dir $@)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) $(KERNEL_CFLAGS) -c $< -o $@
+
+$(MODEL_BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(call quiet,CC,$@)
+	$(Q)$(CC) $(KERNEL_CFLAGS) -include arch/x86/pmu/model/pmu_model_redirect.h \
+	    -c $< -o $@
+
+$(MODEL_BUILD)/kernel.pass1.elf: $(MODEL_OBJS) $(BUILD)/ksyms-empty.o kernel.lds $(SRCS_STAMP)
+	$(call quiet,LD,$@)
+	$(Q)$(LD) $(MODEL_LDFLAGS) -o $@ $(MODEL_OBJS) $(BUILD)/ksyms-empty.o
+
+$(MODEL_BUILD)/ksyms.S: $(MODEL_BUILD)/kernel.pass1.elf tools/build/gen-ksyms
+	$(Q)$(PYTHON) tools/build/gen-ksyms $(NM) $< > $@
+
+$(MODEL_BUILD)/ksyms.o: $(MODEL_BUILD)/ksyms.S
+	$(Q)$(CC) -c $< -o $@
+
+$(MODEL_ELF): $(MODEL_OBJS) $(MODEL_BUILD)/ksyms.o kernel.lds
+	$(call quiet,LD,$@)
+	$(Q)$(LD) $(MODEL_LDFLAGS) -o $@ $(MODEL_OBJS) $(MODEL_BUILD)/ksyms.o
+	$(Q)$(PYTHON) tools/build/gen-ksyms --check $(NM) $(MODEL_BUILD)/kernel.pass1.elf $@
+
+$(MODEL_ISO): $(MODEL_ELF) tools/build/grub.cfg $(BUILD)/tests.list
+	@mkdir -p $(MODEL_BUILD)/iso/boot/grub
+	$(call quiet,ISO,$@)
+	$(Q)cp $(MODEL_ELF) $(MODEL_BUILD)/iso/boot/kernel.elf
+	$(Q)cp tools/build/grub.cfg $(MODEL_BUILD)/iso/boot/grub/grub.cfg
+	$(Q)grub-mkrescue -o $@ $(MODEL_BUILD)/iso >$(MODEL_BUILD)/grub-mkrescue.log 2>&1 \
+	    || { cat $(MODEL_BUILD)/grub-mkrescue.log; exit 1; }
+
 # --- host unit tests --------------------------------------------------------
 
 # The core's sources, one list for the kernel and the host builds: every
@@ -240,9 +297,17 @@ debug: deps $(ISO)
 
 check: deps all
 	@$(PYTHON) tools/test/runner.py check --iso $(ISO) --smp "$(CHECK_SMP)" \
+	    --model-iso $(MODEL_ISO) \
 	    --accel $(ACCEL) --mem $(MEM) --host-tests $(BUILD)/host \
 	    --host-list "$(HOST_TESTS)" --host-py "$(HOST_PY_TESTS)" --tests "$(TESTS)" --cmdline "$(ARGS)" \
 	    --logdir $(BUILD)/logs $(if $(filter 1,$(V)),--verbose)
+
+# The perfmon suites in the model kernel, on modelled Intel and AMD PMUs
+# (tools/test/runner_checks.py: MODEL_BOOTS); TESTS= selects.
+check-model: deps $(MODEL_ISO)
+	@$(PYTHON) tools/test/runner.py check-model --iso $(MODEL_ISO) \
+	    --accel $(ACCEL) --mem $(MEM) --tests "$(TESTS)" --cmdline "$(ARGS)" \
+	    --logdir $(BUILD)/logs-model $(if $(filter 1,$(V)),--verbose)
 
 CHECK_SMP := $(if $(filter command line,$(origin SMP)),$(SMP),1 2 4)
 
@@ -286,7 +351,7 @@ torture: deps $(ISO)
 # cppcheck over every C file of the kernel and the tests; a finding fails
 # the target, tools/build/cppcheck.supp holds the reasoned exceptions. The host
 # tests built once per PMU configuration are checked in one of them.
-LINT_SRCS := $(wildcard kern/*.c kern/*/*.c arch/x86/*/*.c) \
+LINT_SRCS := $(wildcard kern/*.c kern/*/*.c arch/x86/*/*.c arch/x86/pmu/model/*.c) \
     $(sort $(shell find tests -name '*.c'))
 
 lint: deps
@@ -303,4 +368,5 @@ clean:
 	rm -rf $(BUILD_ROOT)
 
 -include $(KERNEL_OBJS:.o=.d)
+-include $(filter $(MODEL_BUILD)/%,$(MODEL_OBJS:.o=.d))
 -include $(wildcard $(BUILD)/host/*.dep)

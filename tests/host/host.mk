@@ -39,17 +39,21 @@ HOST_WRAP_OVERFLOW := -Wl,--wrap=perfmon_sample_report_overflow
 # for detection alone, one for setup on PMUs whose MSRs misbehave (which
 # registers only once, last) and one for the model itself. The dependency
 # file keeps only the last source's headers, hence the header lists.
+# The register model's source is the model kernel's too
+# (arch/x86/pmu/model/); pmu_model_host.c answers the shadow
+# machine/cpu.h's accessors with it.
 # The driver reads a boot argument, so kern/arg.c links too, with the
 # kernel's string functions renamed, and so does fw_cfg, which only
 # arg_setup calls and no host test does (the command line stays empty).
-HOST_PMU_SRCS := tests/host/pmu/pmu_model.c tests/host/pmu/pmu_model_count.c \
-    tests/host/host_env.c \
+HOST_PMU_MODEL_SRCS := arch/x86/pmu/model/pmu_model.c \
+    arch/x86/pmu/model/pmu_model_count.c tests/host/pmu/pmu_model_host.c
+HOST_PMU_SRCS := $(HOST_PMU_MODEL_SRCS) tests/host/host_env.c \
     kern/errno.c arch/x86/pmu/pmu_intel.c arch/x86/pmu/pmu_intel_setup.c \
     arch/x86/pmu/pmu_intel_detect.c arch/x86/pmu/pmu_x86.c \
     arch/x86/pmu/pmu_x86_test.c $(PERFMON_CORE_SRCS) \
     kern/arg.c kern/string.c arch/x86/machine/fwcfg.c
-HOST_PMU_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model.h \
-    tests/host/pmu/pmu_model_i.h \
+HOST_PMU_HDRS := tests/host/host_test.h arch/x86/pmu/model/pmu_model.h \
+    arch/x86/pmu/model/pmu_model_i.h arch/x86/pmu/model/pmu_model_env.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
     $(wildcard kern/perfmon/*_i.h) arch/x86/pmu/pmu_intel.h arch/x86/pmu/pmu_intel_i.h \
     arch/x86/pmu/pmu_x86.h arch/x86/pmu/pmu_x86_test.h \
@@ -64,16 +68,19 @@ HOST_PMU_SAMPLE_HDRS := tests/host/pmu/pmu_sample_test.h \
     tests/host/pmu/pmu_sample_test_i.h
 
 # The AMD PMU driver, the x86 layer and perfmon, unchanged, over the AMD
-# register model (tests/host/pmu/pmu_model_amd.c), one binary per PMU
-# configuration (PMU_TEST_CONFIG), plus one for detection and setup on PMUs
+# register model (arch/x86/pmu/model/pmu_model_amd.c, the model kernel's
+# too; pmu_model_amd_host.c answers the shadow accessors with it), one
+# binary per PMU configuration (PMU_TEST_CONFIG), plus one for detection and setup on PMUs
 # that are absent or misbehave (which never registers). kern/arg.c is not
 # linked: each test defines the arg_is_set answer the driver asks for.
-HOST_PMU_AMD_SRCS := tests/host/pmu/pmu_model_amd.c tests/host/host_env.c \
+HOST_PMU_AMD_SRCS := arch/x86/pmu/model/pmu_model_amd.c \
+    tests/host/pmu/pmu_model_amd_host.c tests/host/host_env.c \
     kern/errno.c arch/x86/pmu/pmu_amd.c arch/x86/pmu/pmu_amd_setup.c \
     arch/x86/pmu/pmu_amd_detect.c \
     arch/x86/pmu/pmu_x86.c arch/x86/pmu/pmu_x86_test.c $(PERFMON_CORE_SRCS) \
     kern/string.c
-HOST_PMU_AMD_HDRS := tests/host/host_test.h tests/host/pmu/pmu_model_amd.h \
+HOST_PMU_AMD_HDRS := tests/host/host_test.h arch/x86/pmu/model/pmu_model_amd.h \
+    arch/x86/pmu/model/pmu_model_env.h \
     tests/host/host_env.h $(wildcard tests/host/model/*/*.h) \
     $(wildcard kern/perfmon/*_i.h) arch/x86/pmu/pmu_amd.h arch/x86/pmu/pmu_amd_i.h \
     arch/x86/pmu/pmu_x86.h arch/x86/pmu/pmu_x86_test.h \
@@ -159,7 +166,7 @@ $(eval $(call host_test,shell_split,tests/host/kern/test_shell_split.c kern/shel
 # misbehaving MSRs, one binary per PMU version, and the quirks of real
 # machines and hypervisors the main suite's are not
 # (test_pmu_intel_quirks.c), one binary each (QUIRK_CONFIG).
-$(eval $(call host_test,pmu_model,tests/host/pmu/test_pmu_model.c tests/host/pmu/pmu_model.c tests/host/pmu/pmu_model_count.c $(HOST_PMU_HDRS),,$(HOST_MODEL)))
+$(eval $(call host_test,pmu_model,tests/host/pmu/test_pmu_model.c $(HOST_PMU_MODEL_SRCS) $(HOST_PMU_HDRS),,$(HOST_MODEL)))
 $(eval $(call host_test,pmu_intel_detect,tests/host/pmu/test_pmu_intel_detect.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS),,$(HOST_MODEL),$(HOST_RENAME_ARG)))
 $(eval $(call host_test,pmu_intel_probe,tests/host/pmu/test_pmu_intel_probe.c $(HOST_PMU_SRCS) $(HOST_PMU_HDRS),,$(HOST_MODEL),$(HOST_RENAME_ARG)))
 $(call host_family,pmu_intel_,v1=1 v2=2 v5=5,PMU_TEST_VERSION,$(HOST_PMU_INTEL_TESTS) $(HOST_PMU_SAMPLE) $(HOST_PMU_SRCS) $(HOST_PMU_HDRS) $(HOST_PMU_SAMPLE_HDRS),$(HOST_MODEL),$(HOST_RENAME_ARG),$(HOST_WRAP_OVERFLOW))

@@ -16,17 +16,15 @@
 #include <machine/cpu.h>
 
 #include "mux_util.h"
+#include "perfmon_util.h"
 #include "test_util.h"
 
 struct test_px_set test_px_set;
 
 struct perfmon_dev *
-test_px_soft_dev(void)
+test_px_dev(void)
 {
-    struct perfmon_dev *dev = perfmon_dev_get(true);
-
-    TEST_ASSERT(dev != NULL);
-    return dev;
+    return test_pm_dev();
 }
 
 void
@@ -56,9 +54,8 @@ test_px_init(struct test_px_set *set, unsigned int nr_events,
     set->emitted = 0;
 
     for (unsigned int i = 0; i < nr_events; i++) {
-        TEST_ASSERT_EQ(perfmon_event_init(&set->events[i],
-                                          PMU_SOFT_EV_EMIT + first_channel
-                                          + i, PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(test_pm_emit_event_init(&set->events[i],
+                                               first_channel + i, 0), 0);
         set->expected[i] = 0;
         set->counting[i] = false;
         set->disabled[i] = false;
@@ -101,10 +98,10 @@ test_px_note_turn(struct test_px_set *set, unsigned int i, bool counting,
 static uint64_t
 test_px_step_units(void)
 {
-    uint64_t units = MIN(pmu_soft_max_rate() / 16, 1000);
+    uint64_t units = MIN(test_pm_max_rate() / 16, 1000);
 
-    if (pmu_soft_width() < 64) {
-        units = MIN(units, (1ULL << pmu_soft_width()) / 16);
+    if (test_pm_width() < 64) {
+        units = MIN(units, (1ULL << test_pm_width()) / 16);
     }
 
     return MAX(units, 1);
@@ -144,8 +141,8 @@ test_px_wait_tick(struct test_px_set *set, uint64_t units)
         set->tick_units = 0;
     }
 
-    if (pmu_soft_intr_mode() || set->tick_units + units
-                                <= pmu_soft_max_rate()) {
+    if (test_pm_intr_mode() || set->tick_units + units
+                                <= test_pm_max_rate()) {
         set->tick_units += units;
         return;
     }
@@ -226,17 +223,17 @@ test_px_run(struct test_px_set *set, unsigned int nr_intervals, bool migrate)
 }
 
 /*
- * Emit until the software PMU has rotated TEST_PX_ROTATIONS times: the
- * rotation thread counts ticks, which a loaded host delays against the
- * TSC that paces the steps.
+ * Emit until the device under test has rotated TEST_PX_ROTATIONS times:
+ * the rotation thread counts ticks, which a loaded host delays against
+ * the TSC that paces the steps.
  */
 void
 test_px_run_rotations(struct test_px_set *set, bool migrate)
 {
-    struct perfmon_dev *soft = perfmon_dev_get(true);
-    uint64_t start = perfmon_mux_nr_rotations(soft);
+    struct perfmon_dev *dev = test_px_dev();
+    uint64_t start = perfmon_mux_nr_rotations(dev);
 
-    while (perfmon_mux_nr_rotations(soft) - start < TEST_PX_ROTATIONS) {
+    while (perfmon_mux_nr_rotations(dev) - start < TEST_PX_ROTATIONS) {
         test_px_run(set, 1, migrate);
     }
 }

@@ -59,8 +59,8 @@ struct test_px_set {
  */
 extern struct test_px_set test_px_set;
 
-/* The software PMU's device; fails the test when there is none. */
-struct perfmon_dev *test_px_soft_dev(void);
+/* The device under test (perfmon_util.h: test_pm_dev). */
+struct perfmon_dev *test_px_dev(void);
 
 /*
  * Detach what a failed test left in set, then clear it for nr_events

@@ -1,5 +1,6 @@
 /*
- * perfmon core, tested exactly with the software PMU: counting. CPU and
+ * perfmon core, tested exactly with the software PMU (or, in the model
+ * kernel, a modelled hardware PMU: perfmon_util.h): counting. CPU and
  * thread events count every unit emitted where and while they watch,
  * across reads from other CPUs, thread exits, and counter wraps (polled
  * or through the overflow interrupt); suite perfmon, with test_perfmon.c.
@@ -54,7 +55,7 @@ struct test_pm_emitter {
 static uint64_t
 test_pm_total(uint64_t total)
 {
-    uint64_t rate = pmu_soft_max_rate();
+    uint64_t rate = test_pm_max_rate();
 
     if (rate == UINT64_MAX) {
         return total;
@@ -155,7 +156,7 @@ TEST_DEFINE(perfmon, cpu_event_counts_its_cpu_exactly)
     struct perfmon_event event;
 
     thread_set_affinity(thread_self(), 1ULL << c);
-    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    test_pm_init_emit(&event, 0);
 
     pmu_soft_emit(100);     /* before attach: not counted */
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
@@ -196,7 +197,7 @@ TEST_DEFINE(perfmon, cpu_event_remote_reads_are_current)
 
     test_require_cpus(2);
     thread_set_affinity(thread_self(), 1ULL << 0);
-    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    test_pm_init_emit(&event, 0);
     test_pm_init(&xcalls, PMU_SOFT_EV_XCALL);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
     test_pm_emitter_start(&e, "emit", 1ULL << c);
@@ -239,14 +240,14 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
     unsigned int n = cpu_count();
     uint64_t nr_reads = 0, nr_remote_reads = 0;
 
-    test_pm_init(&target_ev, PMU_SOFT_EV_EMIT);
+    test_pm_init_emit(&target_ev, 0);
     test_pm_emitter_start(&target, "target", 0);
     TEST_ASSERT_EQ(perfmon_event_attach(&target_ev, target.thread), 0);
 
     for (unsigned int i = 0; i < n; i++) {
         others[i] = (struct test_pm_emitter){ .total = 5000, .seed = 40 + i };
         test_pm_emitter_start(&others[i], "other", 1ULL << i);
-        test_pm_init(&other_evs[i], PMU_SOFT_EV_EMIT);
+        test_pm_init_emit(&other_evs[i], 0);
         TEST_ASSERT_EQ(perfmon_event_attach(&other_evs[i], others[i].thread),
                        0);
         TEST_ASSERT_EQ(perfmon_event_slot_index(&other_evs[i]),
@@ -321,7 +322,7 @@ TEST_DEFINE(perfmon, thread_event_follows_thread_exactly)
         TEST_ASSERT_LE(nr_remote_reads, nr_reads);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(test_pm_soft_dev()), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(test_pm_dev()), 0);
 }
 
 /*
@@ -336,8 +337,8 @@ TEST_DEFINE(perfmon, cpu_and_thread_events_share_a_slot)
     struct test_pm_emitter b = { .total = 4000, .seed = 52 };
     struct perfmon_event cpu_ev, thread_ev;
 
-    test_pm_init(&cpu_ev, PMU_SOFT_EV_EMIT + 2);
-    test_pm_init(&thread_ev, PMU_SOFT_EV_EMIT + 2);
+    test_pm_init_emit(&cpu_ev, 2);
+    test_pm_init_emit(&thread_ev, 2);
     a.channel = b.channel = 2;
     test_pm_emitter_start(&a, "emit-a", 1ULL << c);
     test_pm_emitter_start(&b, "emit-b", 1ULL << c);
@@ -345,7 +346,7 @@ TEST_DEFINE(perfmon, cpu_and_thread_events_share_a_slot)
     TEST_ASSERT_EQ(perfmon_event_attach(&thread_ev, a.thread), 0);
     TEST_ASSERT_EQ(perfmon_event_slot_index(&cpu_ev),
                    perfmon_event_slot_index(&thread_ev));
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(test_pm_soft_dev()), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(test_pm_dev()), 1);
     a.go = b.go = true;
     thread_join(a.thread);
     thread_join(b.thread);
@@ -367,7 +368,7 @@ TEST_DEFINE(perfmon, thread_exits_before_detach)
     struct perfmon_event event;
     struct thread *thread;
 
-    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    test_pm_init_emit(&event, 0);
     thread = test_pm_emitter_start(&e, "short-lived", 0);
     TEST_ASSERT_EQ(perfmon_event_attach(&event, thread), 0);
     e.go = true;
@@ -381,7 +382,7 @@ TEST_DEFINE(perfmon, thread_exits_before_detach)
     {
         struct perfmon_event late;
 
-        test_pm_init(&late, PMU_SOFT_EV_EMIT);
+        test_pm_init_emit(&late, 0);
         TEST_ASSERT_EQ(perfmon_event_attach(&late, thread), EINVAL);
     }
 
@@ -396,7 +397,7 @@ TEST_DEFINE(perfmon, reattach_counts_from_zero)
     struct perfmon_event event;
     uint64_t value = 0;
 
-    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    test_pm_init_emit(&event, 0);
 
     for (unsigned int round = 1; round <= 3; round++) {
         TEST_ASSERT_EQ(perfmon_event_attach(&event, thread_self()), 0);
@@ -418,8 +419,8 @@ TEST_DEFINE(perfmon, reattach_counts_from_zero)
 static void
 test_pm_require_narrow(void)
 {
-    if (pmu_soft_width() == 64) {
-        test_skip("pmu_soft.width=64 never wraps");
+    if (test_pm_width() == 64) {
+        test_skip("64-bit counters (pmu_soft.width=64) never wrap");
     }
 }
 
@@ -440,11 +441,11 @@ static void
 test_pm_wraps_begin(struct test_pm_wraps *w, unsigned int channel)
 {
     w->channel = channel;
-    w->burst = (1ULL << pmu_soft_width()) - 1;
+    w->burst = (1ULL << test_pm_width()) - 1;
     thread_set_affinity(thread_self(), 1ULL << cpu_id());
     w->cpu = cpu_id();
-    test_pm_init(&w->tev, PMU_SOFT_EV_EMIT + channel);
-    test_pm_init(&w->cev, PMU_SOFT_EV_EMIT + channel);
+    test_pm_init_emit(&w->tev, channel);
+    test_pm_init_emit(&w->cev, channel);
     TEST_ASSERT_EQ(perfmon_event_attach(&w->tev, thread_self()), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&w->cev, w->cpu), 0);
     w->overflows = perfmon_cpu_nr_overflows(w->cpu);
@@ -497,30 +498,32 @@ TEST_DEFINE(perfmon, exact_through_thousands_of_wraps)
  */
 TEST_DEFINE(perfmon, poll_timer_keeps_cpu_event_exact)
 {
-    struct perfmon_dev *soft = test_pm_soft_dev();
+    struct perfmon_dev *dev = test_pm_dev();
     const unsigned int bursts = 12;
     uint64_t burst, overflows;
     struct perfmon_event event;
     unsigned int c;
 
     test_pm_require_narrow();
+    test_pm_require_soft("software PMU only: its poll period, 2 ticks at "
+                         "the rate it promises (pmu_soft.h)");
 
-    if (pmu_soft_intr_mode()) {
-        test_skip("pmu_soft.intr=1: no poll timer");
+    if (test_pm_intr_mode()) {
+        test_skip("overflow interrupt (pmu_soft.intr=1): no poll timer");
     }
 
     /* Twice per wrap time at the promised rate (pmu_soft.h). */
-    TEST_ASSERT_EQ(perfmon_dev_poll_ticks(soft), 2);
-    burst = (1ULL << pmu_soft_width()) - 1;
+    TEST_ASSERT_EQ(perfmon_dev_poll_ticks(dev), 2);
+    burst = (1ULL << test_pm_width()) - 1;
     thread_set_affinity(thread_self(), 1ULL << cpu_id());
     c = cpu_id();
-    test_pm_init(&event, PMU_SOFT_EV_EMIT + 1);
+    test_pm_init_emit(&event, 1);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&event, c), 0);
     overflows = perfmon_cpu_nr_overflows(c);
 
     for (unsigned int i = 0; i < bursts; i++) {
         pmu_soft_emit_channel(1, burst);
-        thread_delay(perfmon_dev_poll_ticks(soft) + 1);
+        thread_delay(perfmon_dev_poll_ticks(dev) + 1);
     }
 
     /*
@@ -546,8 +549,8 @@ TEST_DEFINE(perfmon, overflow_interrupt_keeps_counts_exact)
 
     test_pm_require_narrow();
 
-    if (!pmu_soft_intr_mode()) {
-        test_skip("pmu_soft.intr=0: polling only");
+    if (!test_pm_intr_mode()) {
+        test_skip("polled counters (pmu_soft.intr=0): no overflow interrupt");
     }
 
     test_pm_wraps_begin(&w, 3);

@@ -31,7 +31,7 @@
 /* Every misuse of a group is refused and leaves everything as it was. */
 TEST_DEFINE(perfmon_group, group_errors_change_nothing)
 {
-    struct perfmon_dev *soft = test_pm_soft_dev();
+    struct perfmon_dev *soft = test_pm_dev();
     struct perfmon_group group, other, garbage;
     struct perfmon_event a, b, alone, hw, ev_garbage;
     struct perfmon_group_value value;
@@ -62,18 +62,26 @@ TEST_DEFINE(perfmon_group, group_errors_change_nothing)
     /* Bad events. */
     TEST_ASSERT_EQ(perfmon_group_add(&group, NULL), EINVAL);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &ev_garbage), EINVAL);
-    test_pm_init(&a, PMU_SOFT_EV_EMIT);
-    test_pm_init(&b, PMU_SOFT_EV_EMIT + 1);
-    test_pm_init(&alone, PMU_SOFT_EV_EMIT + 2);
+    test_pm_init_emit(&a, 0);
+    test_pm_init_emit(&b, 1);
+    test_pm_init_emit(&alone, 2);
     TEST_ASSERT_EQ(perfmon_event_attach(&alone, self), 0);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &alone), EINVAL);   /* attached */
     TEST_ASSERT_EQ(perfmon_group_add(&group, &a), 0);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &a), EINVAL);       /* twice */
     TEST_ASSERT_EQ(perfmon_group_add(&other, &a), EINVAL);       /* taken */
 
-    /* Mixed devices: a hardware event in a software group. */
-    TEST_ASSERT_EQ(perfmon_event_init(&hw, PERFMON_EV_CYCLE,
-                                      PERFMON_EF_KERN), 0);
+    /*
+     * Mixed devices: a hardware event in a software group or, in a model
+     * boot, a software event in a hardware group.
+     */
+    if (test_pm_on_model()) {
+        test_pm_init(&hw, PMU_SOFT_EV_TICK);
+    } else {
+        TEST_ASSERT_EQ(perfmon_event_init(&hw, PERFMON_EV_CYCLE,
+                                          PERFMON_EF_KERN), 0);
+    }
+
     TEST_ASSERT_EQ(perfmon_group_add(&group, &hw), EINVAL);
     TEST_ASSERT_EQ(group.nr_events, 1);
     TEST_ASSERT(hw.group == NULL);
@@ -127,7 +135,7 @@ TEST_DEFINE(perfmon_group, group_errors_change_nothing)
     TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
 
     /* A member initialized again has left: the group cannot attach. */
-    test_pm_init(&b, PMU_SOFT_EV_EMIT + 1);
+    test_pm_init_emit(&b, 1);
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EINVAL);
     TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
     TEST_ASSERT_EQ(self->refs, refs + 1);
@@ -147,7 +155,7 @@ TEST_DEFINE(perfmon_group, group_errors_change_nothing)
 TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
 {
     static struct perfmon_event many[PERFMON_GROUP_MAX];
-    struct perfmon_dev *soft = test_pm_soft_dev();
+    struct perfmon_dev *soft = test_pm_dev();
     struct perfmon_event events[3];
     const unsigned int nr = ARRAY_SIZE(events);
     struct perfmon_group group, copy;
@@ -162,7 +170,7 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
     test_group_detach_on_failure(&group);
 
     for (unsigned int i = 0; i < nr; i++) {
-        test_pm_init(&events[i], PMU_SOFT_EV_EMIT + i);
+        test_pm_init_emit(&events[i], i);
         TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
     }
 
@@ -173,7 +181,7 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
     TEST_ASSERT_EQ(self->refs, refs);
 
     /* Not added back: the attach is refused and takes nothing. */
-    test_pm_init(&events[1], PMU_SOFT_EV_EMIT + 1);
+    test_pm_init_emit(&events[1], 1);
     copy = group;
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), EINVAL);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(&group, 0), EINVAL);
@@ -190,7 +198,7 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
     TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), 0);
     TEST_ASSERT_EQ(group.nr_events, nr);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &events[1]), EINVAL);
-    test_pm_init(&events[0], PMU_SOFT_EV_EMIT);
+    test_pm_init_emit(&events[0], 0);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &events[0]), 0);
     TEST_ASSERT_EQ(group.nr_events, nr);
 
@@ -236,11 +244,11 @@ TEST_DEFINE(perfmon_group, member_initialized_again_is_added_back)
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
 
     for (unsigned int i = 0; i < PERFMON_GROUP_MAX; i++) {
-        test_pm_init(&many[i], PMU_SOFT_EV_EMIT + (i % 2));
+        test_pm_init_emit(&many[i], i % 2);
         TEST_ASSERT_EQ(perfmon_group_add(&group, &many[i]), 0);
     }
 
-    test_pm_init(&many[5], PMU_SOFT_EV_EMIT + 2);
+    test_pm_init_emit(&many[5], 2);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &many[5]), 0);
     TEST_ASSERT_EQ(group.nr_events, PERFMON_GROUP_MAX);
     TEST_ASSERT_EQ(perfmon_group_attach(&group, self), 0);
@@ -395,6 +403,11 @@ TEST_DEFINE(perfmon_group, hardware_and_sampling_events)
     struct perfmon_event hw, sampler;
     uint64_t count;
 
+    if (test_pm_on_model() && !test_pm_intr_mode()) {
+        test_skip("a modelled PMU samples only with its overflow interrupt "
+                  "(polled here)");
+    }
+
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
     TEST_ASSERT_EQ(perfmon_event_init(&hw, PERFMON_EV_INSTRUCTION,
                                       PERFMON_EF_KERN), 0);
@@ -407,13 +420,13 @@ TEST_DEFINE(perfmon_group, hardware_and_sampling_events)
 
     TEST_ASSERT_EQ(perfmon_session_create(&session, 4096), 0);
     attr.session = session;
-    test_pm_init(&sampler, PMU_SOFT_EV_EMIT);
+    test_pm_init_emit(&sampler, 0);
     TEST_ASSERT_EQ(perfmon_event_set_sampling(&sampler, &attr), 0);
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &sampler), EINVAL);
 
     /* A member cannot become a sampling event. */
-    test_pm_init(&hw, PMU_SOFT_EV_EMIT + 1);
+    test_pm_init_emit(&hw, 1);
     TEST_ASSERT_EQ(perfmon_group_add(&group, &hw), 0);
     TEST_ASSERT_EQ(perfmon_event_set_sampling(&hw, &attr), EINVAL);
 

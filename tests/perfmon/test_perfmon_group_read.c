@@ -55,7 +55,7 @@ test_pg_enable_disable_reset(bool cpu_event)
     unsigned long flags;
 
     thread_set_affinity(thread_self(), 1ULL << 0);
-    test_pm_init(&event, PMU_SOFT_EV_EMIT);
+    test_pm_init_emit(&event, 0);
     TEST_ASSERT_EQ(perfmon_event_enable(&event), EINVAL);    /* detached */
     TEST_ASSERT_EQ(perfmon_event_disable(&event), EINVAL);
     TEST_ASSERT_EQ(perfmon_event_reset(&event), EINVAL);
@@ -177,7 +177,7 @@ TEST_DEFINE(perfmon_group, group_enable_disable_reset)
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
 
     for (unsigned int i = 0; i < ARRAY_SIZE(events); i++) {
-        test_pm_init(&events[i], PMU_SOFT_EV_EMIT + i);
+        test_pm_init_emit(&events[i], i);
         TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
     }
 
@@ -478,12 +478,12 @@ test_pg_consistency(bool cpu_group)
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
 
     for (unsigned int i = 0; i < 2; i++) {
-        test_pm_init(&events[i], PMU_SOFT_EV_EMIT + i);
+        test_pm_init_emit(&events[i], i);
         TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
     }
 
-    test_pm_init(&ev0, PMU_SOFT_EV_EMIT);
-    test_pm_init(&ev1, PMU_SOFT_EV_EMIT + 1);
+    test_pm_init_emit(&ev0, 0);
+    test_pm_init_emit(&ev1, 1);
     p.thread = test_thread_start("pg-pairs",
                                  cpu_group ? 1ULL << c : 0,
                                  test_pg_pairs_run, &p);
@@ -639,11 +639,11 @@ test_pg_reads_during_changes(bool cpu_group)
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
 
     for (unsigned int i = 0; i < 2; i++) {
-        test_pm_init(&events[i], PMU_SOFT_EV_EMIT + i);
+        test_pm_init_emit(&events[i], i);
         TEST_ASSERT_EQ(perfmon_group_add(&group, &events[i]), 0);
     }
 
-    test_pm_init(&single, PMU_SOFT_EV_EMIT);
+    test_pm_init_emit(&single, 0);
     p.thread = test_thread_start("pg-pairs", cpu_group ? 1ULL << c : 0,
                                  test_pg_pairs_run, &p);
 

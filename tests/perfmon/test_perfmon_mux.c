@@ -48,6 +48,7 @@
 #include <machine/cpu.h>
 
 #include "mux_util.h"
+#include "perfmon_util.h"
 #include "test_util.h"
 
 /* ------------------------------------------------------------------ */
@@ -61,9 +62,9 @@
  */
 TEST_DEFINE(perfmon_mux, cpu_events_take_fair_turns)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     unsigned int cpu = cpu_count() - 1;
 
     test_px_pin_self(cpu);
@@ -73,7 +74,7 @@ TEST_DEFINE(perfmon_mux, cpu_events_take_fair_turns)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 2 * nr_slots);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 2 * nr_slots);
     test_px_run_rotations(set, false);
     test_px_finish(set);
     test_px_assert_exact(set);
@@ -94,15 +95,14 @@ TEST_DEFINE(perfmon_mux, cpu_events_take_fair_turns)
  */
 TEST_DEFINE(perfmon_mux, pinned_event_never_loses_time)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     unsigned int cpu = 0;
 
     test_px_pin_self(cpu);
     test_px_init(set, nr_slots + 1, 0);
-    TEST_ASSERT_EQ(perfmon_event_init(&set->events[0], PMU_SOFT_EV_EMIT,
-                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
+    TEST_ASSERT_EQ(test_pm_emit_event_init(&set->events[0], 0,
+                                           PERFMON_EF_PINNED), 0);
 
     /* Attached last, it takes a counter from a multiplexed event. */
     for (unsigned int i = set->nr_events; i-- > 0;) {
@@ -136,13 +136,15 @@ TEST_DEFINE(perfmon_mux, pinned_event_never_loses_time)
 TEST_DEFINE(perfmon_mux, turns_stay_exact_while_a_recording_holds_a_counter)
 {
     static struct perfmon_event samplers[CPU_MAX];
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters - 1;
+    unsigned int nr_slots = test_pm_nr_counters() - 1;
     unsigned int cpu = cpu_count() - 1;
     struct perfmon_session *session;
     uint64_t count, nr;
 
+    test_pm_require_soft("software PMU only: the recording's tick samplers "
+                         "share the counting events' device");
     test_px_pin_self(cpu);
     test_px_init(set, 2 * nr_slots, 0);
     TEST_ASSERT_EQ(perfmon_session_create(&session, 1U << 16), 0);
@@ -158,13 +160,13 @@ TEST_DEFINE(perfmon_mux, turns_stay_exact_while_a_recording_holds_a_counter)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&samplers[c], c), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 1);
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1 + 2 * nr_slots);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 1 + 2 * nr_slots);
     test_px_run_rotations(set, false);
     test_px_finish(set);
     test_px_assert_exact(set);
@@ -185,7 +187,7 @@ TEST_DEFINE(perfmon_mux, turns_stay_exact_while_a_recording_holds_a_counter)
         TEST_ASSERT_GT(count, 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 0);
     TEST_ASSERT_EQ(perfmon_session_destroy(session), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
@@ -198,10 +200,9 @@ TEST_DEFINE(perfmon_mux, turns_stay_exact_while_a_recording_holds_a_counter)
  */
 TEST_DEFINE(perfmon_mux, thread_events_take_turns_across_cpus)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
     struct thread *self = thread_self();
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     uint64_t run;
 
     test_px_init(set, 2 * nr_slots, 2);
@@ -232,9 +233,9 @@ TEST_DEFINE(perfmon_mux, thread_events_take_turns_across_cpus)
  */
 TEST_DEFINE(perfmon_mux, groups_take_turns_as_units)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int size = soft->nr_counters / 2 + 1;
+    unsigned int size = test_pm_nr_counters() / 2 + 1;
     struct perfmon_group *groups = set->groups;
     struct perfmon_group_value value;
     unsigned int cpu = cpu_count() - 1;
@@ -254,9 +255,9 @@ TEST_DEFINE(perfmon_mux, groups_take_turns_as_units)
         TEST_ASSERT_EQ(perfmon_group_attach_cpu(&groups[g], cpu), 0);
     }
 
-    rotations = perfmon_mux_nr_rotations(soft);
+    rotations = perfmon_mux_nr_rotations(dev);
 
-    while (perfmon_mux_nr_rotations(soft) - rotations < TEST_PX_ROTATIONS) {
+    while (perfmon_mux_nr_rotations(dev) - rotations < TEST_PX_ROTATIONS) {
         test_px_run(set, 1, false);
 
         for (unsigned int g = 0; g < 2; g++) {
@@ -311,9 +312,9 @@ test_px_await_rotations(struct perfmon_dev *dev, bool rotated)
  */
 TEST_DEFINE(perfmon_mux, rotation_only_while_needed)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     uint64_t rotations;
 
     test_px_init(set, nr_slots + 1, 0);
@@ -322,20 +323,20 @@ TEST_DEFINE(perfmon_mux, rotation_only_while_needed)
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], 0), 0);
     }
 
-    rotations = perfmon_mux_nr_rotations(soft);
+    rotations = perfmon_mux_nr_rotations(dev);
     thread_delay(3 * perfmon_mux_ticks());
-    TEST_ASSERT_EQ(perfmon_mux_nr_rotations(soft), rotations);
+    TEST_ASSERT_EQ(perfmon_mux_nr_rotations(dev), rotations);
 
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[nr_slots], 0), 0);
-    TEST_ASSERT(test_px_await_rotations(soft, true));
+    TEST_ASSERT(test_px_await_rotations(dev, true));
     TEST_ASSERT_EQ(perfmon_event_detach(&set->events[nr_slots]), 0);
-    TEST_ASSERT(test_px_await_rotations(soft, false));
+    TEST_ASSERT(test_px_await_rotations(dev, false));
 
     for (unsigned int i = 0; i < nr_slots; i++) {
         TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 0);
 }
 
 /*
@@ -401,7 +402,7 @@ static void
 test_px_disabled_units(struct test_px_set *set, unsigned int first,
                        test_px_toggle_fn toggle)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     uint64_t rotations, emitted, before[TEST_PX_MAX_EVENTS];
 
     test_px_run_rotations(set, false);
@@ -412,8 +413,8 @@ test_px_disabled_units(struct test_px_set *set, unsigned int first,
     }
 
     TEST_ASSERT(test_px_await_all_counting(set, first));
-    TEST_ASSERT(test_px_await_rotations(soft, false));
-    rotations = perfmon_mux_nr_rotations(soft);
+    TEST_ASSERT(test_px_await_rotations(dev, false));
+    rotations = perfmon_mux_nr_rotations(dev);
     emitted = set->emitted;
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
@@ -421,7 +422,7 @@ test_px_disabled_units(struct test_px_set *set, unsigned int first,
     }
 
     test_px_run(set, 4, false);
-    TEST_ASSERT_EQ(perfmon_mux_nr_rotations(soft), rotations);
+    TEST_ASSERT_EQ(perfmon_mux_nr_rotations(dev), rotations);
 
     for (unsigned int i = 0; i < first; i++) {
         TEST_ASSERT_EQ(set->expected[i] - before[i], set->emitted - emitted);
@@ -447,9 +448,8 @@ test_px_disabled_units(struct test_px_set *set, unsigned int first,
 /* S + 1 CPU events; the last one disabled gives up its turns. */
 TEST_DEFINE(perfmon_mux, disabled_event_gives_up_its_turns)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     unsigned int cpu = cpu_count() - 1;
 
     test_px_pin_self(cpu);
@@ -466,9 +466,8 @@ TEST_DEFINE(perfmon_mux, disabled_event_gives_up_its_turns)
 /* Two groups of S/2 + 1; the second one disabled gives up its turns. */
 TEST_DEFINE(perfmon_mux, disabled_group_gives_up_its_turns)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int size = soft->nr_counters / 2 + 1;
+    unsigned int size = test_pm_nr_counters() / 2 + 1;
     unsigned int cpu = cpu_count() - 1;
 
     test_px_pin_self(cpu);

@@ -20,6 +20,7 @@
 #include <machine/cpu.h>
 
 #include "mux_util.h"
+#include "perfmon_util.h"
 #include "test_util.h"
 
 /*
@@ -30,9 +31,8 @@
  */
 TEST_DEFINE(perfmon_mux, detach_frees_a_counter_for_a_waiting_event)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     unsigned int cpu = cpu_count() - 1;
     unsigned int gone = nr_slots + 1, idle = 0;
     unsigned long flags;
@@ -87,16 +87,16 @@ TEST_DEFINE(perfmon_mux, detach_frees_a_counter_for_a_waiting_event)
  */
 TEST_DEFINE(perfmon_mux, unit_that_could_never_run_is_refused)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     unsigned int cpu = cpu_count() - 1;
     struct perfmon_group *group = &set->groups[0];
 
     test_px_pin_self(cpu);
     test_px_init(set, 1 + 2 * nr_slots, 0);
-    TEST_ASSERT_EQ(perfmon_event_init(&set->events[0], PMU_SOFT_EV_EMIT,
-                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
+    TEST_ASSERT_EQ(test_pm_emit_event_init(&set->events[0], 0,
+                                           PERFMON_EF_PINNED), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[0], cpu), 0);
     TEST_ASSERT_EQ(perfmon_group_init(group), 0);
 
@@ -105,7 +105,7 @@ TEST_DEFINE(perfmon_mux, unit_that_could_never_run_is_refused)
     }
 
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(group, cpu), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 1);
     TEST_ASSERT(!perfmon_event_attached(&set->events[1]));
 
     for (unsigned int i = nr_slots + 1; i < set->nr_events; i++) {
@@ -163,9 +163,9 @@ test_px_all_counting_here(const struct test_px_set *set, unsigned int first,
  */
 TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters, nr_a = nr_slots - 2;
+    unsigned int nr_slots = test_pm_nr_counters(), nr_a = nr_slots - 2;
     unsigned int cpu = cpu_count() - 1;
     uint64_t seq;
     struct perfmon_group *a = &set->groups[0], *b = &set->groups[1];
@@ -177,8 +177,8 @@ TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
     TEST_ASSERT_EQ(perfmon_group_init(b), 0);
 
     /* B's first event counts A's last raw event. */
-    TEST_ASSERT_EQ(perfmon_event_init(&set->events[nr_a], PMU_SOFT_EV_EMIT
-                                      + nr_a - 1, PERFMON_EF_SW), 0);
+    TEST_ASSERT_EQ(test_pm_emit_event_init(&set->events[nr_a], nr_a - 1,
+                                           0), 0);
 
     for (unsigned int i = 0; i < nr_a; i++) {
         TEST_ASSERT_EQ(perfmon_group_add(a, &set->events[i]), 0);
@@ -187,10 +187,10 @@ TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
 
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(a, cpu), 0);
     TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a));
-    seq = perfmon_mux_sched_seq(soft);
+    seq = perfmon_mux_sched_seq(dev);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(b, cpu), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_a);
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(dev), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), nr_a);
     TEST_ASSERT(!perfmon_event_attached(&set->events[nr_a]));
     TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a));
 
@@ -213,9 +213,8 @@ TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
     test_px_init(set, nr_a + 4, 0);
 
     for (unsigned int i = 0; i < nr_a; i++) {
-        TEST_ASSERT_EQ(perfmon_event_init(&set->events[i], PMU_SOFT_EV_EMIT
-                                          + i, PERFMON_EF_SW
-                                          | PERFMON_EF_PINNED), 0);
+        TEST_ASSERT_EQ(test_pm_emit_event_init(&set->events[i], i,
+                                               PERFMON_EF_PINNED), 0);
         TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[i], cpu), 0);
     }
 
@@ -223,17 +222,16 @@ TEST_DEFINE(perfmon_mux, refused_group_attach_moves_no_counter)
     TEST_ASSERT_EQ(perfmon_group_init(b), 0);
 
     for (unsigned int i = nr_a + 1; i < nr_a + 4; i++) {
-        TEST_ASSERT_EQ(perfmon_event_init(&set->events[i], PMU_SOFT_EV_EMIT
-                                          + i, PERFMON_EF_SW
-                                          | PERFMON_EF_PINNED), 0);
+        TEST_ASSERT_EQ(test_pm_emit_event_init(&set->events[i], i,
+                                               PERFMON_EF_PINNED), 0);
         TEST_ASSERT_EQ(perfmon_group_add(b, &set->events[i]), 0);
     }
 
     TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a + 1));
-    seq = perfmon_mux_sched_seq(soft);
+    seq = perfmon_mux_sched_seq(dev);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(b, cpu), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_a + 1);
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(dev), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), nr_a + 1);
     TEST_ASSERT(test_px_all_counting_here(set, 0, nr_a + 1));
 
     for (unsigned int i = 0; i <= nr_a; i++) {
@@ -271,9 +269,9 @@ test_px_spinner_main(void *arg)
  */
 TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     struct test_px_spinner spinner = { .started = false, .go = false };
     struct perfmon_event *event = &set->extra;
     struct perfmon_value value;
@@ -285,14 +283,12 @@ TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
     test_px_init(set, nr_slots, 1);
 
     for (unsigned int i = 0; i + 1 < nr_slots; i++) {
-        TEST_ASSERT_EQ(perfmon_event_init(&set->events[i],
-                                          PMU_SOFT_EV_EMIT + 1 + i,
-                                          PERFMON_EF_SW | PERFMON_EF_PINNED),
+        TEST_ASSERT_EQ(test_pm_emit_event_init(&set->events[i], 1 + i,
+                                               PERFMON_EF_PINNED),
                        0);
     }
 
-    TEST_ASSERT_EQ(perfmon_event_init(event, PMU_SOFT_EV_EMIT,
-                                      PERFMON_EF_SW), 0);
+    TEST_ASSERT_EQ(test_pm_emit_event_init(event, 0, 0), 0);
     thread = test_thread_start("px-spin", 1ULL << 1, test_px_spinner_main,
                                &spinner);
     TEST_ASSERT_EQ(perfmon_event_attach(event, thread), 0);
@@ -309,9 +305,9 @@ TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
 
     /* The multiplexed one waits; a rotation (ours or the thread's) gives
        it the counter, the thread's event having served more. */
-    rotations = perfmon_mux_nr_rotations(soft);
-    perfmon_mux_rotate(soft);
-    TEST_ASSERT_GT(perfmon_mux_nr_rotations(soft), rotations);
+    rotations = perfmon_mux_nr_rotations(dev);
+    perfmon_mux_rotate(dev);
+    TEST_ASSERT_GT(perfmon_mux_nr_rotations(dev), rotations);
     spinner.go = true;
     thread_join(thread);
     TEST_ASSERT_EQ(perfmon_event_read_value(event, &value), 0);
@@ -337,9 +333,9 @@ TEST_DEFINE(perfmon_mux, counter_lost_by_a_running_thread_keeps_its_time)
  */
 TEST_DEFINE(perfmon_mux, pinned_attach_cannot_starve_an_attached_unit)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     unsigned int cpu = cpu_count() - 1;
     struct perfmon_group *group = &set->groups[0];
     struct perfmon_event *pinned = &set->extra;
@@ -354,23 +350,23 @@ TEST_DEFINE(perfmon_mux, pinned_attach_cannot_starve_an_attached_unit)
         TEST_ASSERT_EQ(perfmon_group_add(group, &set->events[i]), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_event_init(pinned, PMU_SOFT_EV_EMIT + nr_slots,
-                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
-    TEST_ASSERT_EQ(perfmon_event_init(member_pin, PMU_SOFT_EV_EMIT,
-                                      PERFMON_EF_SW | PERFMON_EF_PINNED), 0);
+    TEST_ASSERT_EQ(test_pm_emit_event_init(pinned, nr_slots,
+                                           PERFMON_EF_PINNED), 0);
+    TEST_ASSERT_EQ(test_pm_emit_event_init(member_pin, 0,
+                                           PERFMON_EF_PINNED), 0);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(group, cpu), 0);
     TEST_ASSERT(test_px_all_counting_here(set, 0, nr_slots));
-    seq = perfmon_mux_sched_seq(soft);
+    seq = perfmon_mux_sched_seq(dev);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(pinned, cpu), EAGAIN);
     TEST_ASSERT_EQ(perfmon_event_attach(pinned, thread_self()), EAGAIN);
     TEST_ASSERT(!perfmon_event_attached(pinned));
-    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_slots);
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(dev), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), nr_slots);
     TEST_ASSERT(test_px_all_counting_here(set, 0, nr_slots));
 
     /* Pinning the group's own raw event pins its unit: room enough. */
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(member_pin, cpu), 0);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), nr_slots);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), nr_slots);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(pinned, cpu), EAGAIN);
 
     for (unsigned int i = 0; i < nr_slots; i++) {
@@ -389,10 +385,10 @@ TEST_DEFINE(perfmon_mux, pinned_attach_cannot_starve_an_attached_unit)
     /* The other order: the pinned event first, then the group. */
     TEST_ASSERT_EQ(perfmon_group_detach(group), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(pinned, cpu), 0);
-    seq = perfmon_mux_sched_seq(soft);
+    seq = perfmon_mux_sched_seq(dev);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(group, cpu), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 1);
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(dev), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 1);
     TEST_ASSERT_EQ(perfmon_event_detach(pinned), 0);
 
     /*
@@ -403,14 +399,14 @@ TEST_DEFINE(perfmon_mux, pinned_attach_cannot_starve_an_attached_unit)
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(member_pin, cpu), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[nr_slots + 1], cpu),
                    0);
-    seq = perfmon_mux_sched_seq(soft);
+    seq = perfmon_mux_sched_seq(dev);
     TEST_ASSERT_EQ(perfmon_group_attach_cpu(group, cpu), EAGAIN);
-    TEST_ASSERT_EQ(perfmon_mux_sched_seq(soft), seq);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 2);
+    TEST_ASSERT_EQ(perfmon_mux_sched_seq(dev), seq);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 2);
     TEST_ASSERT(test_px_all_counting_here(set, nr_slots, 2));
     TEST_ASSERT_EQ(perfmon_event_detach(&set->events[nr_slots + 1]), 0);
     TEST_ASSERT_EQ(perfmon_event_detach(member_pin), 0);
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 0);
     thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL);
 }
 
@@ -425,9 +421,9 @@ TEST_DEFINE(perfmon_mux, pinned_attach_cannot_starve_an_attached_unit)
  */
 TEST_DEFINE(perfmon_mux, enabled_again_starts_level_with_new_slots)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     unsigned int cpu = cpu_count() - 1;
     struct perfmon_event *event = &set->events[0];
     bool counted = false;
@@ -448,7 +444,7 @@ TEST_DEFINE(perfmon_mux, enabled_again_starts_level_with_new_slots)
     for (unsigned int k = 0; k < 2 * set->nr_events && !counted; k++) {
         unsigned long flags;
 
-        perfmon_mux_rotate(soft);
+        perfmon_mux_rotate(dev);
         flags = cpu_intr_save();
         counted = perfmon_cpu_event_counting(event);
         cpu_intr_restore(flags);
@@ -476,9 +472,9 @@ TEST_DEFINE(perfmon_mux, enabled_again_starts_level_with_new_slots)
  */
 TEST_DEFINE(perfmon_mux, attach_to_disabled_slot_does_not_catch_up)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
-    unsigned int nr_slots = soft->nr_counters;
+    unsigned int nr_slots = test_pm_nr_counters();
     unsigned int cpu = cpu_count() - 1;
     struct perfmon_event *last = &set->events[nr_slots];
     struct perfmon_value mark, now;
@@ -495,21 +491,20 @@ TEST_DEFINE(perfmon_mux, attach_to_disabled_slot_does_not_catch_up)
 
     TEST_ASSERT_EQ(perfmon_event_disable(last), 0);
     thread_delay(CLOCK_HZ / 4);
-    TEST_ASSERT_EQ(perfmon_event_init(&set->extra, PMU_SOFT_EV_EMIT
-                                      + nr_slots, PERFMON_EF_SW), 0);
+    TEST_ASSERT_EQ(test_pm_emit_event_init(&set->extra, nr_slots, 0), 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->extra, cpu), 0);
-    start = perfmon_mux_nr_rotations(soft);
+    start = perfmon_mux_nr_rotations(dev);
 
     for (unsigned int k = 0; k < TEST_PX_PATIENCE * perfmon_mux_ticks()
                              && !waited; k++) {
-        if (perfmon_mux_nr_rotations(soft) - start >= TEST_PX_ROTATIONS) {
+        if (perfmon_mux_nr_rotations(dev) - start >= TEST_PX_ROTATIONS) {
             break;
         }
 
         thread_delay(1);
 
         /* After the first rotation, which may not have come yet. */
-        if (perfmon_mux_nr_rotations(soft) != start) {
+        if (perfmon_mux_nr_rotations(dev) != start) {
             bool counting;
 
             flags = cpu_intr_save();
@@ -548,7 +543,7 @@ TEST_DEFINE(perfmon_mux, attach_to_disabled_slot_does_not_catch_up)
  */
 TEST_DEFINE(perfmon_mux, attach_beside_disabled_event_moves_nothing)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
     unsigned int cpu = cpu_count() - 1;
     unsigned int before, after, width;
@@ -558,10 +553,10 @@ TEST_DEFINE(perfmon_mux, attach_beside_disabled_event_moves_nothing)
     test_px_init(set, 2, 0);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[0], cpu), 0);
     TEST_ASSERT_EQ(perfmon_event_disable(&set->events[0]), 0);
-    held_before = perfmon_slot_counter(soft, set->events[0].slot_index, &before,
+    held_before = perfmon_slot_counter(dev, set->events[0].slot_index, &before,
                                        &width);
     TEST_ASSERT_EQ(perfmon_event_attach_cpu(&set->events[1], cpu), 0);
-    held_after = perfmon_slot_counter(soft, set->events[0].slot_index, &after,
+    held_after = perfmon_slot_counter(dev, set->events[0].slot_index, &after,
                                       &width);
 
     for (unsigned int i = 0; i < set->nr_events; i++) {

@@ -19,6 +19,7 @@
 #include <machine/cpu.h>
 
 #include "mux_util.h"
+#include "perfmon_util.h"
 #include "test_util.h"
 
 #define TEST_PR_ROTATIONS   10
@@ -85,10 +86,10 @@ test_pr_read_xcalls(uint64_t *counts)
  */
 TEST_DEFINE(perfmon_mux, rotation_reaches_only_the_cpus_that_count)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
     unsigned int busy = cpu_count() - 1;
-    unsigned int nr = 2 * (soft->nr_counters - 1);
+    unsigned int nr = 2 * (test_pm_nr_counters() - 1);
     uint64_t before[CPU_MAX], after[CPU_MAX];
     uint64_t rotations;
 
@@ -105,18 +106,18 @@ TEST_DEFINE(perfmon_mux, rotation_reaches_only_the_cpus_that_count)
      * keeps its bit until then, so that its switches write no shared
      * line): two rotations move every slot, after the earlier tests.
      */
-    TEST_ASSERT(perfmon_mux_rotate(soft));
-    TEST_ASSERT(perfmon_mux_rotate(soft));
+    TEST_ASSERT(perfmon_mux_rotate(dev));
+    TEST_ASSERT(perfmon_mux_rotate(dev));
     test_pr_attach_xcalls();
     test_pr_read_xcalls(before);
-    rotations = perfmon_mux_nr_rotations(soft);
+    rotations = perfmon_mux_nr_rotations(dev);
 
     for (unsigned int r = 0; r < TEST_PR_ROTATIONS; r++) {
-        TEST_ASSERT(perfmon_mux_rotate(soft));
+        TEST_ASSERT(perfmon_mux_rotate(dev));
     }
 
     test_pr_read_xcalls(after);
-    TEST_ASSERT_GE(perfmon_mux_nr_rotations(soft) - rotations,
+    TEST_ASSERT_GE(perfmon_mux_nr_rotations(dev) - rotations,
                    TEST_PR_ROTATIONS);
 
     for (unsigned int c = 0; c < cpu_count(); c++) {
@@ -134,7 +135,7 @@ TEST_DEFINE(perfmon_mux, rotation_reaches_only_the_cpus_that_count)
         TEST_ASSERT_EQ(perfmon_event_detach(&set->events[i]), 0);
     }
 
-    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(soft), 0);
+    TEST_ASSERT_EQ(perfmon_dev_nr_used_slots(dev), 0);
     TEST_ASSERT_EQ(thread_set_affinity(thread_self(), THREAD_AFFINITY_ALL), 0);
 }
 
@@ -151,10 +152,10 @@ TEST_DEFINE(perfmon_mux, quiet_cpu_follows_at_first_use)
 {
     static struct perfmon_event own[2 * PMU_SOFT_NR_COUNTERS];
     static uint64_t counted[2 * PMU_SOFT_NR_COUNTERS];
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
     unsigned int busy = cpu_count() - 1;
-    unsigned int nr = 2 * soft->nr_counters;
+    unsigned int nr = 2 * test_pm_nr_counters();
     unsigned long flags;
 
     test_require_cpus(2);
@@ -167,12 +168,11 @@ TEST_DEFINE(perfmon_mux, quiet_cpu_follows_at_first_use)
     }
 
     for (unsigned int r = 0; r < TEST_PR_ROTATIONS; r++) {
-        TEST_ASSERT(perfmon_mux_rotate(soft));
+        TEST_ASSERT(perfmon_mux_rotate(dev));
     }
 
     for (unsigned int i = 0; i < nr; i++) {
-        TEST_ASSERT_EQ(perfmon_event_init(&own[i], PMU_SOFT_EV_EMIT + i,
-                                          PERFMON_EF_SW), 0);
+        TEST_ASSERT_EQ(test_pm_emit_event_init(&own[i], i, 0), 0);
         counted[i] = 0;
     }
 
@@ -195,7 +195,7 @@ TEST_DEFINE(perfmon_mux, quiet_cpu_follows_at_first_use)
         }
 
         cpu_intr_restore(flags);
-        TEST_ASSERT(perfmon_mux_rotate(soft));
+        TEST_ASSERT(perfmon_mux_rotate(dev));
     }
 
     for (unsigned int i = 0; i < nr; i++) {

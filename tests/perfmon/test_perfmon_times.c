@@ -24,6 +24,7 @@
 #include <machine/cpu.h>
 
 #include "mux_util.h"
+#include "perfmon_util.h"
 #include "test_util.h"
 
 #define TEST_PT_CHANNEL     2
@@ -173,13 +174,13 @@ TEST_DEFINE(perfmon_mux, times_other_sleeping_thread_scales_to_its_count)
  */
 TEST_DEFINE(perfmon_mux, times_multiplexed_sleeping_thread_estimates)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *dev = test_px_dev();
     struct test_px_set *set = &test_px_set;
     struct thread *self = thread_self();
     uint64_t r0, r1, r2, r3, start;
     bool checked;
 
-    test_px_init(set, 2 * soft->nr_counters, TEST_PT_CHANNEL);
+    test_px_init(set, 2 * test_pm_nr_counters(), TEST_PT_CHANNEL);
     r0 = test_px_run_time();
 
     for (unsigned int i = 0; i < set->nr_events; i++) {
@@ -187,11 +188,11 @@ TEST_DEFINE(perfmon_mux, times_multiplexed_sleeping_thread_estimates)
     }
 
     r1 = test_px_run_time();
-    start = perfmon_mux_nr_rotations(soft);
+    start = perfmon_mux_nr_rotations(dev);
 
     /* Sleeps of 1 to 3 ticks: the turns do not keep one phase. */
     for (unsigned int k = 0;
-         perfmon_mux_nr_rotations(soft) - start < TEST_PX_ROTATIONS; k++) {
+         perfmon_mux_nr_rotations(dev) - start < TEST_PX_ROTATIONS; k++) {
         test_px_run(set, 1, true);
         thread_delay(1 + k % 3);
     }

@@ -3,6 +3,7 @@
 
   runner.py run   --iso ISO [--smp N] [--accel auto|kvm|tcg] [--cmdline S]
   runner.py check --iso ISO [--smp "1 2 4"] [--host-tests DIR ...]
+  runner.py check-model --iso build/perfmon-model.iso [--tests SEL]
   runner.py bench --iso ISO [--accel tcg|kvm]
   runner.py bench-scale --iso ISO [--accel tcg|kvm]
   runner.py check-hw --iso ISO [--smp N] [--accel kvm|tcg] [--cmdline S]
@@ -36,7 +37,7 @@ import runner_docs  # noqa: E402
 import runner_ktap  # noqa: E402
 import runner_qemu  # noqa: E402
 from runner_checks import (check_logs_saved, check_plan,  # noqa: E402,F401
-                           run_host_tests)
+                           model_plan, run_host_tests)
 import runner_tests  # noqa: E402
 from runner_ktap import (KTAP_RESULT, Boot, Result, boot_line,  # noqa: E402
                          parse_ktap, recap, totals_line)
@@ -53,7 +54,8 @@ def log_name(logdir, k, boot):
 
 def cmd_check(args):
     accel, reason = choose_accel(args.accel)
-    boots = check_plan(args)
+    model = args.mode == "check-model"
+    boots = model_plan(args) if model else check_plan(args)
     logdir = args.logdir or os.path.join(os.path.dirname(args.iso) or ".",
                                          "logs")
     os.makedirs(logdir, exist_ok=True)
@@ -64,7 +66,7 @@ def cmd_check(args):
           "logs in %s/" % (accel, reason, len(boots),
                            "" if len(boots) == 1 else "s", args.jobs, logdir),
           flush=True)
-    if args.tests:
+    if args.tests and not model:
         print("runner: TESTS=%s: the shell, runner-check and host-test "
               "boots are left out" % args.tests, flush=True)
     totals = [0, 0, 0, 0]
@@ -94,7 +96,7 @@ def cmd_check(args):
             account(res)
             print(boot_line(len(done), len(boots), boot, res), flush=True)
 
-        if not args.tests:
+        if not args.tests and not model:
             res = check_logs_saved(done)
             done.append((None, res, None))
             account(res)
@@ -549,8 +551,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.
                                      RawDescriptionHelpFormatter)
-    parser.add_argument("mode", choices=["run", "check", "boot", "bench",
-                                         "bench-scale", "check-hw"])
+    parser.add_argument("mode", choices=["run", "check", "check-model",
+                                         "boot", "bench", "bench-scale",
+                                         "check-hw"])
     parser.add_argument("--iso", required=True)
     parser.add_argument("--smp", default="1 2 4")
     parser.add_argument("--accel", default="auto",
@@ -570,6 +573,9 @@ def main():
     parser.add_argument("--test-list", default="",
                         help="the build's list of tests (default: "
                         "tests.list beside the ISO, which make writes)")
+    parser.add_argument("--model-iso", default="",
+                        help="check: the model kernel's ISO, whose boots "
+                        "(runner_checks.MODEL_CHECK) run too")
     parser.add_argument("--tests", default="",
                         help="test= selection for the suite boots (TESTS=)")
     parser.add_argument("--logdir", default="",

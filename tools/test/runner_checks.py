@@ -227,6 +227,55 @@ def perf_record_checks(text):
             ("multi_report_split", multi_report_check(text))]
 
 
+# The model boots (make check-model): the suites that take their device
+# from tests/perfmon/perfmon_util.h, in the model kernel
+# (build/perfmon-model.iso) on modelled Intel and AMD PMUs
+# (arch/x86/pmu/model/pmu_model_kern.h): real widths, then narrow ones
+# where wraps are frequent, with the PMI as an NMI (the default) and as
+# the maskable vector. The multiplexing suite counts its slots in
+# counters that take any event: on Intel, 8 general counters and no fixed
+# one, as the software PMU has. Each entry: name, CPUs, suites, words.
+MODEL_SUITES = ("perfmon", "perfmon_group")
+MODEL_MUX = MODEL_SUITES + ("perfmon_mux",)
+MODEL_INTEL_GENERAL = "pmu_model.counters=8 pmu_model.fixed=0"
+MODEL_BOOTS = (
+    ("intel-v5,smp=2", 2, MODEL_SUITES, "pmu_model=intel"),
+    ("intel-v5,general,smp=2", 2, MODEL_MUX,
+     "pmu_model=intel " + MODEL_INTEL_GENERAL),
+    ("intel-v5,w16,nmi,smp=2", 2, MODEL_MUX,
+     "pmu_model=intel pmu_model.width=16 " + MODEL_INTEL_GENERAL),
+    ("intel-v5,w12,irq,smp=4", 4, MODEL_SUITES,
+     "pmu_model=intel pmu_model.width=12 perfmon.pmi=irq"),
+    ("intel-v2,smp=2", 2, MODEL_SUITES, "pmu_model=intel pmu_model.version=2"),
+    ("intel-v1,poll,smp=2", 2, MODEL_SUITES,
+     "pmu_model=intel pmu_model.version=1"),
+    ("amd-v2,smp=2", 2, MODEL_SUITES, "pmu_model=amd"),
+    ("amd-v2,8,smp=4", 4, MODEL_MUX, "pmu_model=amd pmu_model.counters=8"),
+    ("amd-extcore,smp=2", 2, MODEL_SUITES,
+     "pmu_model=amd pmu_model.amd=extcore"),
+    ("amd-legacy,smp=2", 2, MODEL_SUITES,
+     "pmu_model=amd pmu_model.amd=legacy"),
+)
+# Those make check boots too: the real width, a narrow one with NMIs,
+# and AMD's.
+MODEL_CHECK = ("intel-v5,general,smp=2", "intel-v5,w16,nmi,smp=2",
+               "amd-v2,8,smp=4")
+
+
+def model_plan(args, names=None, iso=None):
+    """The boots of make check-model (those of names, default all):
+    their suites (or the TESTS= selection) on each modelled PMU of
+    MODEL_BOOTS, from iso (default args.iso)."""
+    tests = getattr(args, "tests", "")
+    extra = getattr(args, "cmdline", "")
+    extra = (" " + extra) if extra else ""
+    return [Boot("model:" + name, "test=%s %s%s" % (tests or ",".join(suites),
+                                                   words, extra),
+                 smp, 180 + 4 * smp, iso=iso)
+            for name, smp, suites, words in MODEL_BOOTS
+            if names is None or name in names]
+
+
 def check_plan(args):
     """The boots of make check. With args.tests (TESTS=), the suite boots
     run that selection, the narrow-counter boots the part of it that may
@@ -272,6 +321,9 @@ def check_plan(args):
                               smp, timeout(smp)))
     if tests:
         return boots
+    # The drivers on modelled PMUs, in the model kernel (model_plan).
+    if getattr(args, "model_iso", ""):
+        boots += model_plan(args, MODEL_CHECK, args.model_iso)
     # More CPUs than any device has counters: samplers share slots across
     # CPUs and threads, rotations reach only the CPUs that need them.
     if max(args.smp) < SCALE_SMP:

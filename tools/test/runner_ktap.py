@@ -201,8 +201,10 @@ class Boot:
 
     def __init__(self, name, cmdline, smp, timeout=180, expect="pass",
                  output=(), script=(), icount=False, pmu=False, absent=(),
-                 typeahead="", console="stdio", post=None):
+                 typeahead="", console="stdio", post=None, iso=None):
         self.name = name
+        # The ISO to boot when not args.iso (the model kernel's).
+        self.iso = iso
         # post(text) -> [(test, None or diagnostic lines)]: checks of a
         # passing boot's output beyond regular expressions.
         self.post = post
@@ -230,7 +232,8 @@ class Boot:
         if STOPPING.is_set():
             result.add("fail", "boot", ["not started: interrupted"])
             return result
-        cmd = qemu_command(args.iso, self.smp, accel, args.mem, self.cmdline,
+        cmd = qemu_command(self.iso or args.iso, self.smp, accel, args.mem,
+                           self.cmdline,
                            icount=self.icount, pmu=self.pmu,
                            interactive=(self.console == "mux"))
         start = time.monotonic()

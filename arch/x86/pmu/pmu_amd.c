@@ -19,7 +19,7 @@
  * per-CPU setup and the registration pmu_amd_setup.c's.
  *
  * This file is also compiled unchanged into the host tests, against a
- * register-level model of the AMD PMU (tests/host/pmu/pmu_model_amd.c).
+ * register-level model of the AMD PMU (arch/x86/pmu/model/pmu_model_amd.c).
  */
 #include <stdbool.h>
 #include <stddef.h>

@@ -16,7 +16,7 @@
  * operations, the events and the quirks.
  *
  * This file is also compiled unchanged into the host tests, against a
- * register-level model of the PMU (tests/host/pmu/pmu_model.c).
+ * register-level model of the PMU (arch/x86/pmu/model/pmu_model.c).
  */
 #include <stdbool.h>
 #include <stddef.h>

@@ -18,7 +18,7 @@
 #include <pmu/pmu_amd.h>
 
 #include "host_test.h"
-#include "pmu_model_amd.h"
+#include <pmu/model/pmu_model_amd.h>
 
 #define PMU_TEST_CYCLES         MODEL_AMD_EV_CYCLES
 #define PMU_TEST_INSTRUCTIONS   MODEL_AMD_EV_INSTRUCTIONS

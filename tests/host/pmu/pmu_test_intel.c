@@ -21,7 +21,7 @@
 
 #include "host_env.h"
 #include "host_test.h"
-#include "pmu_model.h"
+#include <pmu/model/pmu_model.h>
 #include "pmu_sample_test.h"
 
 #include "pmu_test_intel.h"

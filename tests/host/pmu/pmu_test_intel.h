@@ -21,7 +21,7 @@
 #include <machine/trap.h>
 
 #include "host_test.h"
-#include "pmu_model.h"
+#include <pmu/model/pmu_model.h>
 
 #define PMU_TEST_FIXED(j)   (MODEL_FIXED_BASE + (j))
 

@@ -19,7 +19,7 @@
 
 #include "host_env.h"
 #include "host_test.h"
-#include "pmu_model_amd.h"
+#include <pmu/model/pmu_model_amd.h>
 
 const struct init_op init_op_pmu_intel_setup = { .name = "pmu_intel_setup" };
 

@@ -27,7 +27,7 @@
 
 #include "host_env.h"
 #include "host_test.h"
-#include "pmu_model_amd.h"
+#include <pmu/model/pmu_model_amd.h>
 #include "pmu_sample_test.h"
 #include "pmu_test_amd.h"
 

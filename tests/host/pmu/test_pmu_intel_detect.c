@@ -10,7 +10,7 @@
 #include <pmu/pmu_intel.h>
 
 #include "host_test.h"
-#include "pmu_model.h"
+#include <pmu/model/pmu_model.h>
 
 /* EDX of a version 1 or 5 PMU that claims fixed counters it must not use. */
 #define DETECT_EDX_3_FIXED_48   MODEL_CPUID_A_EDX(3, 48)

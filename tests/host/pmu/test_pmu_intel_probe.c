@@ -18,7 +18,7 @@
 
 #include "host_env.h"
 #include "host_test.h"
-#include "pmu_model.h"
+#include <pmu/model/pmu_model.h>
 
 /* Version 5, full-width writes (so IA32_PERF_CAPABILITIES is read too). */
 static const struct model_config probe_config = {

@@ -28,7 +28,7 @@
 
 #include "host_env.h"
 #include "host_test.h"
-#include "pmu_model.h"
+#include <pmu/model/pmu_model.h>
 
 #define QUIRK_FIXED(j)          (MODEL_FIXED_BASE + (j))
 #define QUIRK_MAX_EVENTS        12

@@ -11,7 +11,7 @@
 #include <machine/lapic.h>
 
 #include "host_test.h"
-#include "pmu_model.h"
+#include <pmu/model/pmu_model.h>
 
 /* Version 1: 2 general counters of 40 bits, no PDCM. */
 static const struct model_config model_test_v1 = {

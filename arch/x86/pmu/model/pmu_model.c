@@ -5,14 +5,11 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 
 #include <kern/errno.h>
-#include <machine/cpu.h>
-#include <machine/lapic.h>
 
 #include "pmu_model.h"
+#include "pmu_model_env.h"
 #include "pmu_model_i.h"
 
 /* The fixed counters' architectural events (SDM vol. 3B, 21.2.2). */
@@ -23,7 +20,7 @@ const struct model_event model_fixed_events[MODEL_MAX_FIXED] = {
     { 0xa4, 0x01 },     /* topdown slots */
 };
 
-struct model model;
+struct model_state model_state MODEL_PERCPU;
 
 void
 model_reset(const struct model_config *config)
@@ -194,8 +191,8 @@ model_nr_handled_faults(void)
 /* ------------------------------------------------------------------ */
 
 void
-cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
-          uint32_t *ecx, uint32_t *edx)
+model_cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax,
+                uint32_t *ebx, uint32_t *ecx, uint32_t *edx)
 {
     (void)subleaf;
 
@@ -435,7 +432,7 @@ model_rdmsr(uint32_t msr)
 }
 
 uint64_t
-cpu_get_msr(uint32_t msr)
+model_cpu_get_msr(uint32_t msr)
 {
     unsigned int faults = model.faults + model.handled_faults;
     uint64_t value;
@@ -591,7 +588,7 @@ model_wrmsr(uint32_t msr, uint64_t value)
 }
 
 void
-cpu_set_msr(uint32_t msr, uint64_t value)
+model_cpu_set_msr(uint32_t msr, uint64_t value)
 {
     unsigned int faults = model.faults + model.handled_faults;
 
@@ -606,13 +603,13 @@ cpu_set_msr(uint32_t msr, uint64_t value)
 }
 
 int
-cpu_get_msr_safe(uint32_t msr, uint64_t *valuep)
+model_cpu_get_msr_safe(uint32_t msr, uint64_t *valuep)
 {
     uint64_t value;
 
     model.safe_access = true;
     model.safe_faulted = false;
-    value = cpu_get_msr(msr);
+    value = model_cpu_get_msr(msr);
     model.safe_access = false;
 
     if (model.safe_faulted) {
@@ -625,11 +622,11 @@ cpu_get_msr_safe(uint32_t msr, uint64_t *valuep)
 }
 
 int
-cpu_set_msr_safe(uint32_t msr, uint64_t value)
+model_cpu_set_msr_safe(uint32_t msr, uint64_t value)
 {
     model.safe_access = true;
     model.safe_faulted = false;
-    cpu_set_msr(msr, value);
+    model_cpu_set_msr(msr, value);
     model.safe_access = false;
     return model.safe_faulted ? EIO : 0;
 }

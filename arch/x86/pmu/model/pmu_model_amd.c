@@ -5,14 +5,11 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <string.h>
 
 #include <kern/errno.h>
-#include <machine/cpu.h>
-#include <machine/lapic.h>
 
 #include "pmu_model_amd.h"
+#include "pmu_model_env.h"
 
 #define MODEL_AMD_MASK48        ((1ULL << 48) - 1)
 
@@ -60,7 +57,20 @@ struct model_amd {
     void (*rdmsr_hook)(uint32_t msr);
 };
 
-static struct model_amd m;
+/*
+ * The model's state: the host's one CPU's, or in the kernel each CPU's
+ * own (pmu_model_env.h). The code below names it m, as one variable,
+ * whichever copy the calling CPU reaches.
+ */
+static struct model_amd model_amd_state MODEL_PERCPU;
+
+static inline struct model_amd *
+model_amd_self(void)
+{
+    return MODEL_LOCAL(model_amd_state);
+}
+
+#define m (*model_amd_self())
 
 void
 model_amd_reset(const struct model_amd_config *config)
@@ -201,8 +211,8 @@ model_amd_signature(void)
 }
 
 void
-cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax, uint32_t *ebx,
-          uint32_t *ecx, uint32_t *edx)
+model_amd_cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax,
+                    uint32_t *ebx, uint32_t *ecx, uint32_t *edx)
 {
     const uint32_t *vendor = model_amd_vendors[m.config.vendor];
 
@@ -361,7 +371,7 @@ model_amd_rdmsr(uint32_t msr)
 }
 
 uint64_t
-cpu_get_msr(uint32_t msr)
+model_amd_cpu_get_msr(uint32_t msr)
 {
     unsigned int faults = m.faults + m.handled_faults;
     uint64_t value;
@@ -437,7 +447,7 @@ model_amd_wrmsr(uint32_t msr, uint64_t value)
 }
 
 void
-cpu_set_msr(uint32_t msr, uint64_t value)
+model_amd_cpu_set_msr(uint32_t msr, uint64_t value)
 {
     struct model_amd_reg reg;
 
@@ -453,24 +463,24 @@ cpu_set_msr(uint32_t msr, uint64_t value)
 }
 
 int
-cpu_get_msr_safe(uint32_t msr, uint64_t *valuep)
+model_amd_cpu_get_msr_safe(uint32_t msr, uint64_t *valuep)
 {
     uint64_t value;
 
     m.safe_access = true;
     m.safe_faulted = false;
-    value = cpu_get_msr(msr);
+    value = model_amd_cpu_get_msr(msr);
     m.safe_access = false;
     *valuep = m.safe_faulted ? 0 : value;
     return m.safe_faulted ? EIO : 0;
 }
 
 int
-cpu_set_msr_safe(uint32_t msr, uint64_t value)
+model_amd_cpu_set_msr_safe(uint32_t msr, uint64_t value)
 {
     m.safe_access = true;
     m.safe_faulted = false;
-    cpu_set_msr(msr, value);
+    model_amd_cpu_set_msr(msr, value);
     m.safe_access = false;
     return m.safe_faulted ? EIO : 0;
 }
@@ -767,31 +777,31 @@ model_amd_pmi_take(void)
 /* ------------------------------------------------------------------ */
 
 void
-lapic_pmc_setup(unsigned int vector)
+model_amd_lapic_pmc_setup(unsigned int vector)
 {
     m.regs.lvt_pmc = vector & 0xff;
 }
 
 void
-lapic_pmc_setup_nmi(void)
+model_amd_lapic_pmc_setup_nmi(void)
 {
     m.regs.lvt_pmc = MODEL_AMD_LVT_NMI;
 }
 
 bool
-host_env_pmi_nmi(void)
+model_amd_lvt_nmi(void)
 {
     return (m.regs.lvt_pmc & MODEL_AMD_LVT_MODE) == MODEL_AMD_LVT_NMI;
 }
 
 void
-lapic_pmc_unmask(void)
+model_amd_lapic_pmc_unmask(void)
 {
     m.regs.lvt_pmc &= ~(uint64_t)MODEL_AMD_LVT_MASKED;
 }
 
 void
-lapic_eoi(void)
+model_amd_lapic_eoi(void)
 {
     m.eois++;
 }

@@ -1,9 +1,12 @@
 /*
  * Register-level model of an Intel architectural PMU on one CPU, for the
- * host tests of arch/x86/pmu/pmu_intel.c. The model answers the
- * driver's CPUID, RDMSR and WRMSR (cpu_cpuid, cpu_get_msr, cpu_set_msr of
- * the shadow machine/cpu.h) and its local APIC calls (lapic_pmc_setup,
- * lapic_pmc_unmask, lapic_eoi), and counts events a test retires.
+ * host tests of arch/x86/pmu/pmu_intel.c and the model kernel (one model
+ * per CPU, pmu_model_kern.c): one source, built for both
+ * (pmu_model_env.h). The model answers the driver's CPUID, RDMSR and
+ * WRMSR (model_cpu_cpuid, model_cpu_get_msr, model_cpu_set_msr, which
+ * stand for cpu_cpuid, cpu_get_msr, cpu_set_msr) and its local APIC calls
+ * (model_lapic_pmc_setup, _unmask, _eoi), and counts events a test
+ * retires.
  *
  * Semantics, from the Intel SDM:
  * - vol. 2A, CPUID: leaf 0 gives the highest basic leaf; a leaf above it
@@ -218,6 +221,27 @@ struct model_regs {
     uint64_t debugctl;
     uint64_t lvt_pmc;
 };
+
+/*
+ * The driver's view of the modelled CPU: CPUID, RDMSR and WRMSR (the
+ * safe ones return EIO on a #GP and store 0, as the kernel's fixup) and
+ * the local APIC's performance counter entry, with machine/cpu.h's and
+ * machine/lapic.h's semantics. The host tests' shadow of those headers
+ * calls them (tests/host/pmu/pmu_model_host.c), the model kernel its
+ * drivers' calls (pmu_model_kern.c). model_lvt_nmi: whether the entry
+ * delivers an NMI.
+ */
+void model_cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax,
+                     uint32_t *ebx, uint32_t *ecx, uint32_t *edx);
+uint64_t model_cpu_get_msr(uint32_t msr);
+void model_cpu_set_msr(uint32_t msr, uint64_t value);
+int model_cpu_get_msr_safe(uint32_t msr, uint64_t *valuep);
+int model_cpu_set_msr_safe(uint32_t msr, uint64_t value);
+void model_lapic_pmc_setup(unsigned int vector);
+void model_lapic_pmc_setup_nmi(void);
+void model_lapic_pmc_unmask(void);
+void model_lapic_eoi(void);
+bool model_lvt_nmi(void);
 
 /*
  * Power the modelled CPU up with config: registers at their reset values,

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "pmu_model.h"
+#include "pmu_model_env.h"
 
 #define MODEL_MSR_SPACE     0x500   /* every modelled MSR is below */
 #define MODEL_NR_COUNTERS   (MODEL_FIXED_BASE + MODEL_MAX_FIXED)
@@ -24,7 +25,7 @@
 /* The fixed counters' architectural events (SDM vol. 3B, 21.2.2). */
 extern const struct model_event model_fixed_events[MODEL_MAX_FIXED];
 
-struct model {
+struct model_state {
     struct model_config config;
 
     /* The PMU the configuration describes. */
@@ -62,8 +63,21 @@ struct model {
     void (*rdmsr_hook)(uint32_t msr);
 };
 
-/* The model's whole state. */
-extern struct model model;
+/*
+ * The model's whole state: the host's one CPU's, or in the kernel each
+ * CPU's own (pmu_model_env.h). The model's code names it model, as one
+ * variable, whichever copy the calling CPU reaches; only the model's own
+ * files include this header, after every other.
+ */
+extern struct model_state model_state MODEL_PERCPU;
+
+static inline struct model_state *
+model_self(void)
+{
+    return MODEL_LOCAL(model_state);
+}
+
+#define model (*model_self())
 
 static inline uint64_t
 model_mask(unsigned int width)

@@ -4,19 +4,12 @@
  * entry. The registers and their accesses are pmu_model.c's; see
  * pmu_model.h for the semantics and their SDM sections.
  */
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
-#include <string.h>
-
-#include <kern/errno.h>
-#include <machine/cpu.h>
-#include <machine/lapic.h>
 
 #include "pmu_model.h"
+#include "pmu_model_env.h"
 #include "pmu_model_i.h"
-
 
 /*
  * A counter with INT (or its PMI bit) overflowed: request a PMI. The
@@ -252,33 +245,33 @@ model_pmi_take(void)
 /* ------------------------------------------------------------------ */
 
 void
-lapic_pmc_setup(unsigned int vector)
+model_lapic_pmc_setup(unsigned int vector)
 {
     /* Fixed delivery mode (000), unmasked. */
     model.regs.lvt_pmc = vector & 0xff;
 }
 
 void
-lapic_pmc_setup_nmi(void)
+model_lapic_pmc_setup_nmi(void)
 {
     /* NMI delivery mode (100b), unmasked, vector ignored. */
     model.regs.lvt_pmc = MODEL_LVT_NMI;
 }
 
 bool
-host_env_pmi_nmi(void)
+model_lvt_nmi(void)
 {
     return (model.regs.lvt_pmc & MODEL_LVT_MODE) == MODEL_LVT_NMI;
 }
 
 void
-lapic_pmc_unmask(void)
+model_lapic_pmc_unmask(void)
 {
     model.regs.lvt_pmc &= ~(uint64_t)MODEL_LVT_MASKED;
 }
 
 void
-lapic_eoi(void)
+model_lapic_eoi(void)
 {
     model.eois++;
 }

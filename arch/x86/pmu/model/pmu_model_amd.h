@@ -1,8 +1,10 @@
 /*
  * Register-level model of AMD core performance counters on one CPU, for
- * the host tests of arch/x86/pmu/pmu_amd.c. It answers the driver's
- * CPUID, RDMSR and WRMSR (the shadow machine/cpu.h) and its local APIC
- * calls, and counts events a test retires.
+ * the host tests of arch/x86/pmu/pmu_amd.c and the model kernel (one
+ * model per CPU, pmu_model_kern.c): one source, built for both
+ * (pmu_model_env.h). It answers the driver's CPUID, RDMSR and WRMSR
+ * (model_amd_cpu_*, which stand for machine/cpu.h's) and its local APIC
+ * calls (model_amd_lapic_*), and counts events a test retires.
  *
  * Semantics, from AMD APM vol. 2 section 13.2, APM vol. 3 appendix E
  * (CPUID) and the family PPRs:
@@ -131,6 +133,24 @@ struct model_amd_regs {
     uint64_t global_status;
     uint64_t lvt_pmc;
 };
+
+/*
+ * The driver's view of the modelled CPU, as machine/cpu.h's and
+ * machine/lapic.h's functions of the same names without the model_amd_
+ * prefix (the host tests' tests/host/pmu/pmu_model_amd_host.c calls them
+ * for those). model_amd_lvt_nmi: whether the entry delivers an NMI.
+ */
+void model_amd_cpu_cpuid(uint32_t leaf, uint32_t subleaf, uint32_t *eax,
+                         uint32_t *ebx, uint32_t *ecx, uint32_t *edx);
+uint64_t model_amd_cpu_get_msr(uint32_t msr);
+void model_amd_cpu_set_msr(uint32_t msr, uint64_t value);
+int model_amd_cpu_get_msr_safe(uint32_t msr, uint64_t *valuep);
+int model_amd_cpu_set_msr_safe(uint32_t msr, uint64_t value);
+void model_amd_lapic_pmc_setup(unsigned int vector);
+void model_amd_lapic_pmc_setup_nmi(void);
+void model_amd_lapic_pmc_unmask(void);
+void model_amd_lapic_eoi(void);
+bool model_amd_lvt_nmi(void);
 
 void model_amd_reset(const struct model_amd_config *config);
 
