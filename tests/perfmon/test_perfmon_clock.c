@@ -27,6 +27,7 @@
 #include <machine/cpu.h>
 
 #include "mux_util.h"
+#include "perfmon_util.h"
 #include "test_util.h"
 
 #define TEST_PC_CHANNEL     4
@@ -152,7 +153,7 @@ TEST_DEFINE(perfmon_mux, clock_of_a_thread_counts_its_run_time)
 {
     struct test_px_set *set = &test_px_set;
     struct perfmon_event *clock = &set->extra;
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *soft = test_pm_soft_dev();
     unsigned int slots = perfmon_dev_nr_used_slots(soft);
     struct perfmon_value value;
     uint64_t r0, r1, r2, r3, count;
@@ -384,7 +385,7 @@ TEST_DEFINE(perfmon_mux, clock_disable_enable_reset)
  */
 TEST_DEFINE(perfmon_mux, clock_takes_no_counter_from_the_events)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *soft = test_pm_soft_dev();
     struct test_px_set *set = &test_px_set;
     struct perfmon_event *clock = &set->extra;
     struct thread *self = thread_self();
@@ -425,7 +426,7 @@ TEST_DEFINE(perfmon_mux, clock_takes_no_counter_from_the_events)
  */
 TEST_DEFINE(perfmon_mux, clock_never_multiplexed_among_waiting_events)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *soft = test_pm_soft_dev();
     struct test_px_set *set = &test_px_set;
     struct perfmon_event *clock = &set->extra;
     struct thread *self = thread_self();
@@ -479,7 +480,7 @@ TEST_DEFINE(perfmon_mux, clock_never_multiplexed_among_waiting_events)
  */
 TEST_DEFINE(perfmon_mux, clock_attaches_when_pinned_events_hold_every_counter)
 {
-    struct perfmon_dev *soft = test_px_soft_dev();
+    struct perfmon_dev *soft = test_pm_soft_dev();
     struct test_px_set *set = &test_px_set;
     struct perfmon_event *clock = &set->extra;
     struct perfmon_event *more = &set->events[soft->nr_counters];
