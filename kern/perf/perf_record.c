@@ -642,9 +642,12 @@ perf_record_print_totals(const struct perf_record_last *last)
         lost += last->lost[cpu];
     }
 
-    printf("perf record: %llu samples received, %llu lost, %llu throttled "
-           "(%llu records produced)\n", (unsigned long long)last->received,
-           (unsigned long long)lost, (unsigned long long)last->throttled,
+    printf("perf record: %llu samples received, %llu lost, %llu periods "
+           "throttled (%llu events, %llu records); %llu records produced\n",
+           (unsigned long long)last->received, (unsigned long long)lost,
+           (unsigned long long)last->throttled_periods,
+           (unsigned long long)last->throttled_events,
+           (unsigned long long)last->throttled,
            (unsigned long long)last->produced);
 
     if (last->dropped != 0) {

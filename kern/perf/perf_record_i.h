@@ -57,6 +57,8 @@ struct perf_record_last {
     bool full;                          /* a record did not fit */
     uint64_t received;                  /* SAMPLE records read */
     uint64_t throttled;                 /* THROTTLE records read */
+    uint64_t throttled_periods;         /* periods they dropped */
+    uint64_t throttled_events;          /* events those periods held */
     uint64_t produced;                  /* records the rings were offered */
     uint64_t dropped;                   /* samples read but not kept */
     uint64_t lost[CPU_MAX];             /* records the rings dropped */

@@ -113,6 +113,16 @@ perf_record_last_drain(struct perf_record_last *last,
                 break;
             case PERFMON_RECORD_THROTTLE:
                 last->throttled++;
+                last->throttled_periods += rec.throttle.nr_periods;
+
+                /* A record without its events (an earlier layout) adds
+                   none: the figure is then a lower bound. */
+                if (size >= offsetof(struct perfmon_record_throttle,
+                                     nr_events)
+                            + sizeof(rec.throttle.nr_events)) {
+                    last->throttled_events += rec.throttle.nr_events;
+                }
+
                 perf_record_last_keep(last, &rec, size);
                 break;
             default:

@@ -551,8 +551,11 @@ perf_report_print_totals(const struct perf_report *r)
         lost += last->lost[cpu];
     }
 
-    printf("#\n# %llu received, %llu lost, %llu throttled (%llu produced)",
+    printf("#\n# %llu received, %llu lost, %llu periods throttled (%llu "
+           "events, %llu records); %llu produced",
            (unsigned long long)last->received, (unsigned long long)lost,
+           (unsigned long long)last->throttled_periods,
+           (unsigned long long)last->throttled_events,
            (unsigned long long)last->throttled,
            (unsigned long long)last->produced);
 

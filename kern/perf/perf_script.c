@@ -201,11 +201,13 @@ perf_script_cmd(int argc, char **argv)
             continue;
         }
 
-        perf_script_line_add(&line, "pd throttle %u %llu %llu %llu",
+        perf_script_line_add(&line, "pd throttle %u %llu %llu %llu %llu %llu",
                              rec->header.cpu,
                              (unsigned long long)rec->throttle.time_start,
                              (unsigned long long)rec->throttle.time_end,
-                             (unsigned long long)rec->throttle.nr_periods);
+                             (unsigned long long)rec->throttle.nr_periods,
+                             (unsigned long long)rec->throttle.cookie,
+                             (unsigned long long)rec->throttle.nr_events);
         perf_script_line_put(&line, &nr_lines);
     }
 
@@ -220,12 +222,15 @@ perf_script_cmd(int argc, char **argv)
     }
 
     perf_script_line_add(&line, "pd totals received=%llu lost=%llu "
-                         "throttled=%llu produced=%llu dropped=%llu",
+                         "throttled=%llu produced=%llu dropped=%llu "
+                         "throttled_periods=%llu throttled_events=%llu",
                          (unsigned long long)last->received,
                          (unsigned long long)lost,
                          (unsigned long long)last->throttled,
                          (unsigned long long)last->produced,
-                         (unsigned long long)last->dropped);
+                         (unsigned long long)last->dropped,
+                         (unsigned long long)last->throttled_periods,
+                         (unsigned long long)last->throttled_events);
     perf_script_line_put(&line, &nr_lines);
     perf_script_line_add(&line, "perfmon-dump %u end lines=%llu",
                          PERF_SCRIPT_DUMP_VERSION,

@@ -391,9 +391,17 @@ perfmon_sample_take_inline(struct perfmon_cpu *cpu,
         return;
     }
 
-    while (cslot->value >= cslot->sample_next) {
-        if (cpu->throttle.active
-            || !perfmon_sample_throttle_count(cpu, now = cpu_get_tsc())) {
+    if (cslot->value < cslot->sample_next) {
+        goto done;
+    }
+
+    /* The samples of one update are taken at one place, at one time:
+       their number against the budget does not depend on the TSC's
+       progress from one to the next. */
+    now = cpu_get_tsc();
+
+    do {
+        if (cpu->throttle.active || !perfmon_sample_throttle_count(cpu, now)) {
             perfmon_sample_drop(cslot, event);
             break;
         }
@@ -411,8 +419,9 @@ perfmon_sample_take_inline(struct perfmon_cpu *cpu,
         cslot->sample_period = __atomic_load_n(&event->period,
                                                __ATOMIC_RELAXED);
         cslot->sample_next += cslot->sample_period;
-    }
+    } while (cslot->value >= cslot->sample_next);
 
+done:
     if (reload && !leaving && !cpu->throttle.active) {
         perfmon_sample_preset(dev, perfmon_cpu_bank(cpu, dev), cslot);
     }

@@ -44,7 +44,8 @@ from runner_qemu import Qemu, choose_accel, qemu_command  # noqa: E402
 
 PROMPT = r"perfmon> $"
 TOTALS = re.compile(r"^perf record: (\d+) samples received, (\d+) lost, "
-                    r"(\d+) throttled \((\d+) records produced\)$", re.M)
+                    r"(\d+) periods throttled \((\d+) events, (\d+) "
+                    r"records\); (\d+) records produced$", re.M)
 # The calltree workload's shares in percent (kern/perf/perf_work.h): Self,
 # and Children where a function calls others.
 CALLTREE_SELF = {"perf_work_tree_root": 10, "perf_work_tree_alpha": 10,

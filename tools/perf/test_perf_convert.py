@@ -152,7 +152,7 @@ def fixture_records_and_totals():
     dump = pc.parse(read("perf-dump.txt"))
     check_eq(len(dump.samples), 5)
     check_eq(dump.lost, [(1, 3)])
-    check_eq(dump.throttles, [(0, 4100000000, 4100200000, 7)])
+    check_eq(dump.throttles, [(0, 4100000000, 4100200000, 7, None, None)])
     check_eq(dump.totals, {"received": 5, "lost": 3, "throttled": 1,
                            "produced": 9, "dropped": 0})
     check_eq(dump.threads, {0: "idle", 1: "main", 5: "shell"})
@@ -170,11 +170,29 @@ def command_line_writes_both_formats():
             check_eq(f.read(), read("perf-dump.linux-perf.txt"))
         # Lost and throttled records are reported, not hidden.
         check_eq(stderr, "perf-convert: note: 5 samples converted; 3 records "
-                 "lost in the rings, 1 throttle records, 0 samples did not "
-                 "fit the kernel's buffer\n")
+                 "lost in the rings, 1 throttle records (7 periods, events "
+                 "not recorded), 0 samples did not fit the kernel's "
+                 "buffer\n")
     status, stdout, _ = run_main(["--format", "folded"],
                                  stdin=read("perf-dump.txt"))
     check_eq((status, stdout), (0, read("perf-dump.folded")))
+
+
+@test
+def throttle_records_name_their_event_and_events():
+    # Today's throttle line: the event's cookie and the events its
+    # dropped periods held, summed in the note.
+    text = (BEGIN2 + "pd thread 7 spin\n"
+            "pd sample 0 2500000 7 100 0 0xffffffff80100010 spin+0x10\n"
+            "pd throttle 0 1 2 3 0 300\npd throttle 1 1 2 4 0 400\n"
+            + TOTALS.replace("throttled=0 produced=1",
+                             "throttled=2 produced=3")
+            + END2.replace("lines=4", "lines=5"))
+    dump = pc.parse(text)
+    check_eq(dump.throttles, [(0, 1, 2, 3, 0, 300), (1, 1, 2, 4, 0, 400)])
+    check_eq(pc.summary(dump), "perf-convert: note: 1 samples converted; "
+             "0 records lost in the rings, 2 throttle records (7 periods, "
+             "700 events), 0 samples did not fit the kernel's buffer")
 
 
 @test
@@ -267,12 +285,12 @@ def v2_reads_what_a_later_kernel_adds():
             "pd sample 0 2500000 7 100 0 0xffffffff80100010 spin+0x10 9 x\n"
             "pd branch_stack 1 0x1 0x2\n"
             "pd callchain 1 0xffffffff80100230 main+0x30\n"
-            "pd lost 0 2 x\npd throttle 0 1 2 3 x\npd new_record 5\n"
+            "pd lost 0 2 x\npd throttle 0 1 2 3 4 5 x\npd new_record 5\n"
             + TOTALS.replace("dropped=0", "dropped=0 later=1")
             + END2.replace("lines=4", "lines=8"))
     dump = pc.parse(text)
     check_eq(pc.to_folded(dump), "spin;main;spin 100\n")
-    check_eq((dump.lost, dump.throttles), ([(0, 2)], [(0, 1, 2, 3)]))
+    check_eq((dump.lost, dump.throttles), ([(0, 2)], [(0, 1, 2, 3, 4, 5)]))
     # Version 1 refuses all of it.
     expect_error(GOOD.replace("pd thread 7 spin", "pd lost 0 2 x"), 2,
                  "expected 'pd lost CPU NR'")

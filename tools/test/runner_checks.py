@@ -51,26 +51,30 @@ def narrow_selection(tests):
 
 
 PERF_TOTALS = re.compile(r"^perf record: (\d+) samples received, (\d+) "
-                         r"lost, (\d+) throttled \((\d+) records "
-                         r"produced\)$", re.M)
+                         r"lost, \d+ periods throttled \(\d+ events, (\d+) "
+                         r"records\); (\d+) records produced$", re.M)
 PERF_FRAME = re.compile(r"^\t *[0-9a-f]+ \w+\+0x[0-9a-f]+ "
                         r"\(\[kernel\.kallsyms\]\)$", re.M)
 
 
 def perf_totals_check(text):
     """Check every `perf record` totals line of a console log: None when
-    each has received + lost + throttled == produced and the first one
-    received samples, else why not.
+    each has received + lost + throttle records == produced and the first
+    one received samples, else why not.
 
     >>> perf_totals_check("perf record: 58 samples received, 2 lost, "
-    ...                   "1 throttled (61 records produced)\\n"
+    ...                   "7 periods throttled (70 events, 1 records); "
+    ...                   "61 records produced\\n"
     ...                   "perf record: 0 samples received, 0 lost, "
-    ...                   "0 throttled (0 records produced)")
+    ...                   "0 periods throttled (0 events, 0 records); "
+    ...                   "0 records produced")
     >>> perf_totals_check("perf record: 58 samples received, 2 lost, "
-    ...                   "0 throttled (61 records produced)")
+    ...                   "0 periods throttled (0 events, 0 records); "
+    ...                   "61 records produced")
     ['58 received + 2 lost + 0 throttled != 61 produced']
     >>> perf_totals_check("perf record: 0 samples received, 0 lost, "
-    ...                   "0 throttled (0 records produced)")
+    ...                   "0 periods throttled (0 events, 0 records); "
+    ...                   "0 records produced")
     ['no sample received']
     >>> perf_totals_check("perfmon> ")
     ['no perf record totals line']
@@ -218,9 +222,45 @@ def multi_report_check(text):
     return None
 
 
+PERF_TOTALS_ALL = re.compile(r"^perf record: (\d+) samples received, (\d+) "
+                             r"lost, (\d+) periods throttled \((\d+) events, "
+                             r"(\d+) records\); (\d+) records produced$", re.M)
+THROTTLE_RUN = "perf record -e emit -c 1 -- calltree 60"
+
+
+def throttle_totals_check(text):
+    """The shell's perf record of 1200 units at period 1, above a tick's
+    budget of samples when they come within one tick: None when the
+    samples plus the throttled periods are the units (less what was
+    lost), each throttled period one event, else why not.
+
+    >>> throttle_totals_check(THROTTLE_RUN + "\\nperf record: 1000 samples "
+    ...     "received, 0 lost, 200 periods throttled (200 events, 1 "
+    ...     "records); 1001 records produced")
+    >>> throttle_totals_check(THROTTLE_RUN + "\\nperf record: 1000 samples "
+    ...     "received, 0 lost, 1 periods throttled (1 events, 1 "
+    ...     "records); 1001 records produced")
+    ['perf record: 1000 samples + 1 throttled periods (0 lost), want 1200']
+    """
+    start = text.find(THROTTLE_RUN)
+    m = PERF_TOTALS_ALL.search(text, max(start, 0))
+    if start < 0 or m is None:
+        return ["no perf record totals of " + THROTTLE_RUN]
+    received, lost, periods, events, _, _ = (int(g) for g in m.groups())
+    problems = []
+    if not received + periods <= 1200 <= received + periods + lost:
+        problems.append("perf record: %d samples + %d throttled periods "
+                        "(%d lost), want 1200" % (received, periods, lost))
+    if events != periods:
+        problems.append("perf record: %d throttled periods of 1 hold %d "
+                        "events" % (periods, events))
+    return problems or None
+
+
 def perf_record_checks(text):
     """The shell boot's checks of perf record and perf script."""
     return [("perf_record_totals", perf_totals_check(text)),
+            ("perf_record_throttle_totals", throttle_totals_check(text)),
             ("perf_convert_accepts_dump", perf_convert_check(text)),
             ("calltree_report_shares", calltree_report_check(text)),
             ("freq_report_samples", freq_report_check(text)),
@@ -447,7 +487,8 @@ def check_plan(args):
          r"\s+\d+\.\d\d%\s+\d+\.\d\d%\s+\d+  [A-Za-z_]\w*\n"
          r"(?:\s+\d+\.\d\d%\s+\d+\.\d\d%\s+\d+  (?:\w+|\[unknown\])\n)*"
          r"(?:\s+\d+\.\d\d%\s+\(other entries: self\)\n)?"
-         r"#\n# \d+ received, \d+ lost, \d+ throttled \(\d+ produced\)$",
+         r"#\n# \d+ received, \d+ lost, \d+ periods throttled \(\d+ "
+         r"events, \d+ records\); \d+ produced$",
          None),
         (prompt, "perf script\r"),
         (r"^perfmon-dump 2 begin cpus=%d tsc_hz=\d+ event=tick period=1 "
@@ -481,6 +522,10 @@ def check_plan(args):
         (prompt, "perf report --sort nosuch\r"),
         (r"^perf report: bad sort keys 'nosuch' \(symbol, thread, cpu, "
          r"comma-separated\)$", None),
+        # Past a tick's budget when it comes within a tick: the throttled
+        # periods and events count (throttle_totals_check).
+        (prompt, THROTTLE_RUN + "\r"),
+        (PERF_TOTALS.pattern, None),
         # A frequency instead of a period (freq_report_check counts the
         # samples); several events in one recording, a report section and
         # a period each (multi_report_check: the sections share out the
