@@ -10,6 +10,8 @@
  *
  *   perfmon_group.c   groups (the API of kern/perfmon.h)
  *   perfmon.c         events, their sampling settings, setup
+ *   perfmon_family.c  inherited events' families: members join at thread
+ *                     creation, fold their shares at exit
  *   perfmon_snap.c    a target's events at one instant
  *   perfmon_dev.c     the device registry
  *   perfmon_slot.c    slot allocation (the global tier)
@@ -94,6 +96,9 @@
 #define PERFMON_EVENT_DISABLED  5   /* attached (thread or CPU), disabled:
                                        a state of its own, so that reads
                                        of enabled events test nothing */
+#define PERFMON_EVENT_FAMILY    6   /* attached to a thread, inherited
+                                       (event->family): reads sum the
+                                       family, off the thread's fast path */
 
 /* No slot: in a CPU's counter-to-slot map. */
 #define PERFMON_SLOT_NONE               0xff
@@ -125,7 +130,7 @@ perfmon_event_valid(const struct perfmon_event *event)
 {
     return event != NULL && event->magic == PERFMON_EVENT_MAGIC
            && event->state >= PERFMON_EVENT_INIT
-           && event->state <= PERFMON_EVENT_DISABLED;
+           && event->state <= PERFMON_EVENT_FAMILY;
 }
 
 /* Whether an event is attached (perfmon_event_attached, for the core). */
@@ -135,7 +140,8 @@ perfmon_event_is_attached(const struct perfmon_event *event)
     return event != NULL && event->magic == PERFMON_EVENT_MAGIC
            && (event->state == PERFMON_EVENT_THREAD
                || event->state == PERFMON_EVENT_CPU
-               || event->state == PERFMON_EVENT_DISABLED);
+               || event->state == PERFMON_EVENT_DISABLED
+               || event->state == PERFMON_EVENT_FAMILY);
 }
 
 /*
