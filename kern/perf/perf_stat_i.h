@@ -58,12 +58,16 @@ struct perf_stat {
     struct perf_stat_target target;
     const char *work_kind;              /* NULL: no workload */
     const char *work_value;
+    const char *work_value2;            /* fanout's DEPTH, or NULL */
     uint64_t ms;                        /* 0: until the workload ends */
     uint64_t interval_ms;               /* -I, or 0 */
     unsigned int nr_runs;               /* -r */
     char sep;                           /* -x, or '\0' */
     bool grouped;                       /* -g */
     bool verbose;                       /* -v */
+    bool no_inherit;                    /* -i: a workload's first threads
+                                           only, not those they create */
+    bool per_thread;                    /* --per-thread */
     uint64_t elapsed[PERF_STAT_MAX_RUNS];       /* ns of each run */
 };
 

@@ -35,6 +35,9 @@
  *     -> interrupts off
  *        -> next thread's td lock      perfmon_td_switch
  *   thread's td lock                   td ops (perfmon_td_run)
+ *     -> family lock                   inheritance (perfmon_family.c);
+ *                                      a creation takes the new thread's
+ *                                      td lock, then its creator's
  *   device lock (perfmon_dev_state)    slot allocation and the schedule,
  *                                      interrupts off, thread context
  *   perfmon_mux_lock -> run queue      waking the rotation thread, after
