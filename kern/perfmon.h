@@ -59,7 +59,9 @@ struct thread;
 #define PERFMON_EF_SW       0x8     /* id is a software event (pmu_soft.h) */
 #define PERFMON_EF_PINNED   0x10    /* never multiplexed out (see below) */
 #define PERFMON_EF_CLOCK    0x20    /* a clock: id PERFMON_CLOCK (below) */
-#define PERFMON_EF_MASK     0x3f
+#define PERFMON_EF_INHERIT  0x40    /* thread events: also count the threads
+                                       the thread creates (see below) */
+#define PERFMON_EF_MASK     0x7f
 
 /*
  * A clock (PERFMON_EF_CLOCK, id PERFMON_CLOCK): an event that counts the
@@ -75,8 +77,10 @@ struct thread;
  * the times, as for any event), so perfmon_scale returns the count. It
  * can be read, enabled, disabled, reset and detached as other events,
  * but cannot sample or be in a group. PERFMON_EF_KERN and PERFMON_EF_USER
- * are ignored, as for software events; PERFMON_EF_RAW, PERFMON_EF_SW and
- * PERFMON_EF_PINNED (a clock has no counter to pin) are refused.
+ * are ignored, as for software events; PERFMON_EF_RAW, PERFMON_EF_SW,
+ * PERFMON_EF_PINNED (a clock has no counter to pin) and PERFMON_EF_INHERIT
+ * (a clock counts one thread or CPU: inherited clocks are not done yet)
+ * are refused.
  */
 #define PERFMON_CLOCK       0
 
@@ -85,6 +89,7 @@ struct perfmon_cpu_slot;
 struct perfmon_dev;
 struct perfmon_session;
 struct perfmon_group;
+struct perfmon_family;
 
 /* An event. Its fields are private to perfmon. */
 struct perfmon_event {
@@ -148,6 +153,7 @@ struct perfmon_event {
     uint64_t enabled_run;       /* thread events: its run time then */
     uint64_t enabled_off;       /* its slot's time off counters then */
     struct perfmon_group *group;    /* the group it was added to, or NULL */
+    struct perfmon_family *family;  /* inherited and attached: its family */
 };
 
 /*
@@ -211,13 +217,45 @@ int perfmon_event_init(struct perfmon_event *event, uint64_t id,
  * PERFMON_EF_PINNED (or a sampling event) never gives up its counter: its
  * attach takes one at once, from a multiplexed raw event if it must, or
  * fails with EAGAIN.
+ *
+ * Inheritance (PERFMON_EF_INHERIT): the event counts a family of threads,
+ * the thread it is attached to (the root) and every thread a member
+ * creates after the attach returns, down to any depth, until detach:
+ *
+ * - A member joins in thread_create, before it is queued (it counts from
+ *   its first instruction), and its record (a few words per event of the
+ *   family) is allocated there: a creation that cannot allocate it fails
+ *   with ENOMEM, so no member ever goes uncounted. A thread created
+ *   while the attach runs may or may not join.
+ * - Reads (perfmon_event_read, _get, _read_value) return the family's
+ *   total: the live members' counts and the shares of the members that
+ *   exited, each folded into the family once its thread is off its CPU
+ *   for good (nothing is lost, nothing counted twice). A read that
+ *   overlaps exits and creations returns at least what the family had
+ *   counted when it began and at most what it had counted when it
+ *   returned. Times likewise: the sums of the members' times (a member's
+ *   time enabled is its run time since it joined). A read visits each
+ *   member in turn (a cross-CPU call for one running elsewhere), so its
+ *   cost grows with the family; the context switch's does not.
+ * - perfmon_event_read_members gives each member's own count.
+ * - Detach ends counting for the whole family: no new member joins once
+ *   it begins, and when it returns no member counts; the final count is
+ *   the family's total. A member exiting or being created during the
+ *   detach is either counted to its end or never joins.
+ * - A thread may belong to several families (its own inherited event's
+ *   and an ancestor's): each counts it from its own start.
+ * - Not for CPU events (EINVAL), nor for sampling events (EINVAL, at
+ *   attach); an inherited event cannot be enabled, disabled or reset
+ *   (EINVAL): it counts from attach to detach.
+ * An inherited event's attach also returns ENOMEM (no memory for its
+ * family).
  */
 int perfmon_event_attach(struct perfmon_event *event, struct thread *thread);
 
 /*
  * Start counting the event on a CPU, whatever runs there. Errors as for
- * perfmon_event_attach, EINVAL also for a CPU that is not online. Thread
- * context.
+ * perfmon_event_attach, EINVAL also for a CPU that is not online or an
+ * inherited event (PERFMON_EF_INHERIT). Thread context.
  */
 int perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu);
 
@@ -269,7 +307,8 @@ int perfmon_event_read_value(struct perfmon_event *event,
  * alone or with it. A read from another thread that overlaps one of
  * these calls sees its change wholly or not at all. Return 0, or EINVAL
  * (event not attached; enable and disable: a sampling event or a group
- * member), having changed nothing. Thread context.
+ * member; any of them: an inherited event), having changed nothing.
+ * Thread context.
  */
 int perfmon_event_enable(struct perfmon_event *event);
 int perfmon_event_disable(struct perfmon_event *event);
@@ -285,6 +324,31 @@ uint64_t perfmon_scale(uint64_t value, uint64_t enabled, uint64_t running);
 
 /* TSC cycles in nanoseconds, by cpu_get_freq() (0 before it is known). */
 uint64_t perfmon_tsc_to_ns(uint64_t tsc);
+
+/* One member of an inherited event's family, as it counted. */
+struct perfmon_member_value {
+    uint32_t tid;               /* its thread's id (thread_id) */
+    bool exited;                /* its count is final: its thread exited */
+    uint64_t count;             /* its own count since it joined */
+    uint64_t time_enabled;      /* ns, as struct perfmon_value */
+    uint64_t time_running;
+};
+
+/*
+ * An attached inherited event's family, member by member: the root first,
+ * then the others in the order they joined, into values (up to max
+ * entries), their number into *nrp. The counts add up exactly to the
+ * family's total at that read (a perfmon_event_read's bounds hold for
+ * their sum); members joining during the call are left out. A group
+ * member's entries are its own counts. Return 0, EINVAL (not an attached
+ * inherited event: a detached one's breakdown is gone, its total stays
+ * readable; a NULL nrp, or NULL values with max not 0) or E2BIG (more
+ * than max members: *nrp says how many, values is untouched). Thread
+ * context.
+ */
+int perfmon_event_read_members(struct perfmon_event *event,
+                               struct perfmon_member_value *values,
+                               unsigned int max, unsigned int *nrp);
 
 /* True while the event is attached. Any context. */
 bool perfmon_event_attached(const struct perfmon_event *event);
@@ -374,7 +438,8 @@ int perfmon_group_init(struct perfmon_group *group);
  * puts it in its old place (once). Return 0, EINVAL (group or
  * event not initialized, either attached, a sampling event, a clock, the
  * event already in a group, an event of another device than the members':
- * hardware and software events cannot share a group) or E2BIG (already
+ * hardware and software events cannot share a group, an event inherited
+ * where the members are not, or the other way round) or E2BIG (already
  * PERFMON_GROUP_MAX events), having changed nothing. Thread context.
  */
 int perfmon_group_add(struct perfmon_group *group,
@@ -389,7 +454,13 @@ int perfmon_group_add(struct perfmon_group *group,
  * perfmon_event_attach: no slot left, or a pinned group finds no room).
  * A group is multiplexed as a unit: its raw events hold counters all
  * together or not at all, so its counts always cover the same time; a
- * member of PERFMON_EF_PINNED pins the group. Thread context.
+ * member of PERFMON_EF_PINNED pins the group. A group of inherited events
+ * (PERFMON_EF_INHERIT: every member or none, else EINVAL here and in
+ * perfmon_group_add) is inherited as a unit: each member thread counts
+ * all its events, each of its reads takes them at one instant, and the
+ * group reads the family's totals (as perfmon_event_attach says); it
+ * cannot be attached to a CPU (EINVAL), nor enabled, disabled or reset
+ * (EINVAL); ENOMEM as perfmon_event_attach. Thread context.
  */
 int perfmon_group_attach(struct perfmon_group *group, struct thread *thread);
 int perfmon_group_attach_cpu(struct perfmon_group *group, unsigned int cpu);

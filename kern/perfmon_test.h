@@ -20,6 +20,19 @@
 bool perfmon_slot_counter(const struct perfmon_dev *dev, unsigned int index,
                           unsigned int *counterp, unsigned int *widthp);
 
+/*
+ * Inheritance: the members' records allocated and not yet freed (every
+ * family's, roots included), for leak checks. Any context.
+ */
+unsigned int perfmon_family_nr_records_alive(void);
+
+/*
+ * Make the next nr allocations of members' records fail (0: none), as if
+ * memory were exhausted, to test the creations that then fail. Any
+ * context.
+ */
+void perfmon_family_fail_allocs(unsigned int nr);
+
 /* The poll period of a device in ticks, 0 when it is not polled. */
 uint64_t perfmon_dev_poll_ticks(const struct perfmon_dev *dev);
 

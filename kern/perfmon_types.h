@@ -8,6 +8,7 @@
 
 #include <stdint.h>
 
+#include <kern/list.h>
 #include <kern/spinlock.h>
 
 /*
@@ -68,6 +69,14 @@ struct perfmon_td {
      */
     struct perfmon_event *samplers[PERFMON_MAX_DEVS][PERFMON_MAX_SLOTS];
     uint32_t sampler_slots[PERFMON_MAX_DEVS];
+
+    /*
+     * Inheritance: the thread's records in the families of inherited
+     * events (kern/perfmon/perfmon_family.c), its own (as a family's
+     * root) and its ancestors', under the td lock. A thread it creates
+     * joins each of them.
+     */
+    struct list members;
 };
 
 #define PERFMON_CPU_NONE (~0U)

@@ -133,6 +133,7 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
     void (*hook)(void);
     struct thread *thread;
     unsigned long flags;
+    int error;
 
     if (fn == NULL) {
         return EINVAL;
@@ -189,6 +190,15 @@ thread_create(struct thread **threadp, const struct thread_attr *attr,
     thread->last_cpu = __atomic_fetch_add(&thread_next_cpu, 1,
                                           __ATOMIC_RELAXED) % cpu_count();
     thread->last_cpu = thread_pick_cpu(thread);
+
+    /* Its creator's inherited events count it from its first instruction. */
+    error = perfmon_td_create(thread_self(), thread);
+
+    if (error) {
+        vm_page_free(thread->stack, THREAD_STACK_ORDER);
+        kmem_free(thread);
+        return error;
+    }
 
     hook = __atomic_load_n(&thread_create_hook, __ATOMIC_ACQUIRE);
 
@@ -262,6 +272,9 @@ void
 thread_reap(struct thread *thread)
 {
     unsigned int prev;
+
+    /* Its shares of inherited events, final now that it is unloaded. */
+    perfmon_td_exit(thread);
 
     spinlock_lock(&thread->join_lock);
     prev = __atomic_fetch_sub(&thread->refs, 1, __ATOMIC_ACQ_REL);

@@ -151,7 +151,10 @@ void thread_preempt_check(void);
  * list, to the lookups and thread_nr_alive, in *threadp): it may start
  * running before then, but whoever finds it finds it on a run queue.
  * Return 0, EINVAL for a bad priority, an affinity naming no online CPU
- * or a NULL fn, ENOMEM. Thread context.
+ * or a NULL fn, ENOMEM (also when perfmon has no memory for the thread's
+ * records in its creator's inherited events, kern/perfmon.h). The new
+ * thread joins those events' families before it is queued. Thread
+ * context.
  */
 int thread_create(struct thread **threadp, const struct thread_attr *attr,
                   void (*fn)(void *arg), void *arg);

@@ -97,7 +97,7 @@ perf_record_usage(void)
            PERF_RECORD_MAX_EVENTS);
     printf("  call chains of %u frames (always: -g and --call-graph fp are "
            "accepted);\n  Ctrl-C stops early\n", PERF_RECORD_NR_FRAMES);
-    perf_work_usage();
+    perf_work_usage(false);
 }
 
 /* Parse a period into *periodp. Return 0, or -1 after a message. */
@@ -760,7 +760,7 @@ perf_record_parse(struct perf_record_req *req, int argc, char **argv)
 
     if (dashes != argc) {
         int error = perf_work_start(&req->work, argv[dashes + 1],
-                                    argv[dashes + 2]);
+                                    argv[dashes + 2], NULL);
 
         if (error) {
             printf("perf: workload must be spin MS (1 to %llu), pingpong "

@@ -76,17 +76,19 @@ static const struct perf_stat_option {
     { 'x', "field-separator", "one separator character, as -x," },
     { 'g', "group", NULL },
     { 'v', "verbose", NULL },
+    { 'i', "no-inherit", NULL },
 };
 
 #define PERF_STAT_OPTIONS "-e EVENTS, -a, -C CPUS, -t TID, -I MS, " \
-                              "-r N, -x SEP, -g, -v, or their long names"
+                              "-r N, -x SEP, -g, -v, -i, --per-thread, " \
+                              "or their long names"
 
 void
 perf_stat_usage(void)
 {
     printf("usage: perf stat [options] [cpu N | thread NAME | all] "
            "[EVENTS] [MS]\n"
-           "                 [" PERF_WORK_USAGE "]\n"
+           "                 [" PERF_WORK_USAGE_FANOUT "]\n"
            "  -e EVENTS  events, as tick,cs (instead of the EVENTS word; "
            "repeatable);\n"
            "             a group in braces, as {tick,cs} or {tick,cs}:k\n"
@@ -102,6 +104,9 @@ perf_stat_usage(void)
            "  Linux's long names too, --NAME VALUE or --NAME=VALUE: --event, "
            "--all-cpus,\n  --cpu, --tid, --interval-print, --repeat, "
            "--field-separator, --group, --verbose\n"
+           "  -i, --no-inherit  a workload's first threads only, not the "
+           "threads they create\n"
+           "  --per-thread  a workload's counts thread by thread too\n"
            "  EVENTS: at most %u, names as perf list prints them, default "
            "task-clock,\n"
            "  context-switches, cpu-migrations, cycles, instructions, "
@@ -111,7 +116,7 @@ perf_stat_usage(void)
            "  Ctrl-C stops early\n",
            PERF_STAT_MAX_MS, PERF_STAT_MAX_RUNS,
            PERF_STAT_MAX_EVENTS, PERF_STAT_MAX_MS);
-    perf_work_usage();
+    perf_work_usage(true);
 }
 
 /* Whether word is a number (a duration, where an event list may be). */
@@ -473,6 +478,9 @@ perf_stat_parse_option(struct perf_stat *stat, int *ip,
     case 'g':
         stat->grouped = true;
         return 0;
+    case 'i':
+        stat->no_inherit = true;
+        return 0;
     default:
         stat->verbose = true;
         return 0;
@@ -581,7 +589,10 @@ perf_stat_parse(struct perf_stat *stat, int argc, char **argv)
     }
 
     for (int i = 2; i < dashes; i++) {
-        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+        /* --per-thread has no short name, so no line in the table. */
+        if (strcmp(argv[i], "--per-thread") == 0) {
+            stat->per_thread = true;
+        } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             if (perf_stat_parse_option(stat, &i, dashes, argv) != 0) {
                 return EINVAL;
             }
@@ -599,15 +610,22 @@ perf_stat_parse(struct perf_stat *stat, int argc, char **argv)
     have_events = (stat->nr_events != 0);
 
     if (dashes != argc) {
-        if (argc - dashes != 3) {
+        if (argc - dashes != 3 && argc - dashes != 4) {
             printf("perf stat: after -- comes one workload: spin MS (1 to "
-                   "%llu), pingpong N or calltree N (1 to %llu)\n",
-                   PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS);
+                   "%llu), pingpong N or calltree N (1 to %llu), fanout N "
+                   "DEPTH\n", PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS);
             return EINVAL;
         }
 
         stat->work_kind = argv[dashes + 1];
         stat->work_value = argv[dashes + 2];
+        stat->work_value2 = (argc - dashes == 4) ? argv[dashes + 3] : NULL;
+    }
+
+    if (stat->per_thread && stat->work_kind == NULL) {
+        printf("perf stat: --per-thread counts a workload's threads: give "
+               "one after --\n");
+        return EINVAL;
     }
 
     if (stat->target.nr == 0 && stat->work_kind == NULL) {

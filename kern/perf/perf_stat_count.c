@@ -4,7 +4,12 @@
  * aside, as one group per target), lets the workload go, waits for the
  * duration, the workload's end or Ctrl-C (printing -I's counts on the
  * way), detaches and sums each event's counts and times over its
- * targets, as Linux does.
+ * targets, as Linux does. On a workload (no target named) the events are
+ * inherited (PERFMON_EF_INHERIT) unless -i says otherwise, as Linux's
+ * are: each counts its thread and every thread created under it, and
+ * --per-thread prints each of those threads' counts. The clocks are not
+ * inherited (perfmon has no family clock yet): they count the workload's
+ * first threads.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,6 +25,7 @@
 #include <kern/perf/perf_work.h>
 #include <kern/perfmon.h>
 #include <kern/printf.h>
+#include <kern/string.h>
 #include <kern/thread.h>
 
 /*
@@ -75,15 +81,32 @@ perf_stat_count_read(struct perf_stat_event *ev,
     }
 }
 
+/*
+ * An event's flags for target: a workload's are inherited but with -i,
+ * the clocks never (perfmon refuses an inherited clock).
+ */
+static unsigned int
+perf_stat_count_flags(const struct perf_stat *stat,
+                      const struct perf_stat_event *ev)
+{
+    if (stat->target.work != NULL && !stat->no_inherit && !ev->ev.clock) {
+        return ev->ev.flags | PERFMON_EF_INHERIT;
+    }
+
+    return ev->ev.flags;
+}
+
 static int
-perf_stat_count_attach_one(struct perf_stat_event *ev,
+perf_stat_count_attach_one(const struct perf_stat *stat,
+                           struct perf_stat_event *ev,
                            const struct perf_stat_target *target,
                            unsigned int i)
 {
     struct perfmon_event *event = &ev->events[i];
     int error;
 
-    error = perfmon_event_init(event, ev->ev.id, ev->ev.flags);
+    error = perfmon_event_init(event, ev->ev.id,
+                               perf_stat_count_flags(stat, ev));
 
     if (error) {
         return error;
@@ -102,11 +125,12 @@ perf_stat_count_attach_one(struct perf_stat_event *ev,
 
 /* Attach ev to every target, or to none with ev->error set. */
 static void
-perf_stat_count_attach(struct perf_stat_event *ev,
+perf_stat_count_attach(const struct perf_stat *stat,
+                       struct perf_stat_event *ev,
                        const struct perf_stat_target *target)
 {
     for (unsigned int i = 0; i < target->nr; i++) {
-        int error = perf_stat_count_attach_one(ev, target, i);
+        int error = perf_stat_count_attach_one(stat, ev, target, i);
 
         if (error) {
             while (ev->nr_attached > 0) {
@@ -157,7 +181,7 @@ perf_stat_count_attach_groups(struct perf_stat *stat,
             }
 
             error = perfmon_event_init(&ev->events[j], ev->ev.id,
-                                       ev->ev.flags);
+                                       perf_stat_count_flags(stat, ev));
 
             if (error == 0) {
                 error = perfmon_group_add(&groups[j], &ev->events[j]);
@@ -231,6 +255,113 @@ perf_stat_count_group_error(const struct perf_stat *stat, int error)
                (error == EINVAL) ? "; hardware and software events cannot "
                                    "share a group" : "");
     }
+}
+
+/*
+ * --per-thread: one line per thread an event counted, its name and id
+ * (every thread an inherited event counted is named after the thread it
+ * was attached to: a workload's threads create their own kind), as
+ * Linux's "comm-tid" lines; with -i, the workload's first threads only.
+ */
+static void
+perf_stat_count_per_thread_line(const struct perf_stat *stat,
+                                const struct perf_stat_event *ev,
+                                const char *name, uint32_t tid,
+                                uint64_t count, uint64_t enabled)
+{
+    char who[PERF_STAT_NAME_SIZE + 16], value[32], line[160];
+
+    snprintf(who, sizeof(who), "%s-%u", name, (unsigned int)tid);
+
+    if (stat->sep != '\0') {
+        printf("%s%c%llu%c%s%c%s\n", who, stat->sep,
+               (unsigned long long)(ev->ev.clock ? enabled : count),
+               stat->sep, ev->ev.clock ? "ns" : "", stat->sep, ev->name);
+        return;
+    }
+
+    if (ev->ev.clock) {
+        perf_num_format_msec(value, sizeof(value), enabled);
+    } else {
+        perf_num_format_count(value, sizeof(value), count);
+    }
+
+    snprintf(line, sizeof(line), "%16s %18s %-4s %s", who, value,
+             ev->ev.clock ? "msec" : "", ev->name);
+    printf("%s\n", line);
+}
+
+static void
+perf_stat_count_per_thread(const struct perf_stat *stat)
+{
+    const struct perf_stat_target *target = &stat->target;
+    struct perfmon_member_value *values = NULL;
+    unsigned int max = 0;
+
+    if (stat->sep == '\0') {
+        printf("\n Per-thread counts for '%s':\n\n", target->desc);
+    }
+
+    for (unsigned int i = 0; i < stat->nr_events; i++) {
+        const struct perf_stat_event *ev = &stat->events[i];
+
+        for (unsigned int t = 0; t < ev->nr_attached; t++) {
+            struct perfmon_event *event = &ev->events[t];
+            const char *name = thread_name(target->work->threads[t]);
+            struct perfmon_value value;
+            unsigned int nr = 0;
+            int error;
+
+            if (ev->error != 0) {
+                continue;
+            }
+
+            /* -i: the thread alone. */
+            if (!(event->flags & PERFMON_EF_INHERIT)) {
+                if (perfmon_event_read_value(event, &value) == 0) {
+                    perf_stat_count_per_thread_line(
+                        stat, ev, name,
+                        thread_id(target->work->threads[t]), value.count,
+                        value.time_enabled);
+                }
+
+                continue;
+            }
+
+            /* Threads are still being created: size up until it fits. */
+            for (;;) {
+                error = perfmon_event_read_members(event, values, max, &nr);
+
+                if (error != E2BIG) {
+                    break;
+                }
+
+                kmem_free(values);
+                max = nr + 16;
+                values = kmem_alloc(max * sizeof(values[0]));
+
+                if (values == NULL) {
+                    error = ENOMEM;
+                    max = 0;
+                    break;
+                }
+            }
+
+            if (error) {
+                perf_util_error("cannot read the threads", error);
+                continue;
+            }
+
+            for (unsigned int k = 0; k < nr; k++) {
+                perf_stat_count_per_thread_line(stat, ev, name,
+                                                values[k].tid,
+                                                values[k].count,
+                                                values[k].time_enabled);
+            }
+        }
+    }
+
+    kmem_free(values);
 }
 
 /* What one run of perf stat holds while it counts. */
@@ -345,13 +476,17 @@ perf_stat_count_run(struct perf_stat *stat, unsigned int nr_run,
 
     if (stat->work_kind != NULL) {
         error = perf_work_start(&run.work, stat->work_kind,
-                                stat->work_value);
+                                stat->work_value, stat->work_value2);
 
         if (error == EINVAL) {
             printf("perf stat: the workload is spin MS (1 to %llu), "
-                   "pingpong N or calltree N (1 to %llu), not '%s %s'\n",
-                   PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS, stat->work_kind,
-                   stat->work_value);
+                   "pingpong N or calltree N (1 to %llu), fanout N DEPTH "
+                   "(N 1 to %u, DEPTH 0 to %u), not '%s %s%s%s'\n",
+                   PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS,
+                   PERF_WORK_FANOUT_MAX_N, PERF_WORK_FANOUT_MAX_DEPTH,
+                   stat->work_kind, stat->work_value,
+                   (stat->work_value2 != NULL) ? " " : "",
+                   (stat->work_value2 != NULL) ? stat->work_value2 : "");
             goto join;
         } else if (error) {
             perf_util_error("cannot start the workload", error);
@@ -361,8 +496,10 @@ perf_stat_count_run(struct perf_stat *stat, unsigned int nr_run,
         if (target->word == NULL) {
             target->work = &run.work;
             target->nr = run.work.nr_threads;
-            snprintf(target->desc, sizeof(target->desc), "%s %s",
-                     stat->work_kind, stat->work_value);
+            snprintf(target->desc, sizeof(target->desc), "%s %s%s%s",
+                     stat->work_kind, stat->work_value,
+                     (stat->work_value2 != NULL) ? " " : "",
+                     (stat->work_value2 != NULL) ? stat->work_value2 : "");
         }
     }
 
@@ -407,7 +544,7 @@ perf_stat_count_run(struct perf_stat *stat, unsigned int nr_run,
         struct perf_stat_event *ev = &stat->events[i];
 
         if (!perf_stat_count_in_group(ev)) {
-            perf_stat_count_attach(ev, target);
+            perf_stat_count_attach(stat, ev, target);
         }
 
         nr_counted += (ev->error == 0);
@@ -430,6 +567,11 @@ perf_stat_count_run(struct perf_stat *stat, unsigned int nr_run,
     error = 0;
     perf_work_go(&run.work);
     perf_stat_count_wait(stat, &run);
+
+    if (stat->per_thread) {
+        perf_stat_count_per_thread(stat);
+    }
+
     perf_stat_count_detach(stat, &run);
     stat->elapsed[nr_run] = perf_stat_count_ns_since(run.start_tsc);
 

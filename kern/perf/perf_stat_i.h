@@ -59,6 +59,7 @@ struct perf_stat {
     struct perf_stat_target target;
     const char *work_kind;              /* NULL: no workload */
     const char *work_value;
+    const char *work_value2;            /* fanout's DEPTH, or NULL */
     uint64_t ms;                        /* 0: until the workload ends */
     uint64_t interval_ms;               /* -I, or 0 */
     unsigned int nr_runs;               /* -r */
@@ -66,6 +67,9 @@ struct perf_stat {
     bool grouped;                       /* -g, or a {...} group */
     bool braces;                        /* a {...} group was given */
     bool verbose;                       /* -v */
+    bool no_inherit;                    /* -i: a workload's first threads
+                                           only, not those they create */
+    bool per_thread;                    /* --per-thread */
     uint64_t elapsed[PERF_STAT_MAX_RUNS];       /* ns of each run */
 };
 

@@ -13,6 +13,7 @@
 
 #include <kern/cpu.h>
 #include <kern/errno.h>
+#include <kern/kmem.h>
 #include <kern/macros.h>
 #include <kern/perf/perf_work.h>
 #include <kern/pmu_soft.h>
@@ -163,6 +164,119 @@ perf_work_calltree(void *arg)
     perf_work_finish(work);
 }
 
+/* ---- fanout ---------------------------------------------------------- */
+
+/* One thread of a fanout: node i's children are i * width + 1 on. */
+struct perf_work_node {
+    struct perf_work *work;
+    unsigned int index;
+    unsigned int depth;
+    struct thread *thread;
+};
+
+static void perf_work_fanout(void *arg);
+static int perf_work_create(struct perf_work *work, const char *name,
+                            void (*fn)(void *arg), uint64_t affinity);
+
+/* Units of work: a short busy loop, then one emit unit each. */
+static void
+perf_work_fanout_units(const struct perf_work *work, unsigned int n)
+{
+    for (unsigned int u = 0; u < n && !work->stop; u++) {
+        for (unsigned int i = 0; i < 100; i++) {
+            cpu_pause();
+        }
+
+        pmu_soft_emit(1);
+    }
+}
+
+static void
+perf_work_fanout_node(struct perf_work_node *node)
+{
+    struct perf_work *work = node->work;
+    struct thread_attr attr = { .name = "fanout" };
+    unsigned int nr_children = 0;
+
+    perf_work_fanout_units(work, PERF_WORK_FANOUT_UNITS);
+
+    for (unsigned int j = 0; node->depth < work->depth && j < work->width
+                             && !work->stop; j++) {
+        struct perf_work_node *child = &work->nodes[node->index * work->width
+                                                    + j + 1];
+
+        if (thread_create(&child->thread, &attr, perf_work_fanout,
+                          child) != 0) {
+            /* Counted: the totals the workload promises are off. */
+            __atomic_add_fetch(&work->nr_failed, 1, __ATOMIC_RELAXED);
+            break;
+        }
+
+        nr_children++;
+    }
+
+    for (unsigned int j = 0; j < nr_children; j++) {
+        thread_join(work->nodes[node->index * work->width + j + 1].thread);
+    }
+}
+
+static void
+perf_work_fanout(void *arg)
+{
+    perf_work_fanout_node(arg);
+}
+
+/* The first thread: waits for go, and is the workload's to join. */
+static void
+perf_work_fanout_root(void *arg)
+{
+    struct perf_work *work = arg;
+
+    perf_work_wait_go(work);
+    perf_work_fanout_node(&work->nodes[0]);
+    perf_work_finish(work);
+}
+
+static int
+perf_work_fanout_start(struct perf_work *work, uint64_t width,
+                       const char *value2)
+{
+    unsigned long long depth;
+    unsigned int nr = 1, level = 1;
+
+    if (value2 == NULL || string_parse_u64(value2, &depth) != 0
+        || width > PERF_WORK_FANOUT_MAX_N
+        || depth > PERF_WORK_FANOUT_MAX_DEPTH) {
+        return EINVAL;
+    }
+
+    for (unsigned int d = 0; d < depth; d++) {
+        level *= (unsigned int)width;
+        nr += level;
+    }
+
+    work->nodes = kmem_zalloc(nr * sizeof(work->nodes[0]));
+
+    if (work->nodes == NULL) {
+        return ENOMEM;
+    }
+
+    for (unsigned int i = 0; i < nr; i++) {
+        work->nodes[i].work = work;
+        work->nodes[i].index = i;
+    }
+
+    /* Depths by level: node i's children are at its depth plus one. */
+    for (unsigned int i = 1; i < nr; i++) {
+        work->nodes[i].depth = work->nodes[(i - 1) / width].depth + 1;
+    }
+
+    work->width = (unsigned int)width;
+    work->depth = (unsigned int)depth;
+    work->nr_nodes = nr;
+    return perf_work_create(work, "fanout", perf_work_fanout_root, 0);
+}
+
 /* ---- starting and ending --------------------------------------------- */
 
 static int
@@ -183,12 +297,21 @@ perf_work_create(struct perf_work *work, const char *name,
 }
 
 int
-perf_work_start(struct perf_work *work, const char *kind, const char *value)
+perf_work_start(struct perf_work *work, const char *kind, const char *value,
+                const char *value2)
 {
     unsigned long long v;
     int error;
 
     if (string_parse_u64(value, &v) != 0 || v == 0) {
+        return EINVAL;
+    }
+
+    if (strcmp(kind, "fanout") == 0) {
+        return perf_work_fanout_start(work, v, value2);
+    }
+
+    if (value2 != NULL) {
         return EINVAL;
     }
 
@@ -255,12 +378,22 @@ perf_work_join(struct perf_work *work)
         thread_join(work->threads[i]);
     }
 
+    /* A fanout's first thread joined its children, they theirs. */
     work->nr_threads = 0;
+    kmem_free(work->nodes);
+    work->nodes = NULL;
 }
 
 void
-perf_work_usage(void)
+perf_work_usage(bool fanout)
 {
     printf("  workloads: spin MS (1 to %llu), pingpong N and calltree N "
            "(1 to %llu)\n", PERF_WORK_MAX_MS, PERF_WORK_MAX_ROUNDS);
+
+    if (fanout) {
+        printf("  fanout N DEPTH: N threads under each down to DEPTH "
+               "levels (N 1 to %u, DEPTH 0 to %u),\n  %u emit units each\n",
+               PERF_WORK_FANOUT_MAX_N, PERF_WORK_FANOUT_MAX_DEPTH,
+               PERF_WORK_FANOUT_UNITS);
+    }
 }

@@ -5,6 +5,12 @@
  *   spin MS        one thread busy for MS ms, one emit unit per loop
  *   pingpong N     two threads on the last CPU passing a turn N times
  *   calltree N     one thread running N rounds of a fixed call tree
+ *   fanout N DEPTH a thread that emits PERF_WORK_FANOUT_UNITS units,
+ *                  then creates N threads doing the same down to DEPTH
+ *                  levels below it, each waiting for its children:
+ *                  (N^(DEPTH+1) - 1) / (N - 1) threads (DEPTH + 1 for N
+ *                  1), all but the first created as the workload runs,
+ *                  so that only inherited events count them all
  *
  * calltree gives a profile a known shape: each round does
  * PERF_WORK_TREE_UNITS units of work, each unit a fixed busy loop followed
@@ -37,9 +43,17 @@
 #define PERF_WORK_MAX_ROUNDS    1000000ULL
 #define PERF_WORK_MAX_THREADS   2U
 #define PERF_WORK_TREE_UNITS    20U
+#define PERF_WORK_FANOUT_UNITS  1000U
+#define PERF_WORK_FANOUT_MAX_N  4U
+#define PERF_WORK_FANOUT_MAX_DEPTH 4U
 
 /* The words perf's usage texts show for the workloads. */
 #define PERF_WORK_USAGE "-- spin MS | -- pingpong N | -- calltree N"
+
+/* perf stat's, with the workload only inherited events count whole. */
+#define PERF_WORK_USAGE_FANOUT PERF_WORK_USAGE " | -- fanout N DEPTH"
+
+struct perf_work_node;
 
 struct perf_work {
     volatile bool go;
@@ -51,17 +65,23 @@ struct perf_work {
     bool timed;                         /* spin: end_tsc set at go */
     unsigned int nr_threads;
     struct thread *threads[PERF_WORK_MAX_THREADS];
+    unsigned int width;                 /* fanout: children per thread */
+    unsigned int depth;                 /* fanout: levels below the first */
+    unsigned int nr_nodes;              /* fanout: threads in all */
+    unsigned int nr_failed;             /* fanout: creations that failed */
+    struct perf_work_node *nodes;       /* fanout: one per thread */
 };
 
 /*
- * Start the workload "kind value" (argv words after "--"), its threads
- * waiting for perf_work_go. work must be zeroed. Return 0, or EINVAL for
- * an unknown kind or a value out of range (nothing started), or
- * thread_create's error (the threads started are in work: stop and join
- * them). Shell thread.
+ * Start the workload "kind value [value2]" (argv words after "--";
+ * value2 NULL when there is none, as every kind but fanout has), its
+ * threads waiting for perf_work_go. work must be zeroed. Return 0, or
+ * EINVAL for an unknown kind, a value out of range or a value2 the kind
+ * does not take (nothing started), or thread_create's error (the threads
+ * started are in work: stop and join them). Shell thread.
  */
 int perf_work_start(struct perf_work *work, const char *kind,
-                    const char *value);
+                    const char *value, const char *value2);
 
 /* Let the threads run (a spin's time starts now). Shell thread. */
 void perf_work_go(struct perf_work *work);
@@ -72,10 +92,14 @@ bool perf_work_done(const struct perf_work *work);
 /* Ask the threads to end early (and let them go if they wait). */
 void perf_work_stop(struct perf_work *work);
 
-/* Wait for the threads to exit. Shell thread. */
+/* Wait for the threads to exit (fanout: every one). Shell thread. */
 void perf_work_join(struct perf_work *work);
 
-/* Print the workloads' ranges, one line. Any thread context. */
-void perf_work_usage(void);
+/*
+ * Print the workloads' ranges, one line, and with fanout a second one for
+ * fanout (perf stat's; perf record does not take it: its samplers count
+ * the first threads only). Any thread context.
+ */
+void perf_work_usage(bool fanout);
 
 #endif /* KERN_PERF_WORK_H */

@@ -25,6 +25,7 @@
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon/perfmon_cpu_i.h>
+#include <kern/perfmon/perfmon_family_i.h>
 #include <kern/perfmon/perfmon_i.h>
 #include <kern/perfmon/perfmon_slot_i.h>
 #include <kern/perfmon/perfmon_td_i.h>
@@ -67,7 +68,9 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     }
 
     if (flags & PERFMON_EF_CLOCK) {
-        if ((flags & (PERFMON_EF_RAW | PERFMON_EF_SW | PERFMON_EF_PINNED))
+        /* A family has no clock of its own yet: a clock counts one thread. */
+        if ((flags & (PERFMON_EF_RAW | PERFMON_EF_SW | PERFMON_EF_PINNED
+                      | PERFMON_EF_INHERIT))
             || id != PERFMON_CLOCK) {
             return EINVAL;
         }
@@ -111,6 +114,7 @@ perfmon_event_init(struct perfmon_event *event, uint64_t id,
     event->enabled_run = 0;
     event->enabled_off = 0;
     event->group = NULL;
+    event->family = NULL;
     return 0;
 }
 
@@ -204,9 +208,18 @@ perfmon_event_check(uint64_t id, unsigned int flags)
     return perfmon_dev_find(id, flags, &dev, &config);
 }
 
+/* Whether an event is inherited, for its attach (any state). */
+static bool
+perfmon_event_inherits(const struct perfmon_event *event)
+{
+    return event != NULL && event->magic == PERFMON_EVENT_MAGIC
+           && (event->flags & PERFMON_EF_INHERIT);
+}
+
 int
 perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
 {
+    struct perfmon_family *family = NULL;
     struct perfmon_dev *dev;
     unsigned int index;
     int error;
@@ -216,19 +229,41 @@ perfmon_event_attach(struct perfmon_event *event, struct thread *thread)
         return EINVAL;
     }
 
+    /* Its family first, so that a failure leaves the slots alone. */
+    if (perfmon_event_inherits(event)) {
+        if (event->period != 0
+            || (event->state != PERFMON_EVENT_INIT
+                && event->state != PERFMON_EVENT_DETACHED)) {
+            return EINVAL;
+        }
+
+        error = perfmon_family_create(&event, 1, &family);
+
+        if (error) {
+            return error;
+        }
+    }
+
     error = perfmon_event_prepare(event, thread, 0, &dev, &index);
 
     if (error) {
+        perfmon_family_destroy(family);
         return error;
     }
 
     perfmon_sample_event_attach(event);
     perfmon_snap_bind(event, dev, index, thread, 0);
     perfmon_snap_attach(&event, 1);
+
+    if (family != NULL) {
+        perfmon_family_start(family, thread);
+    }
+
     /* Release: publishes the attach's fields to perfmon_event_read. */
     __atomic_store_n(&event->state,
                      perfmon_event_is_clock(event) ? PERFMON_EVENT_CLOCK
-                                                   : PERFMON_EVENT_THREAD,
+                     : (family != NULL) ? PERFMON_EVENT_FAMILY
+                     : PERFMON_EVENT_THREAD,
                      __ATOMIC_RELEASE);
     return 0;
 }
@@ -241,7 +276,8 @@ perfmon_event_attach_cpu(struct perfmon_event *event, unsigned int cpu)
     int error;
 
     if (cpu >= cpu_count() || !cpu_online(cpu)
-        || (event != NULL && event->group != NULL)) {
+        || (event != NULL && event->group != NULL)
+        || perfmon_event_inherits(event)) {
         return EINVAL;
     }
 
@@ -268,8 +304,64 @@ perfmon_event_detach(struct perfmon_event *event)
         return EINVAL;
     }
 
-    perfmon_snap_detach(&event, 1);
+    if (event->family != NULL) {
+        perfmon_family_detach(event->family);
+    } else {
+        perfmon_snap_detach(&event, 1);
+    }
+
     return 0;
+}
+
+/* A group member's place in its family (0 for an event alone). */
+static unsigned int
+perfmon_event_family_index(const struct perfmon_event *event)
+{
+    unsigned int i;
+
+    for (i = 0; perfmon_family_event(event->family, i) != event; i++) {
+        continue;
+    }
+
+    return i;
+}
+
+/* An inherited event's family total (and times, in TSC cycles). */
+static __attribute__((noinline)) uint64_t
+perfmon_event_read_family(struct perfmon_event *event, uint64_t *enabledp,
+                          uint64_t *runningp)
+{
+    uint64_t counts[PERFMON_GROUP_MAX], enabled, running;
+    struct perfmon_family *family = event->family;
+    unsigned int i = perfmon_event_family_index(event);
+
+    perfmon_family_read(family, counts, &enabled, &running, NULL, 0, NULL,
+                        i);
+
+    if (enabledp != NULL) {
+        *enabledp = enabled;
+        *runningp = running;
+    }
+
+    return counts[i];
+}
+
+int
+perfmon_event_read_members(struct perfmon_event *event,
+                           struct perfmon_member_value *values,
+                           unsigned int max, unsigned int *nrp)
+{
+    uint64_t counts[PERFMON_GROUP_MAX], enabled, running;
+
+    if (event == NULL || event->magic != PERFMON_EVENT_MAGIC
+        || event->state != PERFMON_EVENT_FAMILY || nrp == NULL
+        || (values == NULL && max != 0)) {
+        return EINVAL;
+    }
+
+    return perfmon_family_read(event->family, counts, &enabled, &running,
+                               values, max, nrp,
+                               perfmon_event_family_index(event));
 }
 
 static __attribute__((noinline)) uint64_t
@@ -426,6 +518,9 @@ perfmon_event_get_inline(struct perfmon_event *event, uint64_t *valuep)
     case PERFMON_EVENT_CLOCK:
         *valuep = perfmon_event_read_clock(event);
         return 0;
+    case PERFMON_EVENT_FAMILY:
+        *valuep = perfmon_event_read_family(event, NULL, NULL);
+        return 0;
     default:
         return EINVAL;
     }
@@ -493,6 +588,9 @@ perfmon_event_read_value(struct perfmon_event *event,
         enabled = event->time_enabled;
         running = event->time_running;
         break;
+    case PERFMON_EVENT_FAMILY:
+        count = perfmon_event_read_family(event, &enabled, &running);
+        break;
     default:
         return EINVAL;
     }
@@ -520,7 +618,7 @@ static bool
 perfmon_event_can_toggle(const struct perfmon_event *event)
 {
     return perfmon_event_attached(event) && event->period == 0
-           && event->group == NULL;
+           && event->group == NULL && event->family == NULL;
 }
 
 int
@@ -563,7 +661,7 @@ perfmon_event_disable(struct perfmon_event *event)
 int
 perfmon_event_reset(struct perfmon_event *event)
 {
-    if (!perfmon_event_attached(event)) {
+    if (!perfmon_event_attached(event) || event->family != NULL) {
         return EINVAL;
     }
 

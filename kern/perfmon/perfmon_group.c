@@ -19,6 +19,7 @@
 #include <kern/percpu.h>
 #include <kern/perfmon.h>
 #include <kern/perfmon/perfmon_cpu_i.h>
+#include <kern/perfmon/perfmon_family_i.h>
 #include <kern/perfmon/perfmon_i.h>
 #include <kern/perfmon/perfmon_slot_i.h>
 #include <kern/perfmon/perfmon_td_i.h>
@@ -47,7 +48,8 @@ perfmon_group_attached(const struct perfmon_group *group)
 {
     return perfmon_group_valid(group)
            && (group->state == PERFMON_EVENT_THREAD
-               || group->state == PERFMON_EVENT_CPU);
+               || group->state == PERFMON_EVENT_CPU
+               || group->state == PERFMON_EVENT_FAMILY);
 }
 
 int
@@ -95,7 +97,8 @@ perfmon_group_add(struct perfmon_group *group, struct perfmon_event *event)
     /* One device: hardware and software events never mix. */
     for (unsigned int j = 0; j < group->nr_events; j++) {
         if (j != i && group->events[j]->group == group
-            && ((event->flags ^ group->events[j]->flags) & PERFMON_EF_SW)) {
+            && ((event->flags ^ group->events[j]->flags)
+                & (PERFMON_EF_SW | PERFMON_EF_INHERIT))) {
             return EINVAL;
         }
     }
@@ -137,7 +140,8 @@ perfmon_group_prepare(struct perfmon_group *group, struct perfmon_dev **devp,
 
         if (!perfmon_group_event_idle(event) || event->group != group
             || event->period != 0
-            || ((event->flags ^ group->events[0]->flags) & PERFMON_EF_SW)) {
+            || ((event->flags ^ group->events[0]->flags)
+                & (PERFMON_EF_SW | PERFMON_EF_INHERIT))) {
             return EINVAL;      /* initialized again, or attached alone */
         }
     }
@@ -193,12 +197,31 @@ perfmon_group_attach_target(struct perfmon_group *group,
     unsigned int indexes[PERFMON_GROUP_MAX];
     unsigned int state = (thread != NULL) ? PERFMON_EVENT_THREAD
                                           : PERFMON_EVENT_CPU;
+    struct perfmon_family *family = NULL;
     struct perfmon_dev *dev;
     int error;
+
+    /* Inherited: its family first, so that a failure moves no slot. */
+    if (perfmon_group_valid(group) && group->nr_events != 0
+        && (group->events[0]->flags & PERFMON_EF_INHERIT)) {
+        if (thread == NULL || perfmon_group_attached(group)) {
+            return EINVAL;
+        }
+
+        error = perfmon_family_create(group->events, group->nr_events,
+                                      &family);
+
+        if (error) {
+            return error;
+        }
+
+        state = PERFMON_EVENT_FAMILY;
+    }
 
     error = perfmon_group_prepare(group, &dev, indexes);
 
     if (error) {
+        perfmon_family_destroy(family);
         return error;
     }
 
@@ -207,6 +230,10 @@ perfmon_group_attach_target(struct perfmon_group *group,
     }
 
     perfmon_snap_attach(group->events, group->nr_events);
+
+    if (family != NULL) {
+        perfmon_family_start(family, thread);
+    }
 
     for (unsigned int i = 0; i < group->nr_events; i++) {
         /* Release: publishes the attach to perfmon_event_read. */
@@ -244,7 +271,12 @@ perfmon_group_detach(struct perfmon_group *group)
         return EINVAL;
     }
 
-    perfmon_snap_detach(group->events, group->nr_events);
+    if (group->events[0]->family != NULL) {
+        perfmon_family_detach(group->events[0]->family);
+    } else {
+        perfmon_snap_detach(group->events, group->nr_events);
+    }
+
     group->state = PERFMON_EVENT_DETACHED;
     return 0;
 }
@@ -275,6 +307,10 @@ perfmon_group_read(struct perfmon_group *group,
 
         enabled = snap.enabled;
         running = snap.running;
+        break;
+    case PERFMON_EVENT_FAMILY:
+        perfmon_family_read(leader->family, valuep->counts, &enabled,
+                            &running, NULL, 0, NULL, 0);
         break;
     case PERFMON_EVENT_DETACHED:
         for (unsigned int i = 0; i < group->nr_events; i++) {
@@ -310,7 +346,8 @@ perfmon_group_change(struct perfmon_group *group,
     bool disabled[PERFMON_GROUP_MAX];
     struct perfmon_snap snap;
 
-    if (!perfmon_group_attached(group)) {
+    if (!perfmon_group_attached(group)
+        || group->state == PERFMON_EVENT_FAMILY) {
         return EINVAL;
     }
 

@@ -10,6 +10,8 @@
  *
  *   perfmon_group.c   groups (the API of kern/perfmon.h)
  *   perfmon.c         events, their sampling settings, setup
+ *   perfmon_family.c  inherited events' families: members join at thread
+ *                     creation, fold their shares at exit
  *   perfmon_snap.c    a target's events at one instant
  *   perfmon_dev.c     the device registry
  *   perfmon_slot.c    slot allocation (the global tier)
@@ -33,6 +35,9 @@
  *     -> interrupts off
  *        -> next thread's td lock      perfmon_td_switch
  *   thread's td lock                   td ops (perfmon_td_run)
+ *     -> family lock                   inheritance (perfmon_family.c);
+ *                                      a creation takes the new thread's
+ *                                      td lock, then its creator's
  *   device lock (perfmon_dev_state)    slot allocation and the schedule,
  *                                      interrupts off, thread context
  *   perfmon_mux_lock -> run queue      waking the rotation thread, after
@@ -97,6 +102,9 @@
 #define PERFMON_EVENT_CLOCK     6   /* a clock attached (thread or CPU),
                                        enabled: its own too, off the
                                        counting events' read paths */
+#define PERFMON_EVENT_FAMILY    7   /* attached to a thread, inherited
+                                       (event->family): reads sum the
+                                       family, off the thread's fast path */
 
 /* No slot: in a CPU's counter-to-slot map. */
 #define PERFMON_SLOT_NONE               0xff
@@ -128,7 +136,7 @@ perfmon_event_valid(const struct perfmon_event *event)
 {
     return event != NULL && event->magic == PERFMON_EVENT_MAGIC
            && event->state >= PERFMON_EVENT_INIT
-           && event->state <= PERFMON_EVENT_CLOCK;
+           && event->state <= PERFMON_EVENT_FAMILY;
 }
 
 /* Whether an event is attached (perfmon_event_attached, for the core). */
@@ -139,7 +147,8 @@ perfmon_event_is_attached(const struct perfmon_event *event)
            && (event->state == PERFMON_EVENT_THREAD
                || event->state == PERFMON_EVENT_CPU
                || event->state == PERFMON_EVENT_DISABLED
-               || event->state == PERFMON_EVENT_CLOCK);
+               || event->state == PERFMON_EVENT_CLOCK
+               || event->state == PERFMON_EVENT_FAMILY);
 }
 
 /*

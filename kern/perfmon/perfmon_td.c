@@ -55,6 +55,8 @@ perfmon_td_init(struct perfmon_td *td)
 
         td->sampler_slots[d] = 0;
     }
+
+    list_init(&td->members);
 }
 
 bool

@@ -19,6 +19,7 @@
 #include <kern/perfmon_test.h>
 #include <kern/pmu_soft.h>
 #include <kern/printf.h>
+#include <kern/string.h>
 #include <kern/test.h>
 #include <kern/thread.h>
 #include <kern/xcall.h>
@@ -303,6 +304,12 @@ bench_group_read(unsigned int cpu, bool group_read)
     struct perfmon_group_value value;
     struct perfmon_group group;
 
+    /*
+     * The stack holds the last call's events, written over by what ran
+     * since: garbage that may read as an attached event, which init
+     * refuses.
+     */
+    memset(events, 0, sizeof(events));
     TEST_ASSERT_EQ(perfmon_group_init(&group), 0);
 
     for (unsigned int i = 0; i < BENCH_GROUP_EVENTS; i++) {

@@ -17,7 +17,8 @@ from runner_ktap import Boot, Result, parse_ktap
 
 
 NARROW_SUITES = ("perfmon", "pmu_soft", "perfmon_torture", "perfmon_sample",
-                 "perfmon_group", "perfmon_mux", "perfmon_nmi")
+                 "perfmon_group", "perfmon_mux", "perfmon_nmi",
+                 "perfmon_inherit")
 
 
 # The boots of make check at more CPUs than counters: these suites, and
@@ -38,7 +39,7 @@ def narrow_selection(tests):
     >>> narrow_selection("kmem,timer")
     ''
     >>> narrow_selection("all")
-    'perfmon,pmu_soft,perfmon_torture,perfmon_sample,perfmon_group,perfmon_mux,perfmon_nmi'
+    'perfmon,pmu_soft,perfmon_torture,perfmon_sample,perfmon_group,perfmon_mux,perfmon_nmi,perfmon_inherit'
     """
     if tests in ("", "all"):
         return ",".join(NARROW_SUITES)
@@ -591,7 +592,9 @@ def check_plan(args):
         (prompt, "help perf stat\r"),
         (r"^usage: perf stat \[options\] .*\n(?:.*\n){10,}  Ctrl-C stops "
          r"early\n  workloads: spin MS \(1 to 60000\), pingpong N and "
-         r"calltree N \(1 to 1000000\)$", None),
+         r"calltree N \(1 to 1000000\)\n  fanout N DEPTH: N threads under "
+         r"each down to DEPTH levels \(N 1 to 4, DEPTH 0 to 4\),\n  1000 "
+         r"emit units each$", None),
         # The default events, and task-clock's CPUs utilized.
         (prompt, "perf stat cpu 0 100\r"),
         (r"^ Performance counter stats for 'cpu 0':\n\n"
@@ -667,6 +670,28 @@ def check_plan(args):
          r"\s+\d+\.\d\d msec cpu-clock\s+#\s+[012]\.\d{3} CPUs utilized\n"
          r"(?:\s+[\d,]+\s+emit\d?\s+#\s+\d+\.\d{3} [KMG]?/sec"
          r"(?:\s+\(\d+\.\d\d%\))?\n){9}\n", None),
+        # A workload's events follow the threads it creates (inherited, as
+        # Linux's): fanout 2 2's seven threads, 1000 units each, every one
+        # counted, each exactly with --per-thread (the first thread
+        # first; task-clock, a clock, is not inherited: the first thread's);
+        # -i (--no-inherit) counts the first thread only.
+        (prompt, "perf stat --per-thread -e emit,task-clock -- fanout 2 2\r"),
+        (r"^ Per-thread counts for 'fanout 2 2':\n\n"
+         r"(?:\s+fanout-\d+\s+1,000\s+emit\n){7}"
+         r"\s+fanout-\d+\s+[\d,]+\.\d\d msec task-clock\n\n"
+         r" Performance counter stats for 'fanout 2 2':\n\n"
+         r"\s+7,000\s+emit\s+#.*\n"
+         r"\s+[\d,]+\.\d\d msec task-clock\s+#\s+\d\.\d{3} CPUs "
+         r"utilized$", None),
+        (prompt, "perf stat -i -e emit -- fanout 2 2\r"),
+        (r"^ Performance counter stats for 'fanout 2 2':\n\n"
+         r"\s+1,000\s+emit\s+#.*$", None),
+        (prompt, "perf stat -x, --no-inherit --per-thread emit,cs -- "
+                 "fanout 3 1\r"),
+        (r"^fanout-\d+,1000,,emit\nfanout-\d+,\d+,,cs\n1000,,emit,", None),
+        (prompt, "perf stat -g emit,cs -- fanout 1 3\r"),
+        (r"^ Performance counter stats for 'fanout 1 3':\n\n"
+         r"\s+4,000\s+emit\s+#.*$", None),
         # Input typed while perf stat runs is kept: Ctrl-C is taken, the
         # line typed before it runs after.
         (prompt, "perf stat cpu 0 tick 60000\r"),
@@ -692,7 +717,8 @@ def check_plan(args):
         (r"^perf stat: two targets \('-a' and 'cpu'\): name one$", None),
         (prompt, "perf stat -z cpu 0 tick 10\r"),
         (r"^perf stat: unknown option '-z' \(-e EVENTS, -a, -C CPUS, -t TID, "
-         r"-I MS, -r N, -x SEP, -g, -v, or their long names\)$", None),
+         r"-I MS, -r N, -x SEP, -g, -v, -i, --per-thread, or their long "
+         r"names\)$", None),
         (prompt, "perf stat cpu 0 tick 10 -C\r"),
         (r"^perf stat: -C needs a value: CPUS, as 0,2-3$", None),
         (prompt, "perf stat -C 5 tick 10\r"),
@@ -716,10 +742,19 @@ def check_plan(args):
          r"both\)$", None),
         (prompt, "perf stat cpu 0 tick -- spin\r"),
         (r"^perf stat: after -- comes one workload: spin MS \(1 to 60000\), "
-         r"pingpong N or calltree N \(1 to 1000000\)$", None),
+         r"pingpong N or calltree N \(1 to 1000000\), fanout N DEPTH$",
+         None),
         (prompt, "perf stat cpu 0 tick -- sleep 10\r"),
         (r"^perf stat: the workload is spin MS \(1 to 60000\), pingpong N "
-         r"or calltree N \(1 to 1000000\), not 'sleep 10'$", None),
+         r"or calltree N \(1 to 1000000\), fanout N DEPTH \(N 1 to 4, "
+         r"DEPTH 0 to 4\), not 'sleep 10'$", None),
+        (prompt, "perf stat emit -- fanout 5 1\r"),
+        (r"^perf stat: the workload is .*, not 'fanout 5 1'$", None),
+        (prompt, "perf stat emit -- spin 10 10\r"),
+        (r"^perf stat: the workload is .*, not 'spin 10 10'$", None),
+        (prompt, "perf stat --per-thread cpu 0 emit 10\r"),
+        (r"^perf stat: --per-thread counts a workload's threads: give one "
+         r"after --$", None),
         # Nine events in a group on eight counters: one line says why.
         (prompt, "perf stat -g cpu 0 emit,emit1,emit2,emit3,emit4,emit5,"
                  "emit6,emit7,emit8 10\r"),
