@@ -188,13 +188,20 @@ struct perfmon_record_lost {
  * nr_periods periods without a sample, which held nr_events events (each
  * period of the length in force when it began: a period changed during
  * the throttle counts in the new length from the period after the one in
- * flight, as a sample would). Per event, from the records alone: the sum
- * of its samples' periods plus its THROTTLE records' nr_events is its
- * count, less the periods of samples that LOST records stand for and of
- * the period in flight. Written, once per event and throttle, when
- * sampling resumes or the event leaves the CPU, and only when a period
- * was dropped. cookie and nr_events were appended (header.size 48); a
- * record of 32 bytes, from an earlier kernel, has neither.
+ * flight, as a sample would). time_start is when the CPU's throttle
+ * began, not when this event first dropped a period. Per event, from the
+ * records alone: the sum of its samples' periods plus its THROTTLE
+ * records' nr_events is its count, less the period in flight and less
+ * what LOST records stand for (a lost sample's period, or a lost THROTTLE
+ * record's events: a LOST record does not say which), with two more
+ * exceptions: the events counted after a refresh budget ran out (the
+ * event counts on without periods until refreshed) and a reset (which
+ * zeroes the count, not the period in flight). Written when sampling
+ * resumes and each time the event leaves the CPU during the throttle (a
+ * thread sampler switched out and in again writes one per switch-out),
+ * and only when a period was dropped. cookie and nr_events were appended
+ * (header.size 48); a record of 32 bytes, from an earlier kernel, has
+ * neither.
  */
 struct perfmon_record_throttle {
     struct perfmon_record_header header;
