@@ -845,9 +845,13 @@ def check_plan(args):
         (prompt, "perf stat --foo -a 10\r"),
         (r"^perf stat: unknown option '--foo' \(", None),
         # Linux's long options, with = or a separate value, and aliases.
-        (prompt, "perf stat --event=emit --event emit:k -- pingpong 50\r"),
+        # Clocks, so that the docs' example holds no rate of events (K/sec
+        # or M/sec by the host's speed).
+        (prompt, "perf stat --event=task-clock --event cpu-clock -- "
+                 "pingpong 50\r"),
         (r"^ Performance counter stats for 'pingpong 50':\n\n"
-         r"\s+100\s+emit\s.*\n\s+100\s+emit:k\s", None),
+         r"\s+[\d,]+\.\d\d msec task-clock\s.*\n"
+         r"\s+[\d,]+\.\d\d msec cpu-clock\s", None),
         (prompt, "perf stat --verbose --cpu=0 --event=tick 50\r"),
         (r"^tick: (\d+) (\d+) \2\n\n Performance counter stats for "
          r"'cpu 0':\n\n\s+\1\s+tick\s", None),
