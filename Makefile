@@ -248,14 +248,16 @@ include tests/host/host.mk
 # file the binary is made from; an empty rule for each source too (the
 # printf) keeps a source that moved or went away from stopping the next
 # make. The files are named .dep: the .d files of older trees lacked
-# those rules and are left unread.
+# those rules and are left unread. The sources compiled are the entry's
+# own (HOST_SRCS_<name>), not the prerequisites: a moved source that an
+# old .dep still names is a prerequisite, not a file to compile.
 $(BUILD)/host/test_%:
 	@mkdir -p $(dir $@)
 	$(call quiet,HOSTCC,$@)
 	$(Q)$(HOSTCC) $(HOST_INCLUDES_$*) $(HOST_CFLAGS) $(HOST_RENAMES_$*) \
 	    $(HOST_DEFINES_$*) $(HOST_LDFLAGS_$*) -MF $@.dep -o $@ \
-	    $(filter %.c,$^)
-	$(Q)printf '%s:\n' $(filter %.c,$^) >> $@.dep
+	    $(filter %.c,$(HOST_SRCS_$*))
+	$(Q)printf '%s:\n' $(filter %.c,$(HOST_SRCS_$*)) >> $@.dep
 
 host-tests: $(addprefix $(BUILD)/host/test_,$(HOST_TESTS))
 

@@ -1,7 +1,7 @@
 # The host unit tests' binaries, included by the top Makefile, which keeps
 # their flags (HOST_CFLAGS), the link recipe and the host-tests target.
 # Each binary is one entry of a table below, made by host_test into its
-# rule and the variables the recipe reads: HOST_DEFINES_<name>,
+# rule and the variables the recipe reads: HOST_SRCS_<name>, HOST_DEFINES_<name>,
 # HOST_INCLUDES_<name>, HOST_RENAMES_<name>, HOST_LDFLAGS_<name>. The
 # entries' order is HOST_TESTS', the list the runner is given.
 
@@ -141,6 +141,7 @@ HOST_TESTS :=
 define host_test
 HOST_TESTS += $(1)
 $(BUILD)/host/test_$(1): $(2)
+HOST_SRCS_$(1) := $(2)
 HOST_DEFINES_$(1) := $(3)
 HOST_INCLUDES_$(1) := $(4)
 HOST_RENAMES_$(1) := $(5)
